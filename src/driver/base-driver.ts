@@ -1,0 +1,161 @@
+// THE CONTRACT every backend implements. The façades in rpc/ and notify/ talk only to this.
+import type { Logger } from '../logger.js';
+import type { Target } from '../target.js';
+import type { TransportURL } from '../transport-url.js';
+import { requireCapability, type DriverCapabilities } from './capabilities.js';
+import type { IncomingMessage, RpcIncomingMessage } from './incoming-message.js';
+import type { Listener } from './listener.js';
+import type { RemoteErrorRegistry } from './remote-error.js';
+import type { Context, DriverMessage, Priority } from './types.js';
+
+/** What `transport.ts` hands to a driver's constructor. */
+export interface DriverInit {
+  /** The parsed URL. Its `toString()` is redacted; use `format()` only to connect. */
+  readonly url: TransportURL;
+  /** Exchange for targets without one (oslo `control_exchange`). @default 'openstack' */
+  readonly defaultExchange: string;
+  /** Modules whose registered error classes are rebuilt on the caller. */
+  readonly allowedRemoteExmods: readonly string[];
+  /** Where remote error classes are looked up. */
+  readonly remoteErrors: RemoteErrorRegistry;
+  /** Already a child logger bound to `{driver, url (redacted)}`. */
+  readonly logger: Logger;
+  /** Driver options from the caller, merged over URL query options by the driver itself. */
+  readonly options: Readonly<Record<string, unknown>>;
+}
+
+export interface SendOptions {
+  /** True for `call`: resolve with the reply's result. */
+  waitForReply?: boolean;
+  /** Reply deadline in ms (calls). Undefined = no deadline. */
+  timeout?: number;
+  /** Call-monitor window in ms: the call fails if no heartbeat/reply arrives within it. */
+  callMonitorTimeout?: number;
+  /** Connection retries: undefined or -1 = forever, 0 = none, N = N retries. */
+  retry?: number;
+  /** Aborts the wait for a reply (and a send still waiting for a connection). */
+  signal?: AbortSignal;
+}
+
+export interface NotificationSendOptions {
+  /** 1.0 sends the raw dict (oslo `messaging`), 2.0 the envelope (oslo `messagingv2`). @default 2.0 */
+  version?: 1.0 | 2.0;
+  /** As SendOptions.retry. */
+  retry?: number;
+}
+
+export interface ListenOptions {
+  /** Messages per callback. @default 1 */
+  batchSize?: number;
+  /** Deadline for collecting one batch, in ms. */
+  batchTimeout?: number;
+}
+
+export interface NotificationListenOptions extends ListenOptions {
+  /** Pool name: every pool gets its own copy; listeners in one pool share the messages. */
+  pool?: string;
+}
+
+export type TargetAndPriority = readonly [Target, Priority];
+
+/** The module shape `transport.ts` imports lazily for each scheme. */
+export interface DriverModule {
+  createDriver(init: DriverInit): BaseDriver;
+}
+
+/**
+ * A messaging backend. All durations are milliseconds.
+ *
+ * Errors: every rejection MUST be a `MessagingError` subclass; a broker library's own error
+ * MAY appear only as `cause`. Nothing here may log payloads, passwords or unredacted URLs.
+ */
+export abstract class BaseDriver {
+  /** Short driver name for messages, e.g. `memory`, `amqp`. */
+  abstract readonly name: string;
+  /** What this driver supports; see `requireFeatures`. */
+  abstract readonly capabilities: DriverCapabilities;
+  /** A positive prefetch caps listener batch sizes; -1 = unlimited. */
+  readonly prefetchSize: number = -1;
+
+  readonly url: TransportURL;
+  readonly defaultExchange: string;
+  readonly allowedRemoteExmods: readonly string[];
+  readonly remoteErrors: RemoteErrorRegistry;
+  protected readonly logger: Logger;
+
+  constructor(init: DriverInit) {
+    this.url = init.url;
+    this.defaultExchange = init.defaultExchange;
+    this.allowedRemoteExmods = init.allowedRemoteExmods;
+    this.remoteErrors = init.remoteErrors;
+    this.logger = init.logger;
+  }
+
+  /**
+   * Fails at once with NotSupportedError when a requested feature is missing.
+   * `requeue: true` requires the `requeue` capability.
+   */
+  requireFeatures(features: { requeue?: boolean; pools?: boolean; fanout?: boolean; callMonitor?: boolean }): void {
+    if (features.requeue) requireCapability(this.name, this.capabilities, 'requeue', 'requeueing notifications');
+    if (features.pools) requireCapability(this.name, this.capabilities, 'pools', 'notification listener pools');
+    if (features.fanout) requireCapability(this.name, this.capabilities, 'fanout', 'fanout casts');
+    if (features.callMonitor) requireCapability(this.name, this.capabilities, 'callMonitor', 'call-monitor heartbeats');
+  }
+
+  /**
+   * Sends an RPC message (`{method, args, namespace?, version?}`) to `target` with `ctx`.
+   *
+   * - `target` was validated by the caller (topic present; no fanout with waitForReply).
+   * - Without `waitForReply` (a cast) it MUST resolve with `undefined` only once the broker
+   *   has accepted the message (publisher confirm, write acknowledged).
+   * - With `waitForReply` it MUST resolve with the reply's `result`, or reject with the
+   *   remote error rebuilt by `deserializeRemoteError(failure, allowedRemoteExmods,
+   *   remoteErrors)`, or with `MessagingTimeout` when `timeout` (or a call-monitor window)
+   *   passes. Late replies after a timeout MUST be dropped, never delivered to another call.
+   * - Connection failures are retried per `retry`; once exhausted it MUST reject with
+   *   `MessageDeliveryFailure`. A retry MUST NOT make the message appear twice to a consumer
+   *   (the `_unique_id` stays the same across retries and listeners dedupe on it).
+   * - An aborted `signal` MUST reject with `AbortError` and stop waiting for the reply.
+   */
+  abstract send(target: Target, ctx: Context, message: DriverMessage, options?: SendOptions): Promise<unknown>;
+
+  /**
+   * Publishes a notification dict (oslo 1.10 body) to `target.topic` = `<topic>.<priority>`.
+   * MUST resolve only after the broker accepted it. Notifications are store-and-forward:
+   * when the driver has `durableNotifications`, a notification sent before any listener
+   * exists MUST reach the un-pooled listener that later listens on it.
+   */
+  abstract sendNotification(target: Target, ctx: Context, message: DriverMessage, options?: NotificationSendOptions): Promise<void>;
+
+  /**
+   * Subscribes an RPC server: the shared `<topic>` queue (round-robin between all servers of
+   * the topic), the `<topic>.<server>` queue, and the topic's fanout. Resolves once the
+   * subscriptions are in place, so that a message sent after it resolves is received.
+   * Malformed messages MUST be rejected (not requeued) and logged; the listener keeps going.
+   */
+  abstract listen(target: Target, options?: ListenOptions): Promise<Listener<RpcIncomingMessage>>;
+
+  /**
+   * Subscribes to `<topic>.<priority>` for every pair. Without a pool, listeners share one
+   * queue per pair; with a pool, each pool gets every message once and members of the pool
+   * share them. Resolves once subscribed. Throws NotSupportedError for a pool when the
+   * driver lacks `pools`.
+   */
+  abstract listenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options?: NotificationListenOptions): Promise<Listener<IncomingMessage>>;
+
+  /**
+   * Releases every connection and timer. Pending calls MUST reject (MessagingTimeout or
+   * MessageDeliveryFailure), never hang. Idempotent. After cleanup every method rejects with
+   * `InvalidState`.
+   */
+  abstract cleanup(): Promise<void>;
+
+  /** The exchange a target resolves to. */
+  exchangeFor(target: Target): string {
+    return target.exchange ?? this.defaultExchange;
+  }
+
+  toString(): string {
+    return `${this.constructor.name}<${this.url.toString()}>`;
+  }
+}

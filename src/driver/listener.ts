@@ -1,0 +1,137 @@
+// The push side of the contract: a Listener calls back with batches of messages.
+// PollStyleListenerAdapter turns any PollStyleListener into one with a resilient poll loop.
+import { silentLogger, type Logger } from '../logger.js';
+import type { IncomingMessage } from './incoming-message.js';
+import type { PollStyleListener } from './poll-style-listener.js';
+
+/**
+ * Called with each batch. The returned promise should settle when the batch has been
+ * *accepted* (e.g. handed to a bounded executor), not necessarily processed: the listener
+ * does not poll again until it settles, which is how back-pressure reaches the broker.
+ */
+export type ListenerCallback<M extends IncomingMessage = IncomingMessage> = (messages: M[]) => Promise<void> | void;
+
+/** A push-style listener returned by `BaseDriver.listen*`. */
+export interface Listener<M extends IncomingMessage = IncomingMessage> {
+  /** Starts delivering batches to `callback`. Calling it twice is an error. */
+  start(callback: ListenerCallback<M>): void;
+  /**
+   * Stops taking new messages, then delivers everything already received from the broker to
+   * the callback, then resolves. Idempotent.
+   */
+  stop(): Promise<void>;
+  /** Releases broker resources; call after `stop()`. Idempotent. */
+  cleanup(): Promise<void>;
+}
+
+export interface PollStyleListenerAdapterOptions {
+  /** @default 1 */
+  batchSize?: number;
+  /** Batch deadline in ms; undefined sends each batch as soon as the first message arrives and batchSize is reached or nothing else is buffered. */
+  batchTimeout?: number;
+  logger?: Logger;
+  /** Backoff after a failed poll or callback, in ms: doubles from `min` to `max`. */
+  backoff?: { minMs: number; maxMs: number };
+}
+
+const DEFAULT_BACKOFF = Object.freeze({ minMs: 10, maxMs: 1000 });
+
+/**
+ * Runs a poll loop over a PollStyleListener. A failing poll or callback is logged and the
+ * loop goes on after a backoff; it never dies. `stop()` stops the source, waits for the
+ * loop, then delivers what the source still holds before resolving.
+ */
+export class PollStyleListenerAdapter<M extends IncomingMessage = IncomingMessage> implements Listener<M> {
+  private callback?: ListenerCallback<M>;
+  private running = false;
+  private loop?: Promise<void>;
+  private stopping?: Promise<void>;
+  private wakeBackoff?: () => void;
+  private readonly logger: Logger;
+  private readonly backoff: { minMs: number; maxMs: number };
+
+  constructor(
+    readonly source: PollStyleListener<M>,
+    private readonly options: PollStyleListenerAdapterOptions = {},
+  ) {
+    this.logger = options.logger ?? silentLogger;
+    this.backoff = options.backoff ?? DEFAULT_BACKOFF;
+  }
+
+  start(callback: ListenerCallback<M>): void {
+    if (this.callback) throw new Error('Listener already started');
+    this.callback = callback;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= this.doStop();
+    return this.stopping;
+  }
+
+  async cleanup(): Promise<void> {
+    await this.stop();
+    await this.source.cleanup();
+  }
+
+  private async doStop(): Promise<void> {
+    this.running = false;
+    await this.source.stop();
+    this.wakeBackoff?.();
+    await this.loop;
+    // Deliver what was already taken from the broker: a stopped listener loses nothing.
+    if (!this.callback) return;
+    for (let i = 0; i < 100_000; i++) {
+      let batch: M[];
+      try {
+        batch = await this.source.poll({ timeout: 0, batchSize: this.options.batchSize ?? 1, batchTimeout: 0 });
+      } catch (err) {
+        this.logger.error('poll failed while draining a stopped listener', { err });
+        return;
+      }
+      if (batch.length === 0) return;
+      await this.invoke(batch);
+    }
+  }
+
+  private async run(): Promise<void> {
+    let delay = this.backoff.minMs;
+    while (this.running) {
+      try {
+        const batch = await this.source.poll({ batchSize: this.options.batchSize ?? 1, batchTimeout: this.options.batchTimeout });
+        if (batch.length > 0 && !(await this.invoke(batch))) throw new CallbackFailed();
+        delay = this.backoff.minMs;
+      } catch (err) {
+        if (!this.running) break;
+        if (!(err instanceof CallbackFailed)) this.logger.error('listener poll failed; retrying', { err, retryInMs: delay });
+        await this.sleep(delay);
+        delay = Math.min(delay * 2, this.backoff.maxMs);
+      }
+    }
+  }
+
+  /** Returns false when the callback threw (already logged). */
+  private async invoke(batch: M[]): Promise<boolean> {
+    try {
+      await this.callback!(batch);
+      return true;
+    } catch (err) {
+      this.logger.error('listener callback failed', { err, messages: batch.length });
+      return false;
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeBackoff = done;
+    });
+  }
+}
+
+class CallbackFailed extends Error {}

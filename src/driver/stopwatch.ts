@@ -1,0 +1,29 @@
+// A countdown used wherever several waits must share one deadline (batch polling, retries).
+
+/** Measures elapsed time against an optional duration. `durationMs` undefined = no limit. */
+export class StopWatch {
+  private readonly startedAt: number;
+
+  constructor(
+    readonly durationMs?: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.startedAt = now();
+  }
+
+  /** Milliseconds since the watch was created. */
+  elapsed(): number {
+    return this.now() - this.startedAt;
+  }
+
+  /** Milliseconds left, never negative; `undefined` when the watch has no limit. */
+  leftover(): number | undefined {
+    if (this.durationMs === undefined) return undefined;
+    return Math.max(0, this.durationMs - this.elapsed());
+  }
+
+  /** True once the duration has fully elapsed (never for a watch without a limit). */
+  expired(): boolean {
+    return this.durationMs !== undefined && this.elapsed() >= this.durationMs;
+  }
+}

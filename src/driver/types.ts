@@ -1,0 +1,15 @@
+// Plain data types shared by the contract and the façades.
+
+/** A request context: a JSON-serialisable plain object (user, project, request id...). */
+export type Context = Record<string, unknown>;
+
+/** A message body as the driver sees it: a JSON-serialisable plain object. */
+export type DriverMessage = Record<string, unknown>;
+
+/** Notification priorities, lower-case as in routing keys. */
+export const PRIORITIES = ['audit', 'debug', 'info', 'warn', 'error', 'critical', 'sample'] as const;
+export type Priority = (typeof PRIORITIES)[number];
+
+export function isPriority(value: unknown): value is Priority {
+  return typeof value === 'string' && (PRIORITIES as readonly string[]).includes(value);
+}

@@ -1,0 +1,1 @@
+export function createDriver(): never { throw new Error('memory driver: not yet'); }

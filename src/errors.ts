@@ -1,0 +1,181 @@
+// The one error tree of tidings. Every driver maps its broker library's errors into these
+// classes; a raw amqplib/ioredis/kafkajs error never reaches a user (it rides in `cause`).
+
+export interface MessagingErrorOptions {
+  /** The lower-level error that caused this one. */
+  cause?: unknown;
+  /** Overrides the class default for whether the same operation may succeed when retried. */
+  retriable?: boolean;
+}
+
+/** Base class of every error tidings throws on purpose. */
+export class MessagingError extends Error {
+  /** True when retrying the same operation may succeed (a lost connection, a timeout). */
+  readonly retriable: boolean;
+  /** A stable machine-readable code, e.g. `MESSAGING_TIMEOUT`. */
+  readonly code: string = 'MESSAGING_ERROR';
+  protected static defaultRetriable = false;
+
+  constructor(message: string, options: MessagingErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.retriable = options.retriable ?? (new.target as typeof MessagingError).defaultRetriable;
+  }
+}
+
+/** A `call` got no reply in time, or a call-monitor window passed without a heartbeat. */
+export class MessagingTimeout extends MessagingError {
+  override readonly code = 'MESSAGING_TIMEOUT';
+  protected static override defaultRetriable = true;
+}
+
+/** A message could not be handed to the broker after every permitted retry. */
+export class MessageDeliveryFailure extends MessagingError {
+  override readonly code = 'MESSAGE_DELIVERY_FAILURE';
+}
+
+/** The broker returned a mandatory message because nothing was bound to receive it. */
+export class MessageUndeliverable extends MessagingError {
+  override readonly code = 'MESSAGE_UNDELIVERABLE';
+  constructor(
+    message: string,
+    readonly exchange: string,
+    readonly routingKey: string,
+    options: MessagingErrorOptions = {},
+  ) {
+    super(message, options);
+  }
+}
+
+/** The broker connection is lost or cannot be made; drivers retry these. */
+export class ConnectionError extends MessagingError {
+  override readonly code = 'CONNECTION_ERROR';
+  protected static override defaultRetriable = true;
+}
+
+/** A Target is missing what the operation needs (e.g. no topic, or `call` with fanout). */
+export class InvalidTarget extends MessagingError {
+  override readonly code = 'INVALID_TARGET';
+  constructor(
+    message: string,
+    readonly target?: unknown,
+    options: MessagingErrorOptions = {},
+  ) {
+    super(message, options);
+  }
+}
+
+/** A transport URL could not be parsed or names an unknown scheme or option. */
+export class InvalidTransportURL extends MessagingError {
+  override readonly code = 'INVALID_TRANSPORT_URL';
+}
+
+/** An argument or option has the wrong type or value; nothing was sent. */
+export class InvalidArgument extends MessagingError {
+  override readonly code = 'INVALID_ARGUMENT';
+  constructor(
+    readonly field: string,
+    readonly expected: string,
+    readonly received: unknown,
+    options: MessagingErrorOptions = {},
+  ) {
+    super(`Invalid ${field}: expected ${expected}, received ${describe(received)}`, options);
+  }
+}
+
+/** The driver lacks a capability the caller asked for (e.g. requeue, pools). */
+export class NotSupportedError extends MessagingError {
+  override readonly code = 'NOT_SUPPORTED';
+}
+
+/** A driver module or its broker library could not be loaded. */
+export class DriverLoadFailure extends MessagingError {
+  override readonly code = 'DRIVER_LOAD_FAILURE';
+}
+
+/** The message version is above the client's version cap. */
+export class RPCVersionCapError extends MessagingError {
+  override readonly code = 'RPC_VERSION_CAP';
+  constructor(
+    readonly version: string,
+    readonly versionCap: string,
+  ) {
+    super(`Requested message version, ${version} is incompatible. It needs to be equal in major version and less than or equal in minor version as the specified version cap ${versionCap}.`);
+  }
+}
+
+/** Base of errors raised by the RPC dispatcher on the server side. */
+export class RPCDispatcherError extends MessagingError {
+  override readonly code: string = 'RPC_DISPATCHER_ERROR';
+}
+
+/** No endpoint matching the namespace and version has the requested method. */
+export class NoSuchMethod extends RPCDispatcherError {
+  override readonly code = 'NO_SUCH_METHOD';
+  constructor(readonly method: string) {
+    super(`Endpoint does not support RPC method ${method}`);
+  }
+}
+
+/** No endpoint accepts the requested namespace and version. */
+export class UnsupportedVersion extends RPCDispatcherError {
+  override readonly code = 'UNSUPPORTED_VERSION';
+  constructor(
+    readonly version: string,
+    readonly method?: string,
+  ) {
+    super(`Endpoint does not support RPC version ${version}. Attempted method: ${method}`);
+  }
+}
+
+/** A server failed to start listening. */
+export class ServerListenError extends MessagingError {
+  override readonly code = 'SERVER_LISTEN_ERROR';
+}
+
+/** A message on the wire could not be decoded (bad JSON, envelope version, missing keys). */
+export class MalformedMessage extends MessagingError {
+  override readonly code = 'MALFORMED_MESSAGE';
+}
+
+/** An operation was used out of order (e.g. `wait()` before `stop()`, use after cleanup). */
+export class InvalidState extends MessagingError {
+  override readonly code = 'INVALID_STATE';
+}
+
+/** The operation was aborted through its AbortSignal. */
+export class AbortError extends MessagingError {
+  override readonly code = 'ABORTED';
+}
+
+/**
+ * An error raised by the remote side that is not rebuilt as a local class: either its module
+ * is not in the transport's `allowedRemoteExmods`, or no class is registered for it.
+ */
+export class RemoteError extends MessagingError {
+  override readonly code = 'REMOTE_ERROR';
+  constructor(
+    /** Remote class name, e.g. `ValueError`. */
+    readonly excType: string,
+    /** Remote error text. */
+    readonly value: string,
+    /** Remote traceback lines. */
+    readonly traceback: readonly string[] = [],
+    /** Remote module, e.g. `builtins`. */
+    readonly module?: string,
+    /** Constructor args of the remote error, as sent. */
+    readonly args: readonly unknown[] = [],
+    /** Keyword args of the remote error, as sent. */
+    readonly kwargs: Readonly<Record<string, unknown>> = {},
+  ) {
+    super(`Remote error: ${excType} ${value}${traceback.length ? '\n' + traceback.join('') : ''}.`);
+  }
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value === 'string') return JSON.stringify(value.length > 80 ? value.slice(0, 77) + '...' : value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return `${typeof value} ${String(value)}`;
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : typeof value;
+}

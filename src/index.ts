@@ -1,0 +1,12 @@
+// Public surface: façades, Target, errors, types. Never a driver.
+export * from './errors.js';
+export { Target, versionIsCompatible, type TargetInit } from './target.js';
+export { TransportURL, type TransportHost } from './transport-url.js';
+export { getRpcTransport, getNotificationTransport, Transport, DEFAULT_TRANSPORT_URL, type TransportOptions, type TransportKind } from './transport.js';
+export { silentLogger, createConsoleLogger, createMemoryLogger, type Logger, type LogLevel, type LogFields, type MemoryLogger } from './logger.js';
+export { NoOpSerializer, JsonPayloadSerializer, toPrimitive, type Serializer } from './serializer.js';
+export { RETRY_DEFAULTS, type RetryPolicy } from './retry.js';
+export { RemoteErrorRegistry, defaultRemoteErrorRegistry, remoteOrigin, type FailureInfo, type RemoteOrigin } from './driver/remote-error.js';
+export { PRIORITIES, type Priority, type Context } from './driver/types.js';
+// RPC_EXPORTS (added by src/rpc)
+// NOTIFY_EXPORTS (added by src/notify)

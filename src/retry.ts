@@ -1,0 +1,69 @@
+// The one retry loop: retries only `retriable` errors, honours an AbortSignal, backs off as
+// oslo's rabbit reconnect does, and wraps the last failure in MessageDeliveryFailure.
+import { AbortError, MessageDeliveryFailure, MessagingError } from './errors.js';
+
+export interface RetryPolicy {
+  /** Retries after the first attempt: undefined or -1 = forever, 0 = none. */
+  retry?: number;
+  /** First wait, ms. @default 1000 (oslo rabbit_retry_interval) */
+  intervalMs?: number;
+  /** Added per attempt, ms. @default 2000 (oslo rabbit_retry_backoff) */
+  backoffMs?: number;
+  /** Upper bound of one wait, ms. @default 30000 (oslo rabbit_interval_max) */
+  maxIntervalMs?: number;
+  signal?: AbortSignal;
+  /** Called before each wait, for logging. */
+  onRetry?: (info: { attempt: number; delayMs: number; error: unknown }) => void;
+  /** Decides whether an error is worth retrying. @default error.retriable === true */
+  isRetriable?: (error: unknown) => boolean;
+}
+
+export const RETRY_DEFAULTS = Object.freeze({ intervalMs: 1000, backoffMs: 2000, maxIntervalMs: 30_000 });
+
+/** The wait before retry number `attempt` (1-based). */
+export function retryDelay(attempt: number, policy: Pick<RetryPolicy, 'intervalMs' | 'backoffMs' | 'maxIntervalMs'> = {}): number {
+  const interval = policy.intervalMs ?? RETRY_DEFAULTS.intervalMs;
+  const backoff = policy.backoffMs ?? RETRY_DEFAULTS.backoffMs;
+  const max = policy.maxIntervalMs ?? RETRY_DEFAULTS.maxIntervalMs;
+  return Math.min(interval + backoff * (attempt - 1), max);
+}
+
+/** Runs `fn` until it succeeds, fails with a non-retriable error, or retries run out. */
+export async function withRetry<T>(fn: (attempt: number) => Promise<T>, policy: RetryPolicy = {}): Promise<T> {
+  const isRetriable = policy.isRetriable ?? ((e: unknown) => e instanceof MessagingError && e.retriable);
+  const maxRetries = policy.retry === undefined || policy.retry < 0 ? Infinity : policy.retry;
+  for (let attempt = 0; ; attempt++) {
+    throwIfAborted(policy.signal);
+    try {
+      return await fn(attempt);
+    } catch (error) {
+      if (!isRetriable(error)) throw error;
+      if (attempt >= maxRetries) {
+        throw new MessageDeliveryFailure(`Gave up after ${attempt + 1} attempt(s): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      }
+      const delayMs = retryDelay(attempt + 1, policy);
+      policy.onRetry?.({ attempt: attempt + 1, delayMs, error });
+      await abortableSleep(delayMs, policy.signal);
+    }
+  }
+}
+
+export function throwIfAborted(signal?: AbortSignal): void {
+  if (signal?.aborted) throw new AbortError('The operation was aborted', { cause: signal.reason });
+}
+
+/** Sleeps `ms`, rejecting with AbortError as soon as `signal` aborts. */
+export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new AbortError('The operation was aborted', { cause: signal.reason }));
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new AbortError('The operation was aborted', { cause: signal?.reason }));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,58 @@
+// Serializer hooks: how entities (args, results, payloads) and contexts cross the wire.
+import { InvalidArgument } from './errors.js';
+import type { Context } from './driver/types.js';
+import { isPlainObject } from './driver/envelope.js';
+
+/** oslo's Serializer: entity and context hooks applied by the façades on both sides. */
+export interface Serializer<Ctx = Context> {
+  serializeEntity(ctx: Ctx, entity: unknown): unknown;
+  deserializeEntity(ctx: Ctx, entity: unknown): unknown;
+  serializeContext(ctx: Ctx): Context;
+  deserializeContext(ctx: Context): Ctx;
+}
+
+/** Identity; the context must be a plain object. The default everywhere. */
+export class NoOpSerializer implements Serializer<Context> {
+  serializeEntity(_ctx: Context, entity: unknown): unknown {
+    return entity;
+  }
+  deserializeEntity(_ctx: Context, entity: unknown): unknown {
+    return entity;
+  }
+  serializeContext(ctx: Context): Context {
+    if (!isPlainObject(ctx)) throw new InvalidArgument('context', 'a plain object', ctx);
+    return ctx;
+  }
+  deserializeContext(ctx: Context): Context {
+    return ctx;
+  }
+}
+
+/** Converts entities to JSON primitives (Dates to ISO strings, Maps/Sets to objects/arrays, class instances to their own fields). */
+export class JsonPayloadSerializer extends NoOpSerializer {
+  override serializeEntity(_ctx: Context, entity: unknown): unknown {
+    return toPrimitive(entity);
+  }
+}
+
+/** oslo `jsonutils.to_primitive` in spirit: a JSON-safe copy, cycles replaced by null. */
+export function toPrimitive(value: unknown, seen: WeakSet<object> = new WeakSet()): unknown {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
+  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
+  if (typeof value === 'bigint') return value.toString();
+  if (value === undefined || typeof value === 'function' || typeof value === 'symbol') return null;
+  if (value instanceof Date) return value.toISOString();
+  if (typeof value !== 'object') return null;
+  if (seen.has(value)) return null;
+  seen.add(value);
+  try {
+    if (Array.isArray(value) || value instanceof Set) return [...value].map((v) => toPrimitive(v, seen));
+    if (value instanceof Map) return Object.fromEntries([...value].map(([k, v]) => [String(k), toPrimitive(v, seen)]));
+    if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return toPrimitive((value as { toJSON(): unknown }).toJSON(), seen);
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = toPrimitive(v, seen);
+    return out;
+  } finally {
+    seen.delete(value);
+  }
+}
