@@ -22,20 +22,25 @@ export interface BatchPollOptions extends PollOptions {
 
 /**
  * Collects up to `batchSize` messages from `pollOne`. ONE stopwatch of `batchTimeout ??
- * timeout` covers the whole batch: the wait for the first message counts against it, and
- * the total wait never exceeds it. Returns early when a poll yields nothing in the time left
- * or the batch is full. A positive `prefetchSize` caps `batchSize`.
+ * timeout` (the shorter one when both are set, as oslo clips the batch to `timeout`) covers
+ * the whole batch: the wait for the first message counts against it, and the total wait never
+ * exceeds it. Returns early when a poll yields nothing in the time left or the batch is full.
+ * Without any deadline it waits for the first message, then takes only what is ready, so a
+ * partial batch is never held back indefinitely. A positive `prefetchSize` caps `batchSize`.
  */
 export async function batchPoll<M>(
   pollOne: (timeoutMs: number | undefined) => Promise<M | undefined>,
   options: BatchPollOptions = {},
 ): Promise<M[]> {
-  let batchSize = Math.max(1, options.batchSize ?? 1);
+  // NaN or a fraction would make the loop below end at once; treat anything odd as 1.
+  let batchSize = Math.max(1, Math.floor(options.batchSize ?? 1) || 1);
   if (options.prefetchSize !== undefined && options.prefetchSize > 0) batchSize = Math.min(batchSize, options.prefetchSize);
-  const watch = new StopWatch(options.batchTimeout ?? options.timeout, options.now);
+  const { timeout, batchTimeout } = options;
+  const limit = timeout !== undefined && batchTimeout !== undefined ? Math.min(timeout, batchTimeout) : (batchTimeout ?? timeout);
+  const watch = new StopWatch(limit, options.now);
   const out: M[] = [];
   while (out.length < batchSize) {
-    const message = await pollOne(watch.leftover());
+    const message = await pollOne(out.length === 0 ? watch.leftover() : (watch.leftover() ?? 0));
     if (message === undefined) break;
     out.push(message);
   }

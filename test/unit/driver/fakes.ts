@@ -1,0 +1,69 @@
+// Small in-test implementations of the driver contract (our own classes, no broker mocks).
+import { IncomingMessage } from '../../../src/driver/incoming-message.js';
+import { BufferedPollStyleListener, PollStyleListener, type PollOptions } from '../../../src/driver/poll-style-listener.js';
+
+/** A notification-like message that records what happened to it. */
+export class FakeMessage extends IncomingMessage {
+  acked = 0;
+  requeued = 0;
+
+  constructor(readonly n: number) {
+    super({}, { n }, `m-${n}`);
+  }
+
+  async acknowledge(): Promise<void> {
+    this.acked++;
+  }
+
+  async requeue(): Promise<void> {
+    this.requeued++;
+  }
+}
+
+/** A BufferedPollStyleListener whose "broker" is the test calling deliver(). */
+export class FakeBufferedListener extends BufferedPollStyleListener<FakeMessage> {
+  stopCalls = 0;
+  cleanupCalls = 0;
+  polls: PollOptions[] = [];
+  /** When > 0, the next poll() calls throw this many times. */
+  failNextPolls = 0;
+
+  override poll(options: PollOptions = {}): Promise<FakeMessage[]> {
+    this.polls.push(options);
+    if (this.failNextPolls > 0) {
+      this.failNextPolls--;
+      return Promise.reject(new Error('poll exploded'));
+    }
+    return super.poll(options);
+  }
+
+  override async stop(): Promise<void> {
+    this.stopCalls++;
+    await super.stop();
+  }
+
+  async cleanup(): Promise<void> {
+    this.cleanupCalls++;
+  }
+
+  /** Messages still in the buffer. */
+  get buffered(): number {
+    return this.buffer.size;
+  }
+}
+
+/** A poll-style listener that ignores stop() entirely: the adapter must still not hang on it. */
+export class ScriptedListener extends PollStyleListener<FakeMessage> {
+  constructor(private readonly script: Array<() => Promise<FakeMessage[]>>) {
+    super();
+  }
+
+  poll(): Promise<FakeMessage[]> {
+    const next = this.script.shift();
+    return next ? next() : Promise.resolve([]);
+  }
+
+  async stop(): Promise<void> {}
+
+  async cleanup(): Promise<void> {}
+}
