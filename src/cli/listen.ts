@@ -1,0 +1,120 @@
+// `tidings listen`: prints one JSON line per notification on stdout until --count, --timeout
+// or a signal; status lines go to stderr so stdout stays machine-readable.
+import {
+  MessagingTimeout,
+  NotificationResult,
+  PRIORITIES,
+  Target,
+  TransportURL,
+  getNotificationListener,
+  getNotificationTransport,
+  type Context,
+  type Priority,
+} from '../index.js';
+import {
+  COMMON_HELP,
+  EXIT,
+  EXIT_HELP,
+  loggerFor,
+  parseCommandLine,
+  parseNonNegativeInt,
+  rejectExtraPositionals,
+  resolveUrl,
+  shutdownRequested,
+  UsageError,
+  type CliIO,
+  type Command,
+} from './common.js';
+import { DEFAULT_NOTIFICATION_TOPIC, parsePriority } from './notify.js';
+
+const OPTIONS = {
+  topic: { type: 'string', short: 't' },
+  pool: { type: 'string' },
+  priority: { type: 'string', short: 'p' },
+  count: { type: 'string', short: 'n' },
+  timeout: { type: 'string' },
+  exchange: { type: 'string' },
+} as const;
+
+const HELP = `Usage: tidings listen [options]
+
+Prints one JSON line per notification on stdout:
+  {"priority":"info","event_type":"...","publisher_id":"...","payload":...,"ctx":{...},"message_id":"...","timestamp":"..."}
+Status lines ("listening on ...") go to stderr. Stops on SIGINT/SIGTERM, after --count
+notifications or after --timeout ms.
+
+Options:
+  -t, --topic <topic>        notification topic (default ${DEFAULT_NOTIFICATION_TOPIC})
+  --pool <name>              join a listener pool: each pool gets every notification once and
+                             the members of a pool share them (default: the topic's shared queue)
+  -p, --priority <p1,p2>     only these priorities (default: all of ${PRIORITIES.join(', ')})
+  -n, --count <n>            exit 0 after n notifications
+  --timeout <ms>             stop after ms; with --count, fewer than n is a timeout (exit 3)
+  --exchange <name>          exchange (default: the transport's control exchange, openstack)
+${COMMON_HELP}
+
+Example:
+  tidings listen --topic notifications --pool billing --count 2 --url rabbit://guest:guest@127.0.0.1:5672/
+${EXIT_HELP}`;
+
+export const listenCommand: Command = {
+  name: 'listen',
+  summary: 'print notifications as JSON lines',
+  help: HELP,
+  async run(argv: readonly string[], io: CliIO): Promise<number> {
+    const { values, positionals } = parseCommandLine(argv, OPTIONS);
+    if (values.help) {
+      io.out(HELP);
+      return EXIT.OK;
+    }
+    rejectExtraPositionals(positionals, 0, 'tidings listen [options]');
+    const topic = values.topic ?? DEFAULT_NOTIFICATION_TOPIC;
+    if (topic === '') throw new UsageError('--topic must not be empty');
+    const priorities: Priority[] = values.priority
+      ? [...new Set(values.priority.split(',').map((p) => parsePriority(p.trim())))]
+      : [...PRIORITIES];
+    const count = values.count === undefined ? undefined : parseNonNegativeInt('--count', values.count, 0);
+    if (count === 0) throw new UsageError('--count must be at least 1');
+    const timeout = values.timeout === undefined ? undefined : parseNonNegativeInt('--timeout', values.timeout, 0);
+    const url = TransportURL.parse(resolveUrl(values.url, io));
+
+    let received = 0;
+    let reachedCount!: () => void;
+    const enough = new Promise<void>((resolve) => (reachedCount = resolve));
+    const print = (priority: Priority) => (ctx: Context, publisherId: string, eventType: string, payload: unknown, metadata: Record<string, unknown>) => {
+      // With concurrent deliveries a message may arrive after --count was reached; it is not printed.
+      if (count !== undefined && received >= count) return NotificationResult.HANDLED;
+      received++;
+      io.out(JSON.stringify({ priority, event_type: eventType, publisher_id: publisherId, payload, ctx, ...metadata }));
+      if (count !== undefined && received >= count) reachedCount();
+      return NotificationResult.HANDLED;
+    };
+    const endpoint = Object.fromEntries(priorities.map((p) => [p, print(p)]));
+
+    const transport = await getNotificationTransport(url, { logger: loggerFor(values.verbose) });
+    const shutdown = shutdownRequested();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const listener = getNotificationListener(transport, [new Target({ topic, exchange: values.exchange })], [endpoint], {
+        ...(values.pool ? { pool: values.pool } : {}),
+        executorSize: 1,
+      });
+      await listener.start();
+      io.err(`listening on ${transport.url} topic=${topic} priorities=${priorities.join(',')}${values.pool ? ` pool=${values.pool}` : ''}`);
+      const timedOut = new Promise<'timeout'>((resolve) => {
+        if (timeout !== undefined) timer = setTimeout(() => resolve('timeout'), timeout);
+      });
+      const why = await Promise.race([enough.then(() => 'count' as const), timedOut, shutdown.promise]);
+      await listener.stop();
+      await listener.wait();
+      if (why === 'timeout' && count !== undefined) {
+        throw new MessagingTimeout(`received ${received} of ${count} notifications within ${timeout} ms`);
+      }
+      return EXIT.OK;
+    } finally {
+      clearTimeout(timer);
+      shutdown.dispose();
+      await transport.cleanup();
+    }
+  },
+};

@@ -1,0 +1,84 @@
+// `tidings serve`: an RPC server with the built-in endpoints, for smoke tests and health
+// checks. Runs until SIGINT/SIGTERM, then stops taking messages and lets in-flight ones finish.
+import { Target, TransportURL, getRpcServer, getRpcTransport } from '../index.js';
+import { BUILTIN_METHODS, MAX_SLEEP_MS, createBuiltinEndpoints } from './builtin-endpoints.js';
+import {
+  COMMON_HELP,
+  EXIT,
+  EXIT_HELP,
+  defaultServerName,
+  loggerFor,
+  parseCommandLine,
+  rejectExtraPositionals,
+  requireTopic,
+  resolveUrl,
+  shutdownRequested,
+  type CliIO,
+  type Command,
+} from './common.js';
+
+const OPTIONS = {
+  topic: { type: 'string', short: 't' },
+  server: { type: 'string', short: 's' },
+  exchange: { type: 'string' },
+} as const;
+
+const HELP = `Usage: tidings serve --topic <topic> [--server <name>] [options]
+
+Runs an RPC server on --topic until SIGINT/SIGTERM, then stops gracefully (in-flight calls
+finish). Prints "serving ..." on stderr once it is subscribed.
+
+Endpoints (default namespace, version 1.0):
+  echo    {...}           returns its arguments
+  add     {a, b}          returns a + b (TypeError for non-numbers)
+  sleep   {ms}            replies {slept: ms} after ms (default 1000, at most ${MAX_SLEEP_MS})
+  fail    {message?}      raises DeliberateFailure (module tidings.cli)
+  whoami  {}              {server, topic, host, pid, url, startedAt, ctx}
+  ping    {}              "pong"
+
+Options:
+  -t, --topic <topic>     topic to serve (required)
+  -s, --server <name>     server name, for calls with --server (default: the host name)
+  --exchange <name>       exchange (default: the transport's control exchange, openstack)
+${COMMON_HELP}
+
+Example:
+  tidings serve --topic demo --url rabbit://guest:guest@127.0.0.1:5672/ &
+  tidings call ping --topic demo --url rabbit://guest:guest@127.0.0.1:5672/
+${EXIT_HELP}`;
+
+export const serveCommand: Command = {
+  name: 'serve',
+  summary: 'run an RPC server with echo/add/sleep/fail/whoami/ping',
+  help: HELP,
+  async run(argv: readonly string[], io: CliIO): Promise<number> {
+    const { values, positionals } = parseCommandLine(argv, OPTIONS);
+    if (values.help) {
+      io.out(HELP);
+      return EXIT.OK;
+    }
+    rejectExtraPositionals(positionals, 0, 'tidings serve --topic <topic>');
+    const topic = requireTopic(values.topic, 'serve');
+    const serverName = values.server ?? defaultServerName();
+    const url = TransportURL.parse(resolveUrl(values.url, io));
+    // Subscribe to signals before the (possibly slow) connect, so an early SIGTERM is not lost.
+    const shutdown = shutdownRequested();
+    const transport = await getRpcTransport(url, { logger: loggerFor(values.verbose) });
+    try {
+      const target = new Target({ topic, server: serverName, exchange: values.exchange });
+      const endpoints = createBuiltinEndpoints({ topic, server: serverName, url: transport.url });
+      const server = getRpcServer(transport, target, [endpoints]);
+      await server.start();
+      io.err(`serving on ${transport.url} topic=${topic} server=${serverName} methods=${BUILTIN_METHODS.join(',')}`);
+      const signal = await shutdown.promise;
+      io.err(`${signal}: stopping (in-flight calls finish)`);
+      await server.stop();
+      await server.wait();
+      io.err('stopped');
+      return EXIT.OK;
+    } finally {
+      shutdown.dispose();
+      await transport.cleanup();
+    }
+  },
+};
