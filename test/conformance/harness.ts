@@ -1,0 +1,205 @@
+// Per-test environment of the conformance suite: one isolated URL per test, unique names
+// under a run prefix, and every transport/server/listener torn down in afterEach.
+import { afterEach, beforeEach, expect } from 'vitest';
+import {
+  getNotificationTransport,
+  getRpcTransport,
+  MessagingError,
+  NotSupportedError,
+  type Transport,
+  type TransportOptions,
+} from '../../src/index.js';
+import type { DriverCapabilities } from '../../src/driver/capabilities.js';
+import { uniqueName } from '../support/wait.js';
+
+/** What a driver hands to `runConformanceSuite`. */
+export interface ConformanceSubject {
+  /** Suite title, e.g. `memory` or `amqp (RabbitMQ)`. */
+  name: string;
+  /**
+   * A URL for one test. Each call MAY return a new isolated broker space (memory: a fresh
+   * vhost); the suite calls it once per test and shares the result between that test's
+   * transports. Brokers without per-test spaces rely on the unique names the suite uses.
+   */
+  url(): string;
+  /** The capabilities the driver MUST declare; the suite checks the driver agrees. */
+  capabilities: DriverCapabilities;
+  /** Merged into every transport the suite opens. */
+  transportOptions?: TransportOptions;
+  /** Runs once before the suite, e.g. `requireRabbitMQ` (fails, never skips). */
+  before?(): Promise<void>;
+  /**
+   * Runs once after the suite with the prefix every queue/exchange/pool name of this run
+   * starts with, so that a broker with persistent queues can remove what the run left.
+   */
+  after?(namePrefix: string): Promise<unknown>;
+  /** Multiplies waits and time bounds for slow brokers. @default 1 */
+  timeScale?: number;
+}
+
+type Closer = () => Promise<unknown>;
+
+/** What a test uses: transports, names and scaled durations, all cleaned up afterwards. */
+export interface ConformanceEnv {
+  readonly subject: ConformanceSubject;
+  readonly caps: DriverCapabilities;
+  /** The URL of the current test (memoised per test). */
+  url(): string;
+  /** A name unique to this test, under the run prefix. */
+  name(kind?: string): string;
+  /** `ms * timeScale`. */
+  ms(ms: number): number;
+  rpcTransport(options?: TransportOptions): Promise<Transport>;
+  notificationTransport(options?: TransportOptions): Promise<Transport>;
+  /** Registers a teardown step; steps run in reverse order after the test. */
+  defer(close: Closer): void;
+}
+
+/**
+ * Registers beforeEach/afterEach hooks in the calling `describe` and returns the env the
+ * tests of that block use. Teardown failures fail the test: a driver that cannot stop
+ * cleanly does not conform.
+ */
+export function useConformanceEnv(subject: ConformanceSubject, runPrefix: string): ConformanceEnv {
+  let closers: Closer[] = [];
+  let url: string | undefined;
+  const scale = subject.timeScale ?? 1;
+
+  beforeEach(() => {
+    closers = [];
+    url = undefined;
+  });
+
+  afterEach(async () => {
+    const steps = closers.reverse();
+    closers = [];
+    const failures: unknown[] = [];
+    for (const step of steps) {
+      try {
+        await step();
+      } catch (err) {
+        failures.push(err);
+      }
+    }
+    if (failures.length) throw new AggregateError(failures, `conformance teardown failed: ${failures.map(String).join('; ')}`);
+  });
+
+  const env: ConformanceEnv = {
+    subject,
+    caps: subject.capabilities,
+    url() {
+      url ??= subject.url();
+      return url;
+    },
+    name(kind = 'n') {
+      return uniqueName(`${runPrefix}-${kind}`);
+    },
+    ms(ms: number) {
+      return Math.round(ms * scale);
+    },
+    async rpcTransport(options?: TransportOptions) {
+      const transport = await getRpcTransport(env.url(), { ...subject.transportOptions, ...options });
+      env.defer(() => transport.cleanup());
+      return transport;
+    },
+    async notificationTransport(options?: TransportOptions) {
+      const transport = await getNotificationTransport(env.url(), { ...subject.transportOptions, ...options });
+      env.defer(() => transport.cleanup());
+      return transport;
+    },
+    defer(close: Closer) {
+      closers.push(close);
+    },
+  };
+  return env;
+}
+
+/** Something with start/stop/wait: an RPC server or a notification listener. */
+export interface Startable {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  wait(): Promise<void>;
+}
+
+/** Starts `s` and registers stop()+wait() for teardown. */
+export async function started<S extends Startable>(env: ConformanceEnv, s: S): Promise<S> {
+  await s.start();
+  env.defer(() => stopAndWait(s));
+  return s;
+}
+
+const stopping = new WeakMap<Startable, Promise<void>>();
+
+/** stop() then wait(), once per object: teardown reuses a stop the test already did. */
+export function stopAndWait(s: Startable): Promise<void> {
+  let done = stopping.get(s);
+  if (!done) {
+    done = (async () => {
+      await s.stop();
+      await s.wait();
+    })();
+    stopping.set(s, done);
+  }
+  return done;
+}
+
+/** Tells teardown that the test stopped and waited for `s` itself. */
+export function markStopped(s: Startable): void {
+  if (!stopping.has(s)) stopping.set(s, Promise.resolve());
+}
+
+/**
+ * Asserts that `action` fails promptly with `errorClass`, whether it throws synchronously or
+ * returns a rejected promise. Returns the error for further assertions.
+ */
+export async function expectFailure<E extends Error>(
+  action: () => unknown,
+  errorClass: abstract new (...args: any[]) => E,
+  options: { withinMs?: number } = {},
+): Promise<E> {
+  const started = Date.now();
+  let error: unknown;
+  try {
+    await action();
+  } catch (err) {
+    error = err;
+  }
+  expect(error, `expected ${errorClass.name} but the action succeeded`).toBeDefined();
+  if (!(error instanceof errorClass)) {
+    throw new Error(`expected ${errorClass.name}, got ${describeError(error)}`, { cause: error });
+  }
+  if (options.withinMs !== undefined) expect(Date.now() - started).toBeLessThan(options.withinMs);
+  return error;
+}
+
+/** A missing capability: asking for it fails at once (well under a second) with NotSupportedError. */
+export function expectNotSupported(action: () => unknown): Promise<NotSupportedError> {
+  return expectFailure(action, NotSupportedError, { withinMs: 2000 });
+}
+
+export function describeError(error: unknown): string {
+  if (error instanceof MessagingError) return `${error.name} (${error.code}): ${error.message}`;
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  return String(error);
+}
+
+/** A promise's settled state, without awaiting it forever. */
+export function settledState(promise: Promise<unknown>): { readonly state: 'pending' | 'fulfilled' | 'rejected'; readonly value?: unknown } {
+  const box: { state: 'pending' | 'fulfilled' | 'rejected'; value?: unknown } = { state: 'pending' };
+  promise.then(
+    (value) => {
+      box.state = 'fulfilled';
+      box.value = value;
+    },
+    (err) => {
+      box.state = 'rejected';
+      box.value = err;
+    },
+  );
+  return box;
+}
+
+/** Time since `t0` in ms. */
+export function since(t0: number): number {
+  return Date.now() - t0;
+}

@@ -1,0 +1,454 @@
+// Conformance: RPC call/cast/fanout/targeted/round-robin, timeouts, remote errors,
+// version+namespace dispatch, call-monitor heartbeats and cancellation.
+import { describe, expect, it } from 'vitest';
+import {
+  AbortError,
+  defaultRemoteErrorRegistry,
+  getRpcClient,
+  getRpcServer,
+  MessagingTimeout,
+  NoSuchMethod,
+  RemoteError,
+  Target,
+  UnsupportedVersion,
+  type Context,
+  type Transport,
+} from '../../src/index.js';
+import { deferred, waitFor } from '../support/wait.js';
+import { expectFailure, expectNotSupported, since, started, type ConformanceEnv } from './harness.js';
+
+/** An application error with its own remote module, as a user would declare one. */
+export class QuotaExceeded extends Error {
+  static remoteModule = 'app.errors';
+  constructor(message: string) {
+    super(message);
+    this.name = 'QuotaExceeded';
+  }
+}
+
+/** Starts an RPC server on `topic`/`server` and registers its teardown. */
+export function startServer(env: ConformanceEnv, transport: Transport, topic: string, server: string, endpoints: object[], options?: Record<string, unknown>) {
+  return started(env, getRpcServer(transport, new Target({ topic, server }), endpoints, options as never));
+}
+
+/** Endpoint that records which server handled which call. */
+function recorder(server: string, log: Array<{ server: string; id: unknown }>) {
+  return {
+    who(_ctx: Context, args: { id?: unknown }) {
+      log.push({ server, id: args.id });
+      return server;
+    },
+  };
+}
+
+export function rpcTests(env: ConformanceEnv): void {
+  describe('call and cast', () => {
+    it('call returns the result and the context reaches the endpoint', async () => {
+      const t = await env.rpcTransport();
+      const topic = env.name('topic');
+      const seen: Array<{ ctx: Context; meta: unknown }> = [];
+      await startServer(env, t, topic, 's1', [
+        {
+          echo(ctx: Context, args: Record<string, unknown>, meta: unknown) {
+            seen.push({ ctx, meta });
+            return { got: args };
+          },
+          add(_ctx: Context, args: { a: number; b: number }) {
+            return args.a + args.b;
+          },
+          nothing() {
+            return undefined;
+          },
+          async later(_ctx: Context, args: { v: string }) {
+            await new Promise((r) => setTimeout(r, 5));
+            return args.v;
+          },
+        },
+      ]);
+      const client = getRpcClient(t, { topic }, { timeout: env.ms(10_000) });
+      const args = { s: 'héllo ✓', n: 1.5, b: true, nil: null, arr: [1, 'two', { three: 3 }], nested: { deep: { x: [] } } };
+      const ctx = { user_id: 'u1', project_id: 'p1', request_id: 'req-1', roles: ['admin'] };
+      await expect(client.call(ctx, 'echo', args)).resolves.toEqual({ got: args });
+      expect(seen).toHaveLength(1);
+      expect(seen[0].ctx).toMatchObject(ctx);
+      expect(seen[0].meta).toBeTypeOf('object');
+      await expect(client.call({}, 'add', { a: 2, b: 40 })).resolves.toBe(42);
+      await expect(client.call({}, 'nothing', {})).resolves.toBeNull();
+      await expect(client.call({}, 'later', { v: 'async' })).resolves.toBe('async');
+    });
+
+    it('cast runs the handler and resolves without a result', async () => {
+      const t = await env.rpcTransport();
+      const topic = env.name('topic');
+      const hits: number[] = [];
+      await startServer(env, t, topic, 's1', [
+        {
+          hit(_ctx: Context, args: { n: number }) {
+            hits.push(args.n);
+          },
+        },
+      ]);
+      const client = getRpcClient(t, { topic });
+      for (let n = 0; n < 5; n++) await expect(client.cast({}, 'hit', { n })).resolves.toBeUndefined();
+      await waitFor(() => hits.length === 5, { timeoutMs: env.ms(10_000), message: '5 casts handled' });
+      expect([...hits].sort()).toEqual([0, 1, 2, 3, 4]);
+    });
+
+    it('a cast to one named server reaches only that server', async () => {
+      const t = await env.rpcTransport();
+      const topic = env.name('topic');
+      const log: Array<{ server: string; id: unknown }> = [];
+      await startServer(env, t, topic, 's1', [recorder('s1', log)]);
+      await startServer(env, t, topic, 's2', [recorder('s2', log)]);
+      const client = getRpcClient(t, { topic }).prepare({ server: 's2' });
+      for (let id = 0; id < 6; id++) await client.cast({}, 'who', { id });
+      await waitFor(() => log.length === 6, { timeoutMs: env.ms(10_000), message: '6 casts handled' });
+      expect(log.every((e) => e.server === 's2')).toBe(true);
+    });
+
+    it('a call to one named server is handled only by it', async () => {
+      const t = await env.rpcTransport();
+      const topic = env.name('topic');
+      const log: Array<{ server: string; id: unknown }> = [];
+      await startServer(env, t, topic, 's1', [recorder('s1', log)]);
+      await startServer(env, t, topic, 's2', [recorder('s2', log)]);
+      const client = getRpcClient(t, { topic }, { timeout: env.ms(10_000) });
+      for (let id = 0; id < 10; id++) await expect(client.prepare({ server: 's2' }).call({}, 'who', { id })).resolves.toBe('s2');
+      for (let id = 10; id < 14; id++) await expect(client.prepare({ server: 's1' }).call({}, 'who', { id })).resolves.toBe('s1');
+      expect(log.filter((e) => e.server === 's2').map((e) => e.id)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      expect(log.filter((e) => e.server === 's1').map((e) => e.id)).toEqual([10, 11, 12, 13]);
+    });
+
+    it('calls to a topic are shared round-robin between its servers, each handled exactly once', async () => {
+      const t = await env.rpcTransport();
+      const topic = env.name('topic');
+      const log: Array<{ server: string; id: unknown }> = [];
+      await startServer(env, t, topic, 's1', [recorder('s1', log)]);
+      await startServer(env, t, topic, 's2', [recorder('s2', log)]);
+      const client = getRpcClient(t, { topic }, { timeout: env.ms(10_000) });
+      const N = 20;
+      const replies: string[] = [];
+      for (let id = 0; id < N; id++) replies.push((await client.call({}, 'who', { id })) as string);
+      const s1 = log.filter((e) => e.server === 's1').length;
+      const s2 = log.filter((e) => e.server === 's2').length;
+      expect(s1, `s1 handled ${s1}, s2 handled ${s2}`).toBeGreaterThan(0);
+      expect(s2, `s1 handled ${s1}, s2 handled ${s2}`).toBeGreaterThan(0);
+      expect(s1 + s2).toBe(N);
+      expect(log.map((e) => e.id).sort((a, b) => (a as number) - (b as number))).toEqual([...Array(N).keys()]);
+      // Each reply names the server that logged that id.
+      expect(replies).toEqual(log.sort((a, b) => (a.id as number) - (b.id as number)).map((e) => e.server));
+    });
+
+    it('casts to a topic are shared between its servers (sum exact, each > 0)', async () => {
+      const t = await env.rpcTransport();
+      const topic = env.name('topic');
+      const log: Array<{ server: string; id: unknown }> = [];
+      await startServer(env, t, topic, 's1', [recorder('s1', log)]);
+      await startServer(env, t, topic, 's2', [recorder('s2', log)]);
+      const client = getRpcClient(t, { topic });
+      const N = 20;
+      for (let id = 0; id < N; id++) await client.cast({}, 'who', { id });
+      await waitFor(() => log.length >= N, { timeoutMs: env.ms(10_000), message: `${N} casts handled` });
+      expect(log.filter((e) => e.server === 's1').length).toBeGreaterThan(0);
+      expect(log.filter((e) => e.server === 's2').length).toBeGreaterThan(0);
+      expect(new Set(log.map((e) => e.id)).size).toBe(N);
+      expect(log).toHaveLength(N);
+    });
+
+    it('servers on different exchanges are isolated', async () => {
+      const t = await env.rpcTransport();
+      const topic = env.name('topic');
+      const exA = env.name('exa');
+      const exB = env.name('exb');
+      const log: Array<{ server: string; id: unknown }> = [];
+      await started(env, getRpcServer(t, new Target({ topic, server: 'a', exchange: exA }), [recorder('a', log)]));
+      await started(env, getRpcServer(t, new Target({ topic, server: 'b', exchange: exB }), [recorder('b', log)]));
+      const a = getRpcClient(t, { topic, exchange: exA }, { timeout: env.ms(10_000) });
+      const b = getRpcClient(t, { topic, exchange: exB }, { timeout: env.ms(10_000) });
+      for (let id = 0; id < 4; id++) {
+        await expect(a.call({}, 'who', { id })).resolves.toBe('a');
+        await expect(b.call({}, 'who', { id })).resolves.toBe('b');
+      }
+    });
+  });
+
+  describe('fanout', () => {
+    if (env.caps.fanout) {
+      it('a fanout cast reaches every server of the topic once', async () => {
+        const t = await env.rpcTransport();
+        const topic = env.name('topic');
+        const other = env.name('other');
+        const got: Record<string, number[]> = { s1: [], s2: [], s3: [], x: [] };
+        const ep = (s: string) => ({
+          fan(_ctx: Context, args: { n: number }) {
+            got[s].push(args.n);
+          },
+        });
+        for (const s of ['s1', 's2', 's3']) await startServer(env, t, topic, s, [ep(s)]);
+        await startServer(env, t, other, 'x', [ep('x')]);
+        const client = getRpcClient(t, { topic }).prepare({ fanout: true });
+        await expect(client.cast({}, 'fan', { n: 1 })).resolves.toBeUndefined();
+        await waitFor(() => ['s1', 's2', 's3'].every((s) => got[s].length >= 1), { timeoutMs: env.ms(10_000), message: 'fanout 1 reached all' });
+        await client.cast({}, 'fan', { n: 2 });
+        await waitFor(() => ['s1', 's2', 's3'].every((s) => got[s].length >= 2), { timeoutMs: env.ms(10_000), message: 'fanout 2 reached all' });
+        // A duplicate of either cast would show up as a third entry; a server of another topic gets nothing.
+        for (const s of ['s1', 's2', 's3']) expect(got[s]).toEqual([1, 2]);
+        expect(got.x).toEqual([]);
+      });
+    } else {
+      it('a fanout cast fails at once with NotSupportedError (no fanout capability)', async () => {
+        const t = await env.rpcTransport();
+        const client = getRpcClient(t, { topic: env.name('topic') }).prepare({ fanout: true });
+        await expectNotSupported(() => client.cast({}, 'fan', {}));
+      });
+    }
+  });
+
+  describe('timeouts', () => {
+    it('a call to a topic with no server fails with MessagingTimeout near its timeout', async () => {
+      const t = await env.rpcTransport();
+      const client = getRpcClient(t, { topic: env.name('nobody') }, { timeout: 500 });
+      const t0 = Date.now();
+      const err = await expectFailure(() => client.call({}, 'anything', {}), MessagingTimeout);
+      expect(err.retriable).toBe(true);
+      const elapsed = since(t0);
+      expect(elapsed).toBeGreaterThanOrEqual(400);
+      expect(elapsed).toBeLessThan(env.ms(5000));
+    });
+
+    it('a per-call timeout overrides the client timeout', async () => {
+      const t = await env.rpcTransport();
+      const client = getRpcClient(t, { topic: env.name('nobody') }, { timeout: 60_000 });
+      const t0 = Date.now();
+      await expectFailure(() => client.call({}, 'anything', {}, { timeout: 300 }), MessagingTimeout);
+      expect(since(t0)).toBeGreaterThanOrEqual(250);
+      expect(since(t0)).toBeLessThan(env.ms(5000));
+      const t1 = Date.now();
+      await expectFailure(() => client.prepare({ timeout: 300 }).call({}, 'anything', {}), MessagingTimeout);
+      expect(since(t1)).toBeLessThan(env.ms(5000));
+    });
+
+    it('a late reply after a timeout is dropped, never given to another call', async () => {
+      const t = await env.rpcTransport();
+      const topic = env.name('topic');
+      const release = deferred();
+      let slowStarted = false;
+      await startServer(env, t, topic, 's1', [
+        {
+          async slow() {
+            slowStarted = true;
+            await release.promise;
+            return 'late';
+          },
+          fast(_ctx: Context, args: { v: number }) {
+            return args.v;
+          },
+        },
+      ]);
+      const client = getRpcClient(t, { topic }, { timeout: env.ms(10_000) });
+      await expectFailure(() => client.call({}, 'slow', {}, { timeout: 400 }), MessagingTimeout);
+      expect(slowStarted).toBe(true);
+      release.resolve();
+      for (let v = 0; v < 5; v++) await expect(client.call({}, 'fast', { v })).resolves.toBe(v);
+    });
+  });
+
+  describe('remote errors', () => {
+    it('a built-in error thrown by a handler arrives as the same class with its message', async () => {
+      const t = await env.rpcTransport();
+      const topic = env.name('topic');
+      await startServer(env, t, topic, 's1', [
+        {
+          typeError() {
+            throw new TypeError('expected a flavor');
+          },
+          async rangeError() {
+            throw new RangeError('too many');
+          },
+        },
+      ]);
+      const client = getRpcClient(t, { topic }, { timeout: env.ms(10_000) });
+      const te = await expectFailure(() => client.call({}, 'typeError', {}), TypeError);
+      expect(te.message).toBe('expected a flavor');
+      const re = await expectFailure(() => client.call({}, 'rangeError', {}), RangeError);
+      expect(re.message).toBe('too many');
+    });
+
+    it('an application error is rebuilt only when its module is allowed', async () => {
+      const registry = defaultRemoteErrorRegistry.clone().register('app.errors', QuotaExceeded);
+      const serverT = await env.rpcTransport({ remoteErrors: registry });
+      const allowedT = await env.rpcTransport({ remoteErrors: registry, allowedRemoteExmods: ['app.errors'] });
+      const plainT = await env.rpcTransport({ remoteErrors: registry });
+      const topic = env.name('topic');
+      await startServer(env, serverT, topic, 's1', [
+        {
+          reserve() {
+            throw new QuotaExceeded('over quota: cores');
+          },
+        },
+      ]);
+      const rebuilt = await expectFailure(() => getRpcClient(allowedT, { topic }, { timeout: env.ms(10_000) }).call({}, 'reserve', {}), QuotaExceeded);
+      expect(rebuilt.message).toBe('over quota: cores');
+      const remote = await expectFailure(() => getRpcClient(plainT, { topic }, { timeout: env.ms(10_000) }).call({}, 'reserve', {}), RemoteError);
+      expect(remote.excType).toBe('QuotaExceeded');
+      expect(remote.value).toBe('over quota: cores');
+      expect(remote.module).toBe('app.errors');
+    });
+
+    it('a handler that throws never stops the server', async () => {
+      const t = await env.rpcTransport();
+      const topic = env.name('topic');
+      await startServer(env, t, topic, 's1', [
+        {
+          boom() {
+            throw new Error('boom');
+          },
+          rejectNonError() {
+            return Promise.reject('a string, not an Error');
+          },
+          ok() {
+            return 'ok';
+          },
+        },
+      ]);
+      const client = getRpcClient(t, { topic }, { timeout: env.ms(10_000) });
+      for (let i = 0; i < 3; i++) {
+        await expectFailure(() => client.call({}, 'boom', {}), Error);
+        await expect(client.call({}, 'ok', {})).resolves.toBe('ok');
+      }
+      await expectFailure(() => client.call({}, 'rejectNonError', {}), Error);
+      await client.cast({}, 'boom', {});
+      await expect(client.call({}, 'ok', {})).resolves.toBe('ok');
+    });
+  });
+
+  describe('version and namespace dispatch', () => {
+    it('an endpoint of version 1.3 serves 1.0-1.3, refuses 1.4 and 2.0; namespaces must match', async () => {
+      const t = await env.rpcTransport();
+      const topic = env.name('topic');
+      await startServer(env, t, topic, 's1', [
+        {
+          target: new Target({ namespace: 'calc', version: '1.3', legacyNamespaces: ['old-calc'] }),
+          which() {
+            return 'calc';
+          },
+        },
+        {
+          target: new Target({ namespace: 'other', version: '2.1' }),
+          which() {
+            return 'other';
+          },
+        },
+        {
+          which() {
+            return 'default';
+          },
+        },
+      ]);
+      const client = getRpcClient(t, { topic, namespace: 'calc' }, { timeout: env.ms(10_000) });
+      for (const version of ['1.0', '1.1', '1.3']) await expect(client.prepare({ version }).call({}, 'which', {})).resolves.toBe('calc');
+      for (const version of ['1.4', '2.0']) {
+        const err = await expectFailure(() => client.prepare({ version }).call({}, 'which', {}), UnsupportedVersion);
+        expect(err.version).toBe(version);
+      }
+      // Legacy namespace accepted; an unknown namespace refused.
+      await expect(client.prepare({ namespace: 'old-calc', version: '1.2' }).call({}, 'which', {})).resolves.toBe('calc');
+      await expectFailure(() => client.prepare({ namespace: 'nope', version: '1.0' }).call({}, 'which', {}), UnsupportedVersion);
+      // Dispatch picks the endpoint by namespace and version.
+      await expect(client.prepare({ namespace: 'other', version: '2.0' }).call({}, 'which', {})).resolves.toBe('other');
+      await expect(getRpcClient(t, { topic }, { timeout: env.ms(10_000) }).call({}, 'which', {})).resolves.toBe('default');
+      // Matching namespace and version but no such method.
+      const nsm = await expectFailure(() => client.prepare({ version: '1.2' }).call({}, 'missing', {}), NoSuchMethod);
+      expect(nsm.method).toBe('missing');
+    });
+
+    it('private methods (leading underscore) are not callable', async () => {
+      const t = await env.rpcTransport();
+      const topic = env.name('topic');
+      let ran = false;
+      await startServer(env, t, topic, 's1', [
+        {
+          _secret() {
+            ran = true;
+            return 'secret';
+          },
+        },
+      ]);
+      const client = getRpcClient(t, { topic }, { timeout: env.ms(10_000) });
+      await expectFailure(() => client.call({}, '_secret', {}), NoSuchMethod);
+      expect(ran).toBe(false);
+    });
+  });
+
+  describe('call monitor', () => {
+    if (env.caps.callMonitor) {
+      it('heartbeats keep a call longer than the monitor window alive', async () => {
+        const t = await env.rpcTransport();
+        const topic = env.name('topic');
+        const window = env.ms(600);
+        await startServer(env, t, topic, 's1', [
+          {
+            async long() {
+              await new Promise((r) => setTimeout(r, window * 3));
+              return 'done';
+            },
+          },
+        ]);
+        const client = getRpcClient(t, { topic }, { timeout: env.ms(30_000), callMonitorTimeout: window });
+        await expect(client.call({}, 'long', {})).resolves.toBe('done');
+      });
+
+      it('without a server, a monitored call fails after the monitor window, long before its timeout', async () => {
+        const t = await env.rpcTransport();
+        const client = getRpcClient(t, { topic: env.name('nobody') }, { timeout: 60_000, callMonitorTimeout: 500 });
+        const t0 = Date.now();
+        await expectFailure(() => client.call({}, 'long', {}), MessagingTimeout);
+        expect(since(t0)).toBeGreaterThanOrEqual(400);
+        expect(since(t0)).toBeLessThan(env.ms(10_000));
+      });
+    } else {
+      it('asking for a call-monitor window fails at once with NotSupportedError (no callMonitor capability)', async () => {
+        const t = await env.rpcTransport();
+        await expectNotSupported(() => getRpcClient(t, { topic: env.name('topic') }, { callMonitorTimeout: 500 }).call({}, 'x', {}));
+      });
+    }
+  });
+
+  describe('cancellation', () => {
+    it('aborting a pending call rejects it with AbortError; the server keeps serving', async () => {
+      const t = await env.rpcTransport();
+      const topic = env.name('topic');
+      const release = deferred();
+      let slowStarted = false;
+      await startServer(env, t, topic, 's1', [
+        {
+          async slow() {
+            slowStarted = true;
+            await release.promise;
+            return 'slow';
+          },
+          ping() {
+            return 'pong';
+          },
+        },
+      ]);
+      const client = getRpcClient(t, { topic }, { timeout: env.ms(30_000) });
+      const ac = new AbortController();
+      const pending = client.call({}, 'slow', {}, { signal: ac.signal });
+      pending.catch(() => {});
+      await waitFor(() => slowStarted, { timeoutMs: env.ms(10_000), message: 'slow handler started' });
+      const t0 = Date.now();
+      ac.abort();
+      await expectFailure(() => pending, AbortError);
+      expect(since(t0)).toBeLessThan(env.ms(2000));
+      release.resolve();
+      await expect(client.call({}, 'ping', {})).resolves.toBe('pong');
+    });
+
+    it('an already-aborted signal rejects at once with AbortError', async () => {
+      const t = await env.rpcTransport();
+      const client = getRpcClient(t, { topic: env.name('topic') }, { timeout: env.ms(30_000) });
+      await expectFailure(() => client.call({}, 'x', {}, { signal: AbortSignal.abort() }), AbortError, { withinMs: env.ms(2000) });
+    });
+  });
+}

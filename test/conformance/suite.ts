@@ -1,0 +1,34 @@
+// The ONE conformance suite every driver runs against its real broker (style.md habit 2):
+// a driver is done when it passes it. Each driver file calls runConformanceSuite(subject).
+import { afterAll, beforeAll, describe } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { batchTests } from './batch.js';
+import { useConformanceEnv, type ConformanceSubject } from './harness.js';
+import { lifecycleTests } from './lifecycle.js';
+import { notifyTests } from './notify.js';
+import { rpcTests } from './rpc.js';
+
+export type { ConformanceSubject } from './harness.js';
+
+/**
+ * Registers the conformance suite for `subject`. Tests for capabilities the subject lacks
+ * are not skipped: they assert that asking for the capability fails at once with
+ * NotSupportedError. Every queue, exchange and pool name starts with one run prefix that
+ * `subject.after` receives for a final sweep.
+ */
+export function runConformanceSuite(subject: ConformanceSubject): void {
+  const runPrefix = `tconf${randomUUID().slice(0, 8)}`;
+  describe(`conformance: ${subject.name}`, () => {
+    beforeAll(async () => {
+      await subject.before?.();
+    });
+    afterAll(async () => {
+      await subject.after?.(runPrefix);
+    });
+    const env = useConformanceEnv(subject, runPrefix);
+    rpcTests(env);
+    notifyTests(env);
+    batchTests(env);
+    lifecycleTests(env);
+  });
+}

@@ -1,0 +1,35 @@
+// Removes RabbitMQ queues and exchanges a test run created, by name prefix, so that runs
+// against the shared broker leave nothing behind (oslo declares topic and notification
+// queues without auto-delete or expiry, and no driver should delete them on cleanup).
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { connect } from 'amqplib';
+
+const run = promisify(execFile);
+
+/** Names of the queues (or exchanges) on vhost `/` that start with `prefix`, via rabbitmqctl. */
+export async function listRabbitNames(kind: 'queues' | 'exchanges', prefix: string): Promise<string[]> {
+  const { stdout } = await run('rabbitmqctl', ['-q', `list_${kind}`, 'name'], { timeout: 60_000 });
+  return stdout
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((name) => name.startsWith(prefix));
+}
+
+/** Deletes every queue and exchange whose name starts with `prefix`; returns what it removed. */
+export async function deleteRabbitObjectsWithPrefix(prefix: string, url = 'amqp://guest:guest@127.0.0.1:5672/'): Promise<{ queues: string[]; exchanges: string[] }> {
+  if (prefix.length < 6) throw new Error(`refusing to sweep RabbitMQ with the short prefix ${JSON.stringify(prefix)}`);
+  const queues = await listRabbitNames('queues', prefix);
+  const exchanges = await listRabbitNames('exchanges', prefix);
+  if (!queues.length && !exchanges.length) return { queues, exchanges };
+  const conn = await connect(url);
+  try {
+    const ch = await conn.createChannel();
+    for (const q of queues) await ch.deleteQueue(q);
+    for (const x of exchanges) await ch.deleteExchange(x);
+    await ch.close();
+  } finally {
+    await conn.close();
+  }
+  return { queues, exchanges };
+}
