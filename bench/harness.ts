@@ -1,0 +1,174 @@
+// The benchmark harness: named scenarios, each with an optional raw-client baseline measured in
+// the same run, summarised as a table and one machine-readable JSON line (always the last line).
+import { randomUUID } from 'node:crypto';
+import { TransportURL } from '../src/index.js';
+
+/** What a scenario (or its baseline) is given. */
+export interface BenchContext {
+  /** The transport URL as given, credentials included: for connecting only, never for output. */
+  readonly url: string;
+  readonly transportUrl: TransportURL;
+  /** Operations to attempt (after warm-up). */
+  readonly count: number;
+  /** Warm-up operations a scenario SHOULD run before measuring (connections, JIT, queues). */
+  readonly warmup: number;
+  /** True while the scenario may start more operations (the --duration cap has not passed). */
+  readonly inTime: () => boolean;
+  /** A unique name for topics, queues and pools, so runs never share state. */
+  unique(prefix: string): string;
+}
+
+/** What a scenario measured. */
+export interface Measurement {
+  /** Operations completed in the measured window. */
+  readonly ops: number;
+  /** Length of the measured window in ms. */
+  readonly elapsedMs: number;
+  /** Per-operation latencies in ms, when the scenario measures them. */
+  readonly latenciesMs?: readonly number[];
+}
+
+export type ScenarioFn = (ctx: BenchContext) => Promise<Measurement>;
+
+/** A named scenario. Its `name` is the key a raw-client baseline registers under. */
+export interface Scenario {
+  readonly name: string;
+  readonly description: string;
+  /** What one operation is, for the table: "calls", "casts", "notifications". */
+  readonly unit: string;
+  readonly run: ScenarioFn;
+}
+
+/** Raw-client equivalents of scenarios for one broker, keyed by scenario name. */
+export type BaselineSet = Readonly<Record<string, ScenarioFn>>;
+
+export interface Stats {
+  ops: number;
+  elapsedMs: number;
+  opsPerSec: number;
+  p50Ms?: number;
+  p99Ms?: number;
+}
+
+export interface ScenarioResult extends Stats {
+  unit: string;
+  description: string;
+  /** The raw-client baseline measured in the same run, when one is registered. */
+  baseline?: Stats;
+  /** tidings ops/s divided by baseline ops/s. */
+  ratio?: number;
+}
+
+export interface BenchReport {
+  bench: 'tidings';
+  /** Redacted. */
+  url: string;
+  date: string;
+  node: string;
+  count: number;
+  durationMs: number | null;
+  scenarios: Record<string, ScenarioResult>;
+}
+
+export interface BenchOptions {
+  url: string;
+  count: number;
+  /** Per-scenario cap in ms; null = no cap. */
+  durationMs: number | null;
+  /** Scenario names to run, in this order; empty = all. */
+  only: readonly string[];
+  scenarios: readonly Scenario[];
+  baselines: BaselineSet;
+  /** Where the table and the JSON line go. */
+  print(line: string): void;
+}
+
+/** Nearest-rank percentile of unsorted samples. */
+export function percentile(samples: readonly number[], p: number): number {
+  if (samples.length === 0) return NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank];
+}
+
+const round = (n: number, digits: number) => Number(n.toFixed(digits));
+
+export function toStats(m: Measurement): Stats {
+  const stats: Stats = { ops: m.ops, elapsedMs: round(m.elapsedMs, 1), opsPerSec: m.elapsedMs > 0 ? Math.round((m.ops * 1000) / m.elapsedMs) : 0 };
+  if (m.latenciesMs?.length) {
+    stats.p50Ms = round(percentile(m.latenciesMs, 50), 3);
+    stats.p99Ms = round(percentile(m.latenciesMs, 99), 3);
+  }
+  return stats;
+}
+
+function contextFor(options: BenchOptions, transportUrl: TransportURL): BenchContext {
+  const started = performance.now();
+  return {
+    url: options.url,
+    transportUrl,
+    count: options.count,
+    warmup: Math.min(200, Math.ceil(options.count / 10)),
+    inTime: () => options.durationMs === null || performance.now() - started < options.durationMs,
+    unique: (prefix) => `${prefix}-${randomUUID()}`,
+  };
+}
+
+/** Selects scenarios by name; an unknown name is an error naming the known ones. */
+export function selectScenarios(all: readonly Scenario[], only: readonly string[]): Scenario[] {
+  if (only.length === 0) return [...all];
+  return only.map((name) => {
+    const found = all.find((s) => s.name === name);
+    if (!found) throw new Error(`unknown scenario ${JSON.stringify(name)}; known: ${all.map((s) => s.name).join(', ')}`);
+    return found;
+  });
+}
+
+/** Runs the scenarios (each followed by its baseline), prints the table, then the JSON line. */
+export async function runBench(options: BenchOptions): Promise<BenchReport> {
+  const transportUrl = TransportURL.parse(options.url);
+  const selected = selectScenarios(options.scenarios, options.only);
+  const report: BenchReport = {
+    bench: 'tidings',
+    url: transportUrl.toString(),
+    date: new Date().toISOString(),
+    node: process.version,
+    count: options.count,
+    durationMs: options.durationMs,
+    scenarios: {},
+  };
+  for (const scenario of selected) {
+    const result: ScenarioResult = { ...toStats(await scenario.run(contextFor(options, transportUrl))), unit: scenario.unit, description: scenario.description };
+    const baseline = options.baselines[scenario.name];
+    if (baseline) {
+      result.baseline = toStats(await baseline(contextFor(options, transportUrl)));
+      if (result.baseline.opsPerSec > 0) result.ratio = round(result.opsPerSec / result.baseline.opsPerSec, 2);
+    }
+    report.scenarios[scenario.name] = result;
+  }
+  for (const line of formatTable(report)) options.print(line);
+  options.print(JSON.stringify(report));
+  return report;
+}
+
+/** The human-readable table. */
+export function formatTable(report: BenchReport): string[] {
+  const header = ['scenario', 'ops', 'ops/s', 'p50 ms', 'p99 ms', 'raw ops/s', 'tidings/raw'];
+  const rows = Object.entries(report.scenarios).map(([name, r]) => [
+    name,
+    String(r.ops),
+    `${r.opsPerSec} ${r.unit}/s`,
+    r.p50Ms?.toFixed(3) ?? '-',
+    r.p99Ms?.toFixed(3) ?? '-',
+    r.baseline ? String(r.baseline.opsPerSec) : '-',
+    r.ratio !== undefined ? r.ratio.toFixed(2) : '-',
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  return [
+    `tidings bench on ${report.url} (node ${report.node}, count ${report.count}${report.durationMs !== null ? `, duration cap ${report.durationMs} ms` : ''})`,
+    line(header),
+    line(widths.map((w) => '-'.repeat(w))),
+    ...rows.map(line),
+  ];
+}

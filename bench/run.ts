@@ -1,0 +1,68 @@
+// `npm run bench`: parses the flags, runs the selected scenarios against one transport URL and
+// prints a table, then one JSON object as the last line (see bench/README.md).
+import { parseArgs } from 'node:util';
+import { pathToFileURL } from 'node:url';
+import { TransportURL } from '../src/index.js';
+import { loadBaselines } from './baselines.js';
+import { runBench, type BenchReport } from './harness.js';
+import { SCENARIOS } from './scenarios.js';
+
+/** Operations per scenario when --count is not given. */
+export const DEFAULT_COUNT = 10_000;
+
+const HELP = `Usage: npm run bench -- [--url <url>] [--scenarios a,b] [--count N] [--duration ms]
+
+  --url <url>          transport URL (default: $TIDINGS_TRANSPORT_URL, else memory://)
+  --scenarios <a,b>    scenarios to run, in order (default: all)
+                       ${SCENARIOS.map((s) => s.name).join(', ')}
+  --count <N>          operations per scenario after warm-up (default ${DEFAULT_COUNT})
+  --duration <ms>      stop starting new operations in a scenario after ms (default: no cap)
+
+Prints a table, then one JSON object on the last line.`;
+
+function positiveInt(flag: string, text: string | undefined, fallback: number | null): number | null {
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new Error(`${flag} must be a positive integer, received ${JSON.stringify(text)}`);
+  return n;
+}
+
+/** Runs the bench with command-line style arguments. */
+export async function main(argv: readonly string[], print: (line: string) => void = console.log): Promise<BenchReport | undefined> {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      url: { type: 'string' },
+      scenarios: { type: 'string' },
+      count: { type: 'string' },
+      duration: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    print(HELP);
+    return undefined;
+  }
+  const url = values.url ?? process.env.TIDINGS_TRANSPORT_URL ?? 'memory://';
+  const driver = TransportURL.parse(url).driver;
+  return runBench({
+    url,
+    count: positiveInt('--count', values.count, DEFAULT_COUNT) ?? DEFAULT_COUNT,
+    durationMs: positiveInt('--duration', values.duration, null),
+    only: values.scenarios ? values.scenarios.split(',').map((s) => s.trim()).filter(Boolean) : [],
+    scenarios: SCENARIOS,
+    baselines: await loadBaselines(driver),
+    print,
+  });
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main(process.argv.slice(2)).then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(`bench: ${err instanceof Error ? err.message : String(err)}`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,206 @@
+// The tidings scenarios, by name. A raw-client baseline for a broker registers under the same
+// names (see baselines.ts). Every scenario uses its own transports and unique topics.
+import {
+  NotificationResult,
+  Notifier,
+  Target,
+  getBatchNotificationListener,
+  getNotificationListener,
+  getNotificationTransport,
+  getRpcClient,
+  getRpcServer,
+  getRpcTransport,
+  type Transport,
+} from '../src/index.js';
+import type { BenchContext, Measurement, Scenario } from './harness.js';
+
+/** A small, realistic argument: an id and ~100 bytes of text. */
+const PAYLOAD_TEXT = 'x'.repeat(100);
+
+/** Calls kept in flight by `call-concurrent`. */
+export const CONCURRENCY = 16;
+/** Batch size of `consume-batch`. */
+export const BATCH_SIZE = 100;
+
+async function waitUntil(cond: () => boolean, what: string, timeoutMs = 120_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!cond()) {
+    if (performance.now() > deadline) throw new Error(`bench: ${what} not reached within ${timeoutMs} ms`);
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+/** A server with `echo` and `sink` on its own transport; the client on another, as across processes. */
+async function withRpc(ctx: BenchContext, body: (rpc: { call: (i: number) => Promise<unknown>; cast: (i: number) => Promise<void>; handled: () => number }) => Promise<Measurement>): Promise<Measurement> {
+  const serverTransport = await getRpcTransport(ctx.url);
+  const clientTransport = await getRpcTransport(ctx.url);
+  const topic = ctx.unique('bench-rpc');
+  let handled = 0;
+  const server = getRpcServer(serverTransport, new Target({ topic, server: 'bench' }), [
+    { echo: (_c: unknown, args: unknown) => args, sink: () => void handled++ },
+  ], { executorSize: 64 });
+  await server.start();
+  try {
+    const client = getRpcClient(clientTransport, { topic }, { timeout: 30_000 });
+    return await body({
+      call: (i) => client.call({}, 'echo', { i, text: PAYLOAD_TEXT }),
+      cast: (i) => client.cast({}, 'sink', { i, text: PAYLOAD_TEXT }),
+      handled: () => handled,
+    });
+  } finally {
+    await server.stop();
+    await server.wait();
+    await Promise.all([serverTransport.cleanup(), clientTransport.cleanup()]);
+  }
+}
+
+const callSequential: Scenario = {
+  name: 'call-sequential',
+  description: 'one call at a time; latency p50/p99 and calls/s',
+  unit: 'calls',
+  run: (ctx) =>
+    withRpc(ctx, async ({ call }) => {
+      for (let i = 0; i < ctx.warmup; i++) await call(i);
+      const latencies: number[] = [];
+      const start = performance.now();
+      for (let i = 0; i < ctx.count && ctx.inTime(); i++) {
+        const t0 = performance.now();
+        await call(i);
+        latencies.push(performance.now() - t0);
+      }
+      return { ops: latencies.length, elapsedMs: performance.now() - start, latenciesMs: latencies };
+    }),
+};
+
+const callConcurrent: Scenario = {
+  name: 'call-concurrent',
+  description: `${CONCURRENCY} calls in flight; calls/s`,
+  unit: 'calls',
+  run: (ctx) =>
+    withRpc(ctx, async ({ call }) => {
+      for (let i = 0; i < ctx.warmup; i++) await call(i);
+      let next = 0;
+      const latencies: number[] = [];
+      const worker = async () => {
+        while (next < ctx.count && ctx.inTime()) {
+          const i = next++;
+          const t0 = performance.now();
+          await call(i);
+          latencies.push(performance.now() - t0);
+        }
+      };
+      const start = performance.now();
+      await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+      return { ops: latencies.length, elapsedMs: performance.now() - start, latenciesMs: latencies };
+    }),
+};
+
+const cast: Scenario = {
+  name: 'cast',
+  description: 'casts, each awaited until the broker accepted it, timed until the server handled all',
+  unit: 'casts',
+  run: (ctx) =>
+    withRpc(ctx, async ({ cast, handled }) => {
+      for (let i = 0; i < ctx.warmup; i++) await cast(i);
+      await waitUntil(() => handled() >= ctx.warmup, 'warm-up casts handled');
+      const base = handled();
+      const start = performance.now();
+      let sent = 0;
+      while (sent < ctx.count && ctx.inTime()) await cast(sent++);
+      await waitUntil(() => handled() - base >= sent, 'all casts handled');
+      return { ops: sent, elapsedMs: performance.now() - start };
+    }),
+};
+
+interface NotifySide {
+  transport: Transport;
+  notifier: Notifier;
+  topic: string;
+}
+
+async function withNotifier(ctx: BenchContext, body: (side: NotifySide) => Promise<Measurement>): Promise<Measurement> {
+  const transport = await getNotificationTransport(ctx.url);
+  const topic = ctx.unique('bench-notify');
+  try {
+    const notifier = new Notifier(transport, { publisherId: 'bench', driver: 'messagingv2', topics: [topic] });
+    return await body({ transport, notifier, topic });
+  } finally {
+    await transport.cleanup();
+  }
+}
+
+const publish = (notifier: Notifier, i: number) => notifier.info({}, 'bench.event', { i, text: PAYLOAD_TEXT });
+
+const notifyPublish: Scenario = {
+  name: 'notify-publish',
+  description: 'notifications published, each awaited until the broker accepted it',
+  unit: 'notifications',
+  run: (ctx) =>
+    withNotifier(ctx, async ({ transport, notifier, topic }) => {
+      for (let i = 0; i < ctx.warmup; i++) await publish(notifier, i);
+      const start = performance.now();
+      let sent = 0;
+      while (sent < ctx.count && ctx.inTime()) await publish(notifier, sent++);
+      const elapsedMs = performance.now() - start;
+      // A broker that keeps notifications for absent listeners must not be left holding them.
+      if (transport.driver.capabilities.durableNotifications) await drain(transport, topic, ctx.warmup + sent);
+      return { ops: sent, elapsedMs };
+    }),
+};
+
+async function drain(transport: Transport, topic: string, expected: number): Promise<void> {
+  let seen = 0;
+  const listener = getNotificationListener(transport, [new Target({ topic })], [{ info: () => void seen++ }]);
+  await listener.start();
+  try {
+    await waitUntil(() => seen >= expected, 'drained backlog', 60_000);
+  } finally {
+    await listener.stop();
+    await listener.wait();
+  }
+}
+
+/** Publishes while the listeners consume; timed from the first publish to the last consume. */
+function consumeScenario(name: string, description: string, listenerCount: number, mode: 'plain' | 'pooled' | 'batch'): Scenario {
+  return {
+    name,
+    description,
+    unit: 'notifications',
+    run: (ctx) =>
+      withNotifier(ctx, async ({ transport, notifier, topic }) => {
+        let consumed = 0;
+        const targets = [new Target({ topic })];
+        const pool = mode === 'pooled' ? ctx.unique('pool') : undefined;
+        const listeners = Array.from({ length: listenerCount }, () =>
+          mode === 'batch'
+            ? getBatchNotificationListener(transport, targets, [{ info: (messages: unknown[]) => void (consumed += messages.length) }], { batchSize: BATCH_SIZE, batchTimeout: 50 })
+            : getNotificationListener(transport, targets, [{ info: () => { consumed++; return NotificationResult.HANDLED; } }], pool ? { pool } : {}),
+        );
+        await Promise.all(listeners.map((l) => l.start()));
+        try {
+          for (let i = 0; i < ctx.warmup; i++) await publish(notifier, i);
+          await waitUntil(() => consumed >= ctx.warmup, 'warm-up consumed');
+          const base = consumed;
+          const start = performance.now();
+          let sent = 0;
+          while (sent < ctx.count && ctx.inTime()) await publish(notifier, sent++);
+          await waitUntil(() => consumed - base >= sent, 'all notifications consumed');
+          return { ops: sent, elapsedMs: performance.now() - start };
+        } finally {
+          await Promise.all(listeners.map((l) => l.stop()));
+          await Promise.all(listeners.map((l) => l.wait()));
+        }
+      }),
+  };
+}
+
+/** Every tidings scenario, in the order they run by default. */
+export const SCENARIOS: readonly Scenario[] = [
+  callSequential,
+  callConcurrent,
+  cast,
+  notifyPublish,
+  consumeScenario('consume-plain', 'one listener on the shared queue; published and consumed/s', 1, 'plain'),
+  consumeScenario('consume-pooled', 'two listeners sharing one pool; consumed/s', 2, 'pooled'),
+  consumeScenario('consume-batch', `one batch listener, batchSize ${BATCH_SIZE}; consumed/s`, 1, 'batch'),
+];
