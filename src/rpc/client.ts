@@ -1,0 +1,232 @@
+// The RPC client (oslo RPCClient / _CallContext): validates everything locally, builds the
+// `{method, args, namespace?, version?}` message and hands it to the driver.
+import { InvalidArgument, RPCVersionCapError } from '../errors.js';
+import { throwIfAborted } from '../retry.js';
+import { NoOpSerializer, type Serializer } from '../serializer.js';
+import { checkVersion, Target, validateSendTarget, versionIsCompatible, type TargetInit } from '../target.js';
+import type { Transport } from '../transport.js';
+import { isPlainObject } from '../driver/envelope.js';
+import type { Context, DriverMessage } from '../driver/types.js';
+import type { RpcArgs, RpcMethodName, RpcResult, UntypedApi } from './endpoint.js';
+import { traceRpc } from './instrumentation.js';
+import { assertJsonSafe } from './json-check.js';
+
+export interface RpcClientOptions {
+  /** Reply deadline of `call`, ms (oslo `rpc_response_timeout`). @default 60000 */
+  timeout?: number;
+  /** Connection retries per send: undefined or -1 = forever, 0 = none, N = N retries. @default undefined */
+  retry?: number;
+  /** Highest version this client may send (`major.minor`); needs a target version. @default undefined */
+  versionCap?: string;
+  /** Call-monitor window, ms: servers heartbeat long calls; a call fails when a window passes silently. @default undefined */
+  callMonitorTimeout?: number;
+  /** Context/entity hooks. @default new NoOpSerializer() */
+  serializer?: Serializer<any>;
+}
+
+export const RPC_CLIENT_DEFAULTS = Object.freeze({ timeout: 60_000 });
+
+/** `prepare()` overrides: target fields and client options. Undefined = inherited; `null` clears. */
+export interface RpcPrepareOptions {
+  exchange?: string | null;
+  topic?: string;
+  server?: string | null;
+  fanout?: boolean;
+  namespace?: string | null;
+  version?: string | null;
+  timeout?: number;
+  retry?: number | null;
+  versionCap?: string | null;
+  callMonitorTimeout?: number | null;
+}
+
+export interface RpcCallOptions {
+  /** Aborts the wait for the reply (rejects with AbortError). */
+  signal?: AbortSignal;
+  /** This call's reply deadline, ms; overrides the client's `timeout`. */
+  timeout?: number;
+}
+
+export interface RpcCastOptions {
+  /** Aborts a send still waiting for a connection. */
+  signal?: AbortSignal;
+}
+
+type CallRest<Api, M extends keyof Api, O> = undefined extends RpcArgs<Api, M> ? [args?: RpcArgs<Api, M>, options?: O] : [args: RpcArgs<Api, M>, options?: O];
+
+interface ResolvedOptions {
+  timeout: number;
+  retry?: number;
+  versionCap?: string;
+  callMonitorTimeout?: number;
+  serializer: Serializer<any>;
+}
+
+const TARGET_KEYS = ['exchange', 'topic', 'server', 'fanout', 'namespace', 'version'] as const;
+
+/**
+ * Sends RPC requests to a Target. Cheap and immutable: `prepare()` returns a new client.
+ * `Api` types method names, args and results; the untyped default accepts anything.
+ */
+export class RpcClient<Api = UntypedApi, Ctx = Context> {
+  readonly target: Target;
+  private readonly options: ResolvedOptions;
+
+  /** Prefer `getRpcClient()`. Throws InvalidArgument/NotSupportedError for bad options. */
+  constructor(
+    readonly transport: Transport,
+    target: Target | TargetInit,
+    options: RpcClientOptions = {},
+  ) {
+    if (!transport || typeof transport !== 'object' || !transport.driver) throw new InvalidArgument('transport', 'a Transport from getRpcTransport()', transport);
+    this.target = Target.from(target);
+    this.options = resolveOptions(options);
+    if (this.target.fanout) transport.driver.requireFeatures({ fanout: true });
+    if (this.options.callMonitorTimeout !== undefined) transport.driver.requireFeatures({ callMonitor: true });
+  }
+
+  /** The client's timeout (ms), retry, versionCap and callMonitorTimeout. */
+  get timeout(): number {
+    return this.options.timeout;
+  }
+  get retry(): number | undefined {
+    return this.options.retry;
+  }
+  get versionCap(): string | undefined {
+    return this.options.versionCap;
+  }
+  get callMonitorTimeout(): number | undefined {
+    return this.options.callMonitorTimeout;
+  }
+
+  /** A client with some target fields or options replaced; the rest is inherited. */
+  prepare(overrides: RpcPrepareOptions): RpcClient<Api, Ctx> {
+    if (!isPlainObject(overrides)) throw new InvalidArgument('overrides', 'an object', overrides);
+    const target: Record<string, unknown> = { ...this.target.toJSON() };
+    const options: Record<string, unknown> = { ...this.options };
+    for (const [key, value] of Object.entries(overrides)) {
+      if (value === undefined) continue;
+      const into = (TARGET_KEYS as readonly string[]).includes(key) ? target : key in EMPTY_OPTIONS ? options : undefined;
+      if (!into) throw new InvalidArgument(`prepare.${key}`, `one of ${[...TARGET_KEYS, ...Object.keys(EMPTY_OPTIONS)].join(', ')}`, key);
+      if (value === null) delete into[key];
+      else into[key] = value;
+    }
+    return new RpcClient<Api, Ctx>(this.transport, target as TargetInit, options as RpcClientOptions);
+  }
+
+  /** oslo `can_send_version`: is `version` (default: the target's) within the version cap? */
+  canSendVersion(version: string | undefined = this.target.version): boolean {
+    return versionIsCompatible(this.options.versionCap, version);
+  }
+
+  /**
+   * Invokes `method` and resolves with its (deserialised) result. Rejects before sending with
+   * InvalidTarget, InvalidArgument or RPCVersionCapError; afterwards with the remote error
+   * (rebuilt or RemoteError), MessagingTimeout, MessageDeliveryFailure or AbortError.
+   */
+  async call<M extends RpcMethodName<Api>>(ctx: Ctx, method: M, ...rest: CallRest<Api, M, RpcCallOptions>): Promise<RpcResult<Api, M>> {
+    const [args, callOptions = {}] = rest as [unknown, RpcCallOptions?];
+    const timeout = callOptions.timeout === undefined ? this.options.timeout : checkDuration('timeout', callOptions.timeout);
+    const prepared = this.prepareSend(ctx, method, args, true);
+    throwIfAborted(callOptions.signal);
+    const driver = this.transport.driver;
+    const result = await traceRpc(
+      () => ({ ...this.traceContext('call', method), timeout }),
+      'call',
+      () => driver.send(this.target, prepared.ctx, prepared.message, {
+        waitForReply: true,
+        timeout,
+        callMonitorTimeout: this.options.callMonitorTimeout,
+        retry: this.options.retry,
+        signal: callOptions.signal,
+      }),
+    );
+    return this.options.serializer.deserializeEntity(ctx, result) as RpcResult<Api, M>;
+  }
+
+  /** Sends `method` without waiting for a result; resolves once the broker accepted it. */
+  async cast<M extends RpcMethodName<Api>>(ctx: Ctx, method: M, ...rest: CallRest<Api, M, RpcCastOptions>): Promise<void> {
+    const [args, castOptions = {}] = rest as [unknown, RpcCastOptions?];
+    const prepared = this.prepareSend(ctx, method, args, false);
+    throwIfAborted(castOptions.signal);
+    const driver = this.transport.driver;
+    await traceRpc(
+      () => this.traceContext('cast', method),
+      'cast',
+      () => driver.send(this.target, prepared.ctx, prepared.message, { waitForReply: false, retry: this.options.retry, signal: castOptions.signal }),
+    );
+  }
+
+  /** Every check oslo does before sending, then the message itself. Throws; sends nothing. */
+  private prepareSend(ctx: Ctx, method: unknown, args: unknown, forCall: boolean): { ctx: Context; message: DriverMessage } {
+    validateSendTarget(this.target, forCall);
+    if (typeof method !== 'string' || method.length === 0) throw new InvalidArgument('method', 'a non-empty string', method);
+    if (args !== undefined && !isPlainObject(args)) throw new InvalidArgument('args', 'a plain object of keyword arguments', args);
+    const serializer = this.options.serializer;
+    const serialisedArgs: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(args ?? {})) serialisedArgs[name] = serializer.serializeEntity(ctx, value);
+    assertJsonSafe(serialisedArgs, 'args');
+    const message: DriverMessage = { method, args: serialisedArgs };
+    if (this.target.namespace !== undefined) message.namespace = this.target.namespace;
+    if (this.target.version !== undefined) message.version = this.target.version;
+    this.checkVersionCap();
+    const wireCtx = serializer.serializeContext(ctx);
+    if (!isPlainObject(wireCtx)) throw new InvalidArgument('context', 'a plain object after serializeContext', wireCtx);
+    assertJsonSafe(wireCtx, 'context');
+    return { ctx: wireCtx, message };
+  }
+
+  private checkVersionCap(): void {
+    const cap = this.options.versionCap;
+    if (cap === undefined) return;
+    const version = this.target.version;
+    if (version === undefined) {
+      const err = new RPCVersionCapError('None', cap);
+      err.message = `A version cap (${cap}) is set but the target has no version; set target.version to check it against the cap.`;
+      throw err;
+    }
+    if (!versionIsCompatible(cap, version)) throw new RPCVersionCapError(version, cap);
+  }
+
+  private traceContext(kind: 'call' | 'cast', method: string) {
+    const t = this.target;
+    return { kind, method, exchange: t.exchange, topic: t.topic, server: t.server, fanout: t.fanout, namespace: t.namespace, version: t.version };
+  }
+}
+
+const EMPTY_OPTIONS: Record<keyof RpcClientOptions, true> = { timeout: true, retry: true, versionCap: true, callMonitorTimeout: true, serializer: true };
+
+function resolveOptions(options: RpcClientOptions): ResolvedOptions {
+  if (!isPlainObject(options as unknown)) throw new InvalidArgument('options', 'an object', options);
+  const resolved: ResolvedOptions = {
+    timeout: checkDuration('timeout', options.timeout ?? RPC_CLIENT_DEFAULTS.timeout),
+    serializer: options.serializer ?? new NoOpSerializer(),
+  };
+  if (options.retry !== undefined) {
+    if (!Number.isInteger(options.retry) || options.retry < -1) throw new InvalidArgument('retry', 'an integer >= -1 (-1 = forever)', options.retry);
+    resolved.retry = options.retry;
+  }
+  if (options.versionCap !== undefined) {
+    checkVersion('versionCap', options.versionCap);
+    resolved.versionCap = options.versionCap;
+  }
+  if (options.callMonitorTimeout !== undefined) resolved.callMonitorTimeout = checkDuration('callMonitorTimeout', options.callMonitorTimeout);
+  const s = resolved.serializer as Partial<Serializer>;
+  if (['serializeEntity', 'deserializeEntity', 'serializeContext', 'deserializeContext'].some((m) => typeof s[m as keyof Serializer] !== 'function')) {
+    throw new InvalidArgument('serializer', 'a Serializer (serializeEntity, deserializeEntity, serializeContext, deserializeContext)', options.serializer);
+  }
+  return resolved;
+}
+
+function checkDuration(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new InvalidArgument(field, 'a positive finite number of milliseconds', value);
+  return value;
+}
+
+/**
+ * Creates an RPC client for `target`. `Api` (an endpoint class or interface) types the
+ * method names, args and results: `getRpcClient<Calculator>(transport, {topic: 'calc'})`.
+ */
+export function getRpcClient<Api = UntypedApi, Ctx = Context>(transport: Transport, target: Target | TargetInit, options: RpcClientOptions = {}): RpcClient<Api, Ctx> {
+  return new RpcClient<Api, Ctx>(transport, target, options);
+}

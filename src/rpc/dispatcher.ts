@@ -1,0 +1,167 @@
+// oslo's RPCDispatcher: picks the endpoint for a request by namespace and version, checks the
+// access policy, invokes the method, and runs the call-monitor heartbeat while it works.
+import { InvalidArgument, NoSuchMethod, UnsupportedVersion } from '../errors.js';
+import { silentLogger, type Logger } from '../logger.js';
+import { NoOpSerializer, type Serializer } from '../serializer.js';
+import { Target, versionIsCompatible } from '../target.js';
+import { isPlainObject } from '../driver/envelope.js';
+import type { RpcIncomingMessage } from '../driver/incoming-message.js';
+import { DefaultRpcAccessPolicy, expose, lookupEndpointMethod, type RpcAccessPolicy } from './access-policy.js';
+import { isExpectedError, type RpcMeta } from './endpoint.js';
+import { assertJsonSafe } from './json-check.js';
+
+/** The target of endpoints that declare none: the default namespace, version 1.0. */
+export const DEFAULT_ENDPOINT_TARGET = new Target({ version: '1.0' });
+
+/** The method name oslo's `rpc_ping_enabled` adds. */
+export const PING_METHOD = 'oslo_rpc_server_ping';
+
+/** Below this call-monitor window (2 s, so a 1 s interval) oslo sends no heartbeats. */
+const MIN_HEARTBEAT_INTERVAL_MS = 1000;
+
+export interface RpcDispatcherOptions {
+  /** @default new DefaultRpcAccessPolicy() */
+  accessPolicy?: RpcAccessPolicy;
+  /** @default new NoOpSerializer() */
+  serializer?: Serializer<any>;
+  /** @default silentLogger */
+  logger?: Logger;
+  /** Adds oslo's ping endpoint (`oslo_rpc_server_ping` → `"pong"`). @default false */
+  rpcPingEnabled?: boolean;
+}
+
+/**
+ * How one request ended: the serialised result, or the failure to send back. `expected`
+ * failures are part of the method's contract and are logged at debug level only.
+ */
+export type DispatchOutcome = { ok: true; result: unknown } | { ok: false; failure: unknown; expected: boolean };
+
+interface BoundEndpoint {
+  readonly endpoint: object;
+  readonly target: Target;
+}
+
+/** Routes RPC requests to endpoint methods. */
+export class RpcDispatcher {
+  readonly endpoints: readonly object[];
+  private readonly bound: readonly BoundEndpoint[];
+  private readonly accessPolicy: RpcAccessPolicy;
+  private readonly serializer: Serializer<any>;
+  private readonly logger: Logger;
+
+  /** Throws InvalidArgument for a non-object endpoint or a `target` that is not a Target/TargetInit. */
+  constructor(endpoints: readonly object[], options: RpcDispatcherOptions = {}) {
+    if (!Array.isArray(endpoints)) throw new InvalidArgument('endpoints', 'an array of endpoint objects', endpoints);
+    const all = options.rpcPingEnabled ? [...endpoints, createPingEndpoint()] : [...endpoints];
+    this.bound = all.map((endpoint, i) => ({ endpoint, target: endpointTarget(endpoint, i) }));
+    this.endpoints = Object.freeze(all);
+    const policy = options.accessPolicy ?? new DefaultRpcAccessPolicy();
+    if (typeof (policy as Partial<RpcAccessPolicy>)?.isAllowed !== 'function') {
+      throw new InvalidArgument('accessPolicy', 'an object with an isAllowed(endpoint, method, fn) method', policy);
+    }
+    this.accessPolicy = policy;
+    this.serializer = options.serializer ?? new NoOpSerializer();
+    this.logger = options.logger ?? silentLogger;
+  }
+
+  /** Handles one request. Never rejects: every failure becomes a `failure` outcome. */
+  async dispatch(incoming: RpcIncomingMessage): Promise<DispatchOutcome> {
+    const stopWatchdog = this.startWatchdog(incoming);
+    try {
+      return await this.route(incoming);
+    } catch (failure) {
+      return { ok: false, failure, expected: false };
+    } finally {
+      stopWatchdog();
+    }
+  }
+
+  private async route(incoming: RpcIncomingMessage): Promise<DispatchOutcome> {
+    const { method, namespace, version, args } = requestOf(incoming);
+    let foundCompatible = false;
+    for (const { endpoint, target } of this.bound) {
+      if (!target.acceptedNamespaces.includes(namespace) || !versionIsCompatible(target.version, version)) continue;
+      foundCompatible = true;
+      const fn = method === 'target' ? undefined : lookupEndpointMethod(endpoint, method);
+      if (!fn || !this.accessPolicy.isAllowed(endpoint, method, fn)) continue;
+      return this.invoke(incoming, endpoint, fn, { method, namespace, version, args });
+    }
+    if (foundCompatible) return { ok: false, failure: new NoSuchMethod(method), expected: method.endsWith('_ignore_errors') };
+    throw new UnsupportedVersion(version, method);
+  }
+
+  private async invoke(
+    incoming: RpcIncomingMessage,
+    endpoint: object,
+    fn: (...args: any[]) => unknown,
+    request: { method: string; namespace?: string; version: string; args: Record<string, unknown> },
+  ): Promise<DispatchOutcome> {
+    const ctx = this.serializer.deserializeContext(incoming.ctx);
+    const args: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(request.args)) args[name] = this.serializer.deserializeEntity(ctx, value);
+    const meta: RpcMeta = {
+      messageId: incoming.msgId,
+      method: request.method,
+      namespace: request.namespace,
+      version: request.version,
+      unwrap: () => incoming.unwrap(),
+    };
+    let raw: unknown;
+    try {
+      raw = await fn.call(endpoint, ctx, args, meta);
+    } catch (failure) {
+      return { ok: false, failure, expected: isExpectedError(failure, fn, endpoint) };
+    }
+    const result = this.serializer.serializeEntity(ctx, raw) ?? null;
+    assertJsonSafe(result, 'result');
+    return { ok: true, result };
+  }
+
+  /** oslo `_watchdog`: a heartbeat every floor(seconds)/2 s while the endpoint runs. */
+  private startWatchdog(incoming: RpcIncomingMessage): () => void {
+    const windowMs = incoming.callMonitorTimeout;
+    if (!incoming.expectsReply || windowMs === undefined || windowMs === null) return () => {};
+    const intervalMs = Math.floor(windowMs / 1000) * 500;
+    if (!(intervalMs >= MIN_HEARTBEAT_INTERVAL_MS)) {
+      this.logger.warn('client call-monitor timeout too small for heartbeats; sending none', { callMonitorTimeout: windowMs, messageId: incoming.msgId });
+      return () => {};
+    }
+    const timer = setInterval(() => {
+      this.logger.debug('sending call-monitor heartbeat', { messageId: incoming.msgId, intervalMs });
+      void incoming.heartbeat().catch(() => {});
+    }, intervalMs);
+    timer.unref?.();
+    return () => clearInterval(timer);
+  }
+}
+
+/** Reads and checks the request fields, with oslo's defaults (args {}, version 1.0, null namespace). */
+function requestOf(incoming: RpcIncomingMessage): { method: string; namespace?: string; version: string; args: Record<string, unknown> } {
+  const message = incoming.message;
+  const method = message.method;
+  if (typeof method !== 'string' || method.length === 0) throw new NoSuchMethod(String(method));
+  const rawVersion = message.version ?? '1.0';
+  if (typeof rawVersion !== 'string') throw new UnsupportedVersion(String(rawVersion), method);
+  const namespace = message.namespace ?? undefined;
+  if (namespace !== undefined && typeof namespace !== 'string') throw new InvalidArgument('namespace', 'a string or null', namespace);
+  const args = message.args ?? {};
+  if (!isPlainObject(args)) throw new InvalidArgument('args', 'an object of keyword arguments', args);
+  return { method, namespace, version: rawVersion, args };
+}
+
+function endpointTarget(endpoint: unknown, index: number): Target {
+  if (endpoint === null || typeof endpoint !== 'object') throw new InvalidArgument(`endpoints[${index}]`, 'an object', endpoint);
+  const target = (endpoint as { target?: unknown }).target;
+  if (target === undefined || target === null) return DEFAULT_ENDPOINT_TARGET;
+  if (target instanceof Target) return target;
+  if (isPlainObject(target)) return Target.from(target);
+  throw new InvalidArgument(
+    `endpoints[${index}].target`,
+    'a Target or TargetInit ("target" is reserved for namespace and version; do not name a method target)',
+    target,
+  );
+}
+
+function createPingEndpoint(): object {
+  return { [PING_METHOD]: expose(() => 'pong') };
+}

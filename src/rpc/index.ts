@@ -1,0 +1,25 @@
+// The RPC façade: client, server, dispatcher, access policies and endpoint types.
+export { getRpcClient, RpcClient, RPC_CLIENT_DEFAULTS, type RpcClientOptions, type RpcPrepareOptions, type RpcCallOptions, type RpcCastOptions } from './client.js';
+export { getRpcServer, RpcServer, RPC_SERVER_DEFAULTS, type RpcServerOptions, type RpcServerEvents, type RpcDispatchInfo } from './server.js';
+export { RpcDispatcher, DEFAULT_ENDPOINT_TARGET, PING_METHOD, type RpcDispatcherOptions, type DispatchOutcome } from './dispatcher.js';
+export {
+  DefaultRpcAccessPolicy,
+  LegacyRpcAccessPolicy,
+  ExplicitRpcAccessPolicy,
+  expose,
+  isExposed,
+  lookupEndpointMethod,
+  type RpcAccessPolicy,
+} from './access-policy.js';
+export {
+  expectedExceptions,
+  isExpectedError,
+  type RpcMeta,
+  type EndpointMethod,
+  type UntypedApi,
+  type RpcMethodName,
+  type RpcArgs,
+  type RpcResult,
+  type ErrorClass,
+} from './endpoint.js';
+export { RPC_CHANNELS, type RpcTraceContext } from './instrumentation.js';

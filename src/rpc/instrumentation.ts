@@ -1,0 +1,42 @@
+// node:diagnostics_channel tracing channels for RPC, for tracers (OpenTelemetry, APMs).
+// Free when unused: without subscribers the traced function is called directly.
+import diagnostics from 'node:diagnostics_channel';
+
+/** Channel names; subscribe with `diagnostics_channel.tracingChannel(name).subscribe({...})`. */
+export const RPC_CHANNELS = Object.freeze({
+  /** Client `call`: context `{kind, exchange, topic, server, namespace, version, method, timeout}`. */
+  call: 'tidings:rpc:call',
+  /** Client `cast` (fanout included): the same context without `timeout`. */
+  cast: 'tidings:rpc:cast',
+  /** Server dispatch of one request: context `{topic, server, method, namespace, version, messageId, expectsReply}`. */
+  dispatch: 'tidings:rpc:dispatch',
+});
+
+/** What tracers receive as the context object (extra fields: `result`/`error` per tracingChannel rules). */
+export interface RpcTraceContext {
+  kind: 'call' | 'cast' | 'dispatch';
+  method: string;
+  topic?: string;
+  server?: string;
+  exchange?: string;
+  namespace?: string;
+  version?: string;
+  fanout?: boolean;
+  timeout?: number;
+  messageId?: string;
+  expectsReply?: boolean;
+  [key: string]: unknown;
+}
+
+const channels = {
+  call: diagnostics.tracingChannel<unknown, RpcTraceContext>(RPC_CHANNELS.call),
+  cast: diagnostics.tracingChannel<unknown, RpcTraceContext>(RPC_CHANNELS.cast),
+  dispatch: diagnostics.tracingChannel<unknown, RpcTraceContext>(RPC_CHANNELS.dispatch),
+};
+
+/** Runs `fn` inside the tracing channel for `context.kind` when someone listens. */
+export function traceRpc<T>(context: () => RpcTraceContext, kind: RpcTraceContext['kind'], fn: () => Promise<T>): Promise<T> {
+  const channel = channels[kind];
+  if (!(channel.start.hasSubscribers || channel.end.hasSubscribers || channel.asyncEnd.hasSubscribers || channel.error.hasSubscribers)) return fn();
+  return channel.tracePromise(fn, context());
+}

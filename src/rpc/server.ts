@@ -1,0 +1,256 @@
+// The RPC server (oslo RPCServer + MessageHandlingServer): listens on a Target through the
+// driver, runs requests on a bounded executor, replies to calls, and never dies of a handler.
+import { performance } from 'node:perf_hooks';
+import { EventEmitter } from 'eventemitter3';
+import { InvalidArgument, InvalidState, InvalidTarget, ServerListenError } from '../errors.js';
+import { silentLogger, type Logger } from '../logger.js';
+import type { Serializer } from '../serializer.js';
+import { Target, validateServerTarget, type TargetInit } from '../target.js';
+import type { Transport } from '../transport.js';
+import type { RpcIncomingMessage } from '../driver/incoming-message.js';
+import type { Listener } from '../driver/listener.js';
+import type { RpcAccessPolicy } from './access-policy.js';
+import { BoundedExecutor } from './bounded-executor.js';
+import { RpcDispatcher, type DispatchOutcome } from './dispatcher.js';
+import { traceRpc } from './instrumentation.js';
+
+export interface RpcServerOptions {
+  /** Requests handled at once (oslo `executor_thread_pool_size`). @default 64 */
+  executorSize?: number;
+  /** Which endpoint methods callers may invoke. @default new DefaultRpcAccessPolicy() */
+  accessPolicy?: RpcAccessPolicy;
+  /** Context/entity hooks. @default new NoOpSerializer() */
+  serializer?: Serializer<any>;
+  /** @default silentLogger */
+  logger?: Logger;
+  /** Adds oslo's `oslo_rpc_server_ping` endpoint that returns `"pong"`. @default false */
+  rpcPingEnabled?: boolean;
+}
+
+export const RPC_SERVER_DEFAULTS = Object.freeze({ executorSize: 64, rpcPingEnabled: false });
+
+/** One handled request, as reported by the `dispatched` and `error` events. Never carries payloads. */
+export interface RpcDispatchInfo {
+  method: string;
+  namespace?: string;
+  version: string;
+  messageId?: string;
+  /** True for a call (a reply was sent), false for a cast. */
+  expectsReply: boolean;
+  durationMs: number;
+  outcome: 'result' | 'failure';
+  /** The failure, when `outcome` is `failure`. */
+  error?: unknown;
+  /** True when the failure was declared expected (`expectedExceptions`, `static expectedErrors`). */
+  expected?: boolean;
+}
+
+/** The typed event map of RpcServer. */
+export interface RpcServerEvents {
+  /** The listener is subscribed; messages sent from now on are received. */
+  started: [];
+  /** No more messages are taken; in-flight ones may still run until `wait()` resolves. */
+  stopped: [];
+  /** A request was handled (result or failure). */
+  dispatched: [info: RpcDispatchInfo];
+  /** A request failed unexpectedly (also logged at error level). Listening is optional. */
+  error: [error: unknown, info: RpcDispatchInfo];
+}
+
+type State = 'idle' | 'starting' | 'running' | 'stopping' | 'waiting';
+
+/**
+ * Lifecycle: `start()` → `stop()` → `wait()`, then `start()` again if wanted. Out-of-order
+ * calls reject with InvalidState; repeated calls of the current step return the same promise.
+ */
+export class RpcServer extends EventEmitter<RpcServerEvents> {
+  readonly target: Target;
+  readonly dispatcher: RpcDispatcher;
+  readonly executorSize: number;
+  private readonly logger: Logger;
+  private state: State = 'idle';
+  private listener?: Listener<RpcIncomingMessage>;
+  private executor: BoundedExecutor;
+  private starting?: Promise<void>;
+  private stopping?: Promise<void>;
+  private waiting?: Promise<void>;
+
+  constructor(
+    readonly transport: Transport,
+    target: Target | TargetInit,
+    endpoints: readonly object[],
+    options: RpcServerOptions = {},
+  ) {
+    super();
+    if (!transport || typeof transport !== 'object' || !transport.driver) throw new InvalidArgument('transport', 'a Transport from getRpcTransport()', transport);
+    this.target = Target.from(target);
+    const size = options.executorSize ?? RPC_SERVER_DEFAULTS.executorSize;
+    if (!Number.isInteger(size) || size < 1) throw new InvalidArgument('executorSize', 'a positive integer', size);
+    this.executorSize = size;
+    this.executor = new BoundedExecutor(size);
+    this.logger = (options.logger ?? silentLogger).child({ component: 'rpc-server', topic: this.target.topic, server: this.target.server });
+    this.dispatcher = new RpcDispatcher(endpoints, {
+      accessPolicy: options.accessPolicy,
+      serializer: options.serializer,
+      logger: this.logger,
+      rpcPingEnabled: options.rpcPingEnabled ?? RPC_SERVER_DEFAULTS.rpcPingEnabled,
+    });
+  }
+
+  /** Requests running right now (at most `executorSize`). */
+  get inFlight(): number {
+    return this.executor.running;
+  }
+
+  /**
+   * Subscribes and starts dispatching. Resolves once the driver listener is subscribed, so a
+   * message sent afterwards is received. Rejects with InvalidTarget (no topic or server) or
+   * ServerListenError (the driver failed; its error is the `cause`).
+   */
+  start(): Promise<void> {
+    if (this.state === 'starting' || this.state === 'running') return this.starting!;
+    if (this.state !== 'idle') return Promise.reject(new InvalidState(`start() called while the server is ${this.state}; call wait() after stop() before restarting`));
+    this.state = 'starting';
+    this.stopping = this.waiting = undefined;
+    this.starting = this.doStart().then(
+      () => {
+        this.state = 'running';
+        this.emit('started');
+      },
+      (err: unknown) => {
+        this.state = 'idle';
+        this.starting = undefined;
+        throw err;
+      },
+    );
+    return this.starting;
+  }
+
+  /** Stops taking new messages; messages already received are still dispatched. */
+  stop(): Promise<void> {
+    if (this.stopping) return this.stopping;
+    if (this.state === 'idle') return Promise.reject(new InvalidState('stop() called before start()'));
+    this.stopping = (async () => {
+      try {
+        await this.starting;
+      } catch {
+        throw new InvalidState('stop() called on a server that failed to start');
+      }
+      this.state = 'stopping';
+      await this.listener!.stop();
+      this.logger.debug('rpc server stopped receiving');
+      this.emit('stopped');
+    })();
+    return this.stopping;
+  }
+
+  /** Waits for in-flight requests to finish, then releases the listener. Call after `stop()`. */
+  wait(): Promise<void> {
+    if (this.waiting) return this.waiting;
+    if (!this.stopping) return Promise.reject(new InvalidState('wait() called before stop()'));
+    this.waiting = (async () => {
+      await this.stopping;
+      this.state = 'waiting';
+      await this.executor.drain();
+      try {
+        await this.listener?.cleanup();
+      } catch (err) {
+        this.logger.error('listener cleanup failed', { err });
+      }
+      this.listener = undefined;
+      this.state = 'idle';
+    })();
+    return this.waiting;
+  }
+
+  private async doStart(): Promise<void> {
+    validateServerTarget(this.target);
+    let listener: Listener<RpcIncomingMessage>;
+    try {
+      listener = await this.transport.driver.listen(this.target);
+    } catch (err) {
+      if (err instanceof InvalidTarget || err instanceof ServerListenError) throw err;
+      throw new ServerListenError(`Could not listen on ${this.target.toString()}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+    this.listener = listener;
+    listener.start(async (messages) => {
+      for (const message of messages) await this.executor.submit(() => this.process(message));
+    });
+    this.logger.debug('rpc server listening');
+  }
+
+  private async process(incoming: RpcIncomingMessage): Promise<void> {
+    const began = performance.now();
+    const message = incoming.message;
+    const info: RpcDispatchInfo = {
+      method: String(message.method),
+      namespace: typeof message.namespace === 'string' ? message.namespace : undefined,
+      version: typeof message.version === 'string' ? message.version : '1.0',
+      messageId: incoming.msgId,
+      expectsReply: incoming.expectsReply,
+      durationMs: 0,
+      outcome: 'result',
+    };
+    let outcome: DispatchOutcome;
+    try {
+      // oslo acknowledges RPC requests before dispatch (at-most-once); drivers make this idempotent.
+      await incoming.acknowledge();
+      outcome = await traceRpc(
+        () => ({ kind: 'dispatch', topic: this.target.topic, server: this.target.server, method: info.method, namespace: info.namespace, version: info.version, messageId: info.messageId, expectsReply: info.expectsReply }),
+        'dispatch',
+        () => this.dispatcher.dispatch(incoming),
+      );
+    } catch (failure) {
+      outcome = { ok: false, failure, expected: false };
+    }
+    info.durationMs = performance.now() - began;
+    if (!outcome.ok) Object.assign(info, { outcome: 'failure', error: outcome.failure, expected: outcome.expected });
+    this.report(info);
+    if (!incoming.expectsReply) return;
+    try {
+      await incoming.reply(outcome.ok ? { result: outcome.result } : { failure: outcome.failure });
+    } catch (err) {
+      this.logger.error('could not send reply', { method: info.method, messageId: info.messageId, err });
+    }
+  }
+
+  private report(info: RpcDispatchInfo): void {
+    const fields = { method: info.method, namespace: info.namespace, version: info.version, messageId: info.messageId, durationMs: Math.round(info.durationMs) };
+    if (info.outcome === 'failure') {
+      const err = summarise(info.error);
+      if (info.expected) {
+        this.logger.debug('expected exception during message handling', { ...fields, err });
+      } else {
+        this.logger.error('exception during message handling', { ...fields, err });
+        this.safeEmit('error', info.error, info);
+      }
+    }
+    this.safeEmit('dispatched', info);
+  }
+
+  /** A throwing event listener must not break dispatch or replies. */
+  private safeEmit<E extends keyof RpcServerEvents>(event: E, ...args: RpcServerEvents[E]): void {
+    try {
+      (this.emit as (e: E, ...a: RpcServerEvents[E]) => boolean)(event, ...args);
+    } catch (err) {
+      this.logger.warn('an rpc server event listener threw', { event, err });
+    }
+  }
+}
+
+/** Name, message and code of an error for logs; never its payload fields. */
+function summarise(err: unknown): Record<string, unknown> {
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    return { name: err.name, message: err.message, ...(code !== undefined ? { code } : {}) };
+  }
+  return { name: 'non-Error thrown', type: err === null ? 'null' : typeof err };
+}
+
+/**
+ * Creates an RPC server for `target` (topic and server required at `start()`) serving
+ * `endpoints` in order. Throws InvalidArgument for a bad endpoint, target or option.
+ */
+export function getRpcServer(transport: Transport, target: Target | TargetInit, endpoints: readonly object[], options: RpcServerOptions = {}): RpcServer {
+  return new RpcServer(transport, target, endpoints, options);
+}
