@@ -8,5 +8,34 @@ export { NoOpSerializer, JsonPayloadSerializer, toPrimitive, type Serializer } f
 export { RETRY_DEFAULTS, type RetryPolicy } from './retry.js';
 export { RemoteErrorRegistry, defaultRemoteErrorRegistry, remoteOrigin, type FailureInfo, type RemoteOrigin } from './driver/remote-error.js';
 export { PRIORITIES, type Priority, type Context } from './driver/types.js';
-// RPC_EXPORTS (added by src/rpc)
+export {
+  getRpcClient,
+  RpcClient,
+  RPC_CLIENT_DEFAULTS,
+  getRpcServer,
+  RpcServer,
+  RPC_SERVER_DEFAULTS,
+  RpcDispatcher,
+  DefaultRpcAccessPolicy,
+  LegacyRpcAccessPolicy,
+  ExplicitRpcAccessPolicy,
+  expose,
+  expectedExceptions,
+  RPC_CHANNELS,
+  type RpcClientOptions,
+  type RpcPrepareOptions,
+  type RpcCallOptions,
+  type RpcCastOptions,
+  type RpcServerOptions,
+  type RpcServerEvents,
+  type RpcDispatchInfo,
+  type RpcAccessPolicy,
+  type RpcMeta,
+  type EndpointMethod,
+  type UntypedApi,
+  type RpcMethodName,
+  type RpcArgs,
+  type RpcResult,
+  type RpcTraceContext,
+} from './rpc/index.js';
 // NOTIFY_EXPORTS (added by src/notify)
