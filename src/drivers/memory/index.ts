@@ -1,1 +1,23 @@
-export function createDriver(): never { throw new Error('memory driver: not yet'); }
+// Entry point of the memory:// driver, loaded lazily by src/transport.ts. Tests reach the
+// in-process broker through getMemoryBroker() / resetMemoryBrokers() from this module.
+import type { BaseDriver, DriverInit } from '../../driver/base-driver.js';
+import { MemoryDriver } from './memory-driver.js';
+
+/** The DriverModule factory `transport.ts` calls for `memory://` URLs. */
+export function createDriver(init: DriverInit): BaseDriver {
+  return new MemoryDriver(init);
+}
+
+export { MemoryDriver } from './memory-driver.js';
+export {
+  MemoryBroker,
+  MemoryConsumer,
+  MemoryQueue,
+  getMemoryBroker,
+  resetMemoryBrokers,
+  type MemoryDelivery,
+  type QueueStats,
+  type ExchangeType,
+} from './memory-broker.js';
+export { MemoryRpcIncomingMessage, MemoryNotificationMessage } from './memory-message.js';
+export { MEMORY_DEFAULTS, resolveMemoryOptions, type MemoryDriverOptions } from './options.js';
