@@ -1,0 +1,252 @@
+// Routes received notifications to endpoint methods named after their priority (oslo
+// notify/dispatcher.py): plain (one message per call) and batch (one array per priority group).
+import { InvalidArgument } from '../errors.js';
+import { silentLogger, type Logger } from '../logger.js';
+import { NoOpSerializer, type Serializer } from '../serializer.js';
+import { PRIORITIES, isPriority, type Context, type Priority } from '../driver/types.js';
+import type { IncomingMessage } from '../driver/incoming-message.js';
+import type { NotificationFilter } from './filter.js';
+
+/** What an endpoint method returns. `undefined` counts as HANDLED. */
+export const NotificationResult = Object.freeze({
+  /** Done with; the next endpoint gets the notification too. */
+  HANDLED: 'handled',
+  /** Stop here; requeue the notification when the listener allows it, else acknowledge it. */
+  REQUEUE: 'requeue',
+} as const);
+export type NotificationResult = (typeof NotificationResult)[keyof typeof NotificationResult];
+
+/** What a handler may return (or resolve with). */
+export type NotificationHandlerResult = NotificationResult | void | undefined | null;
+
+/**
+ * Metadata handed to endpoints. The enumerable keys are oslo's (`message_id`, `timestamp`), so
+ * filters and JSON dumps see oslo's shape; `messageId`, `priority` and `unwrap()` are extras.
+ */
+export interface NotificationMetadata {
+  /** The notification's `message_id` (a dashed uuid), as sent. */
+  readonly message_id: string | undefined;
+  /** The notification's `timestamp` (`YYYY-MM-DD HH:MM:SS[.ffffff]`, naive UTC), as sent. */
+  readonly timestamp: string | undefined;
+  /** Alias of `message_id`. */
+  readonly messageId: string | undefined;
+  /** The priority, lower-case. */
+  readonly priority: string;
+  /** The driver's raw broker message. */
+  unwrap(): unknown;
+}
+
+/** A notification as a batch endpoint receives it. */
+export interface NotificationBatchItem<Ctx = Context> {
+  ctx: Ctx;
+  publisherId: string | null;
+  eventType: string;
+  /** Whatever the publisher sent, after the serializer's `deserializeEntity`. */
+  payload: any;
+  metadata: NotificationMetadata;
+}
+
+type Awaitable<T> = T | Promise<T>;
+type PlainHandler<Ctx> = (ctx: Ctx, publisherId: string | null, eventType: string, payload: any, metadata: NotificationMetadata) => Awaitable<NotificationHandlerResult>;
+type BatchHandler<Ctx> = (messages: NotificationBatchItem<Ctx>[]) => Awaitable<NotificationHandlerResult>;
+
+/**
+ * A notification endpoint: a plain object or class instance with methods named after the
+ * priorities it handles. Each method gets `(ctx, publisherId, eventType, payload, metadata)`.
+ */
+export interface NotificationEndpoint<Ctx = Context> {
+  /** Screens notifications before any of this endpoint's methods run. */
+  filterRule?: NotificationFilter;
+  audit?: PlainHandler<Ctx>;
+  debug?: PlainHandler<Ctx>;
+  info?: PlainHandler<Ctx>;
+  warn?: PlainHandler<Ctx>;
+  error?: PlainHandler<Ctx>;
+  critical?: PlainHandler<Ctx>;
+  sample?: PlainHandler<Ctx>;
+}
+
+/** A batch endpoint: each method gets one array of notifications of its priority. */
+export interface BatchNotificationEndpoint<Ctx = Context> {
+  filterRule?: NotificationFilter;
+  audit?: BatchHandler<Ctx>;
+  debug?: BatchHandler<Ctx>;
+  info?: BatchHandler<Ctx>;
+  warn?: BatchHandler<Ctx>;
+  error?: BatchHandler<Ctx>;
+  critical?: BatchHandler<Ctx>;
+  sample?: BatchHandler<Ctx>;
+}
+
+/** Facts about a handler failure, for logs and instrumentation (never the payload). */
+export interface HandlerFailure {
+  error: unknown;
+  priority: Priority;
+  endpoint: string;
+  eventTypes: string[];
+}
+
+export interface DispatcherOptions {
+  serializer?: Serializer<any>;
+  logger?: Logger;
+  /** Called after a handler threw (the failure is already logged). */
+  onHandlerError?: (failure: HandlerFailure) => void;
+}
+
+interface Callback {
+  endpoint: object;
+  name: string;
+  method: (...args: any[]) => unknown;
+  filter?: NotificationFilter;
+}
+
+interface Extracted {
+  priority: string;
+  item: NotificationBatchItem<unknown>;
+}
+
+/** Dispatches one notification at a time: endpoints in order until one asks to requeue. */
+export class NotificationDispatcher {
+  /** Priorities some endpoint handles: exactly what the listener subscribes to. */
+  readonly supportedPriorities: readonly Priority[];
+  protected readonly callbacks = new Map<Priority, Callback[]>();
+  protected readonly serializer: Serializer<any>;
+  protected readonly logger: Logger;
+  protected readonly onHandlerError?: (failure: HandlerFailure) => void;
+
+  constructor(endpoints: readonly object[], options: DispatcherOptions = {}) {
+    if (!Array.isArray(endpoints)) throw new InvalidArgument('endpoints', 'an array of endpoint objects', endpoints);
+    this.serializer = options.serializer ?? new NoOpSerializer();
+    this.logger = options.logger ?? silentLogger;
+    this.onHandlerError = options.onHandlerError;
+    endpoints.forEach((endpoint, i) => {
+      if (endpoint === null || typeof endpoint !== 'object') throw new InvalidArgument(`endpoints[${i}]`, 'an object', endpoint);
+      const filter = (endpoint as { filterRule?: unknown }).filterRule;
+      if (filter !== undefined && filter !== null && typeof (filter as { match?: unknown }).match !== 'function') {
+        throw new InvalidArgument(`endpoints[${i}].filterRule`, 'a NotificationFilter', filter);
+      }
+      const name = endpoint.constructor && endpoint.constructor !== Object ? endpoint.constructor.name : `endpoints[${i}]`;
+      for (const priority of PRIORITIES) {
+        const method = (endpoint as Record<string, unknown>)[priority];
+        if (typeof method !== 'function') continue;
+        const list = this.callbacks.get(priority) ?? [];
+        list.push({ endpoint, name, method: method as Callback['method'], filter: (filter ?? undefined) as NotificationFilter | undefined });
+        this.callbacks.set(priority, list);
+      }
+    });
+    this.supportedPriorities = Object.freeze(PRIORITIES.filter((p) => this.callbacks.has(p)));
+    if (this.supportedPriorities.length === 0) {
+      throw new InvalidArgument('endpoints', `at least one endpoint with a method named ${PRIORITIES.join(', ')}`, endpoints);
+    }
+  }
+
+  /**
+   * Runs the endpoints for one notification. Resolves HANDLED when every endpoint handled it
+   * (or filtered it out, or the priority is unknown), REQUEUE when one returned REQUEUE or
+   * threw. Never rejects: a failure while decoding the message also yields REQUEUE.
+   */
+  async dispatch(incoming: IncomingMessage): Promise<NotificationResult> {
+    let extracted: Extracted;
+    try {
+      extracted = this.extract(incoming);
+    } catch (err) {
+      this.logger.error('could not decode a notification for dispatch', { err, messageId: incoming.msgId });
+      return NotificationResult.REQUEUE;
+    }
+    const { priority, item } = extracted;
+    if (!isPriority(priority)) {
+      this.logger.warn('unknown notification priority; acknowledging', { priority, messageId: item.metadata.message_id });
+      return NotificationResult.HANDLED;
+    }
+    for (const cb of this.callbacks.get(priority) ?? []) {
+      if (cb.filter && !matches(cb.filter, item)) continue;
+      const ret = await this.exec(cb, priority, [item.eventType], [item.ctx, item.publisherId, item.eventType, item.payload, item.metadata]);
+      if (ret === NotificationResult.REQUEUE) return NotificationResult.REQUEUE;
+    }
+    return NotificationResult.HANDLED;
+  }
+
+  /** Calls one handler; a throw is logged, reported and turned into REQUEUE. */
+  protected async exec(cb: Callback, priority: Priority, eventTypes: string[], args: unknown[]): Promise<unknown> {
+    try {
+      return await cb.method.apply(cb.endpoint, args);
+    } catch (error) {
+      this.logger.error('notification endpoint failed', { err: error, endpoint: cb.name, priority, eventTypes });
+      try {
+        this.onHandlerError?.({ error, priority, endpoint: cb.name, eventTypes });
+      } catch {
+        // an instrumentation hook must never change the outcome
+      }
+      return NotificationResult.REQUEUE;
+    }
+  }
+
+  /** oslo `_extract_user_message`: context and payload through the serializer, priority lower-cased. */
+  protected extract(incoming: IncomingMessage): Extracted {
+    const ctx = this.serializer.deserializeContext(incoming.ctx);
+    const m = incoming.message;
+    const priority = typeof m.priority === 'string' ? m.priority.toLowerCase() : '';
+    const messageId = typeof m.message_id === 'string' ? m.message_id : undefined;
+    const metadata = { message_id: messageId, timestamp: typeof m.timestamp === 'string' ? m.timestamp : undefined } as NotificationMetadata;
+    // Non-enumerable so that filters, equality checks and JSON see only oslo's two keys.
+    Object.defineProperties(metadata, {
+      messageId: { value: messageId },
+      priority: { value: priority },
+      unwrap: { value: () => incoming.unwrap() },
+    });
+    const item: NotificationBatchItem<unknown> = {
+      ctx,
+      publisherId: typeof m.publisher_id === 'string' ? m.publisher_id : null,
+      eventType: typeof m.event_type === 'string' ? m.event_type : String(m.event_type ?? ''),
+      payload: this.serializer.deserializeEntity(ctx, m.payload),
+      metadata: Object.freeze(metadata),
+    };
+    return { priority, item };
+  }
+}
+
+/**
+ * Dispatches a polled batch: notifications are grouped by priority and each endpoint method
+ * gets one array per group (after its filter). REQUEUE or a throw requeues the whole group.
+ */
+export class BatchNotificationDispatcher extends NotificationDispatcher {
+  /** Resolves with the messages to requeue (or to acknowledge when requeue is not allowed). Never rejects. */
+  async dispatchBatch(incoming: readonly IncomingMessage[]): Promise<Set<IncomingMessage>> {
+    const requeues = new Set<IncomingMessage>();
+    const groups = new Map<string, { raw: IncomingMessage[]; items: NotificationBatchItem<unknown>[] }>();
+    for (const message of incoming) {
+      let extracted: Extracted;
+      try {
+        extracted = this.extract(message);
+      } catch (err) {
+        this.logger.error('could not decode a notification for dispatch', { err, messageId: message.msgId });
+        requeues.add(message);
+        continue;
+      }
+      const group = groups.get(extracted.priority) ?? { raw: [], items: [] };
+      group.raw.push(message);
+      group.items.push(extracted.item);
+      groups.set(extracted.priority, group);
+    }
+    for (const [priority, group] of groups) {
+      if (!isPriority(priority)) {
+        this.logger.warn('unknown notification priority; acknowledging', { priority, messages: group.raw.length });
+        continue;
+      }
+      for (const cb of this.callbacks.get(priority) ?? []) {
+        const items = cb.filter ? group.items.filter((item) => matches(cb.filter!, item)) : group.items.slice();
+        if (items.length === 0) continue;
+        const ret = await this.exec(cb, priority, [...new Set(items.map((i) => i.eventType))], [items]);
+        if (ret === NotificationResult.REQUEUE) {
+          for (const m of group.raw) requeues.add(m);
+          break;
+        }
+      }
+    }
+    return requeues;
+  }
+}
+
+function matches(filter: NotificationFilter, item: NotificationBatchItem<unknown>): boolean {
+  return filter.match(item.ctx, item.publisherId, item.eventType, item.metadata, item.payload);
+}

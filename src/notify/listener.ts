@@ -1,0 +1,271 @@
+// Notification listeners (oslo notify/listener.py): subscribe to the (target, priority) pairs the
+// endpoints handle, dispatch on a bounded executor, then acknowledge or requeue each message.
+import { EventEmitter } from 'eventemitter3';
+import { InvalidArgument, InvalidState, MessagingError, ServerListenError } from '../errors.js';
+import { silentLogger, type Logger } from '../logger.js';
+import { Target, validateNotificationTarget, type TargetInit } from '../target.js';
+import type { Serializer } from '../serializer.js';
+import type { Transport } from '../transport.js';
+import type { IncomingMessage } from '../driver/incoming-message.js';
+import type { Listener } from '../driver/listener.js';
+import type { Context, Priority } from '../driver/types.js';
+import type { TargetAndPriority } from '../driver/base-driver.js';
+import {
+  BatchNotificationDispatcher,
+  NotificationDispatcher,
+  NotificationResult,
+  type BatchNotificationEndpoint,
+  type NotificationEndpoint,
+} from './dispatcher.js';
+import { BoundedExecutor } from './executor.js';
+import { dispatchChannel, type NotificationListenerEvents } from './instrumentation.js';
+
+export interface NotificationListenerOptions<Ctx = Context> {
+  /** Pool name: every pool gets each notification once; listeners in one pool share them. Needs the `pools` capability. */
+  pool?: string;
+  /** Requeue a notification when an endpoint returns REQUEUE or throws (else it is acknowledged). Needs `requeue`. @default false */
+  allowRequeue?: boolean;
+  /** Handlers (plain) or batches (batch listener) in flight at once. @default 64 */
+  executorSize?: number;
+  /** Rebuilds the context and payload from the wire. @default NoOpSerializer */
+  serializer?: Serializer<Ctx>;
+  /** @default silent */
+  logger?: Logger;
+}
+
+export interface BatchNotificationListenerOptions<Ctx = Context> extends NotificationListenerOptions<Ctx> {
+  /** Most notifications per batch. @default 100 */
+  batchSize?: number;
+  /** Longest wait for one batch, first message included, in ms (one stopwatch per batch). @default 1000 */
+  batchTimeout?: number;
+}
+
+export const NOTIFICATION_LISTENER_DEFAULTS = Object.freeze({ allowRequeue: false, executorSize: 64 });
+export const BATCH_NOTIFICATION_LISTENER_DEFAULTS = Object.freeze({ ...NOTIFICATION_LISTENER_DEFAULTS, batchSize: 100, batchTimeout: 1000 });
+
+type State = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' | 'waiting';
+
+/**
+ * A running subscription. Lifecycle: `start()` → `stop()` → `wait()`, after which it may be
+ * started again; out of order (`stop()` before `start()`, `wait()` before `stop()`, `start()`
+ * after `stop()` without `wait()`) rejects with InvalidState. Repeating a step is harmless.
+ */
+export class NotificationListener {
+  readonly targets: readonly Target[];
+  readonly pool: string | undefined;
+  readonly allowRequeue: boolean;
+  /** The priorities subscribed to: those some endpoint has a method for. */
+  readonly priorities: readonly Priority[];
+  readonly batchSize: number;
+  readonly batchTimeout: number | undefined;
+  /** Typed events: `started`, `stopped`, `dispatched`, `handlerError`. */
+  readonly events = new EventEmitter<NotificationListenerEvents>();
+
+  private state: State = 'idle';
+  private starting?: Promise<void>;
+  private stopping?: Promise<void>;
+  private waiting?: Promise<void>;
+  private listener?: Listener<IncomingMessage>;
+  private readonly executor: BoundedExecutor;
+  private readonly dispatcher: NotificationDispatcher;
+  private readonly logger: Logger;
+
+  /** Use `getNotificationListener()` / `getBatchNotificationListener()`. */
+  constructor(
+    private readonly transport: Transport,
+    targets: ReadonlyArray<Target | TargetInit>,
+    endpoints: readonly object[],
+    options: BatchNotificationListenerOptions<any>,
+    private readonly batch: boolean,
+  ) {
+    if (!transport || typeof transport !== 'object' || !('driver' in transport)) {
+      throw new InvalidArgument('transport', 'a Transport from getNotificationTransport()', transport);
+    }
+    if (options === null || typeof options !== 'object') throw new InvalidArgument('options', 'an object', options);
+    this.targets = checkTargets(targets);
+    this.pool = checkPool(options.pool);
+    this.allowRequeue = checkBoolean('allowRequeue', options.allowRequeue ?? NOTIFICATION_LISTENER_DEFAULTS.allowRequeue);
+    const executorSize = checkPositiveInteger('executorSize', options.executorSize ?? NOTIFICATION_LISTENER_DEFAULTS.executorSize);
+    if (batch) {
+      this.batchSize = checkPositiveInteger('batchSize', options.batchSize ?? BATCH_NOTIFICATION_LISTENER_DEFAULTS.batchSize);
+      this.batchTimeout = checkPositiveInteger('batchTimeout', options.batchTimeout ?? BATCH_NOTIFICATION_LISTENER_DEFAULTS.batchTimeout);
+    } else {
+      this.batchSize = 1;
+      this.batchTimeout = undefined;
+    }
+    this.logger = (options.logger ?? silentLogger).child({ component: batch ? 'batch-notification-listener' : 'notification-listener', pool: this.pool });
+    const Dispatcher = batch ? BatchNotificationDispatcher : NotificationDispatcher;
+    this.dispatcher = new Dispatcher(endpoints, {
+      serializer: options.serializer,
+      logger: this.logger,
+      onHandlerError: (failure) => {
+        if (this.events.listenerCount('handlerError') > 0) this.events.emit('handlerError', failure);
+      },
+    });
+    this.priorities = this.dispatcher.supportedPriorities;
+    // Missing capabilities fail here, at construction, never when a message arrives.
+    transport.driver.requireFeatures({ requeue: this.allowRequeue, pools: this.pool !== undefined });
+    this.executor = new BoundedExecutor(executorSize);
+  }
+
+  /** True between a completed `start()` and `stop()`. */
+  get running(): boolean {
+    return this.state === 'running';
+  }
+
+  /** Subscribes; resolves once a notification sent afterwards will be received. */
+  start(): Promise<void> {
+    if (this.state === 'starting' || this.state === 'running') return this.starting!;
+    if (this.state !== 'idle') return Promise.reject(new InvalidState(`Cannot start a notification listener that is ${this.state}; call wait() after stop() first`));
+    this.state = 'starting';
+    this.stopping = undefined;
+    this.waiting = undefined;
+    this.starting = this.subscribe();
+    return this.starting;
+  }
+
+  /** Stops taking notifications, hands the ones already received to the endpoints, then resolves. */
+  stop(): Promise<void> {
+    if (this.stopping) return this.stopping;
+    if (this.state !== 'starting' && this.state !== 'running') return Promise.reject(new InvalidState(`Cannot stop a notification listener that is ${this.state}; call start() first`));
+    this.state = 'stopping';
+    this.stopping = this.unsubscribe();
+    return this.stopping;
+  }
+
+  /** Waits for in-flight handlers, then releases the broker subscription. Call after `stop()`. */
+  wait(): Promise<void> {
+    if (this.waiting) return this.waiting;
+    if (this.state !== 'stopping' && this.state !== 'stopped') return Promise.reject(new InvalidState(`Cannot wait for a notification listener that is ${this.state}; call stop() first`));
+    this.waiting = this.drain();
+    return this.waiting;
+  }
+
+  private async subscribe(): Promise<void> {
+    const pairs: TargetAndPriority[] = this.targets.flatMap((t) => this.priorities.map((p) => [t, p] as const));
+    try {
+      this.listener = await this.transport.driver.listenForNotifications(pairs, { pool: this.pool, batchSize: this.batchSize, batchTimeout: this.batchTimeout });
+      this.listener.start((messages) => this.onMessages(messages));
+    } catch (err) {
+      if (this.state === 'starting') {
+        this.state = 'idle';
+        this.starting = undefined;
+      }
+      if (err instanceof MessagingError) throw err;
+      throw new ServerListenError(`Could not start the notification listener: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+    // stop() may have been called meanwhile; it owns the state from then on.
+    if (this.state === 'starting') this.state = 'running';
+    this.logger.debug('notification listener started', { targets: this.targets.map(String), priorities: this.priorities });
+    this.events.emit('started');
+  }
+
+  private async unsubscribe(): Promise<void> {
+    // A stop() during start() waits for the subscription, so nothing is left behind.
+    await this.starting?.catch(() => undefined);
+    await this.listener?.stop();
+    this.state = 'stopped';
+    this.events.emit('stopped');
+  }
+
+  private async drain(): Promise<void> {
+    await this.stopping;
+    this.state = 'waiting';
+    try {
+      await this.executor.idle();
+      await this.listener?.cleanup();
+    } finally {
+      this.listener = undefined;
+      this.starting = undefined;
+      this.state = 'idle';
+    }
+  }
+
+  /** The driver's callback: resolves once the messages hold executor slots (back-pressure). */
+  private async onMessages(messages: IncomingMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    if (this.batch) {
+      await this.executor.submit(() => this.processBatch(messages));
+      return;
+    }
+    for (const message of messages) await this.executor.submit(() => this.processBatch([message]));
+  }
+
+  private async processBatch(messages: IncomingMessage[]): Promise<void> {
+    const startedAt = performance.now();
+    let requeues: Set<IncomingMessage>;
+    if (this.dispatcher instanceof BatchNotificationDispatcher) {
+      requeues = await this.dispatcher.dispatchBatch(messages);
+    } else {
+      const result = await this.dispatcher.dispatch(messages[0]);
+      requeues = new Set(result === NotificationResult.REQUEUE ? messages : []);
+    }
+    let requeued = 0;
+    for (const m of messages) {
+      const requeue = this.allowRequeue && requeues.has(m);
+      if (requeue) requeued++;
+      try {
+        await (requeue ? m.requeue() : m.acknowledge());
+      } catch (err) {
+        // The contract says these never throw; a driver bug must not stop the listener either.
+        this.logger.error('could not settle a notification', { err, requeue, messageId: m.msgId });
+      }
+    }
+    if (this.events.listenerCount('dispatched') > 0 || dispatchChannel.hasSubscribers) {
+      const priorities = [...new Set(messages.map((m) => String(m.message.priority ?? '').toLowerCase()))];
+      const event = { priorities, messages: messages.length, acknowledged: messages.length - requeued, requeued, durationMs: performance.now() - startedAt };
+      this.events.emit('dispatched', event);
+      if (dispatchChannel.hasSubscribers) dispatchChannel.publish(event);
+    }
+  }
+}
+
+/** A listener calling endpoint methods once per notification: `(ctx, publisherId, eventType, payload, metadata)`. */
+export function getNotificationListener<Ctx = Context>(
+  transport: Transport,
+  targets: ReadonlyArray<Target | TargetInit>,
+  endpoints: ReadonlyArray<NotificationEndpoint<Ctx> | object>,
+  options: NotificationListenerOptions<Ctx> = {},
+): NotificationListener {
+  if (options !== null && typeof options === 'object' && ('batchSize' in options || 'batchTimeout' in options)) {
+    throw new InvalidArgument('options', 'no batchSize/batchTimeout (use getBatchNotificationListener)', options);
+  }
+  return new NotificationListener(transport, targets, endpoints, options, false);
+}
+
+/** A listener calling endpoint methods with one array per priority group of each polled batch. */
+export function getBatchNotificationListener<Ctx = Context>(
+  transport: Transport,
+  targets: ReadonlyArray<Target | TargetInit>,
+  endpoints: ReadonlyArray<BatchNotificationEndpoint<Ctx> | object>,
+  options: BatchNotificationListenerOptions<Ctx> = {},
+): NotificationListener {
+  return new NotificationListener(transport, targets, endpoints, options, true);
+}
+
+function checkTargets(targets: unknown): readonly Target[] {
+  if (!Array.isArray(targets) || targets.length === 0) throw new InvalidArgument('targets', 'a non-empty array of Targets', targets);
+  return Object.freeze(
+    targets.map((t) => {
+      const target = Target.from(t);
+      validateNotificationTarget(target);
+      return target;
+    }),
+  );
+}
+
+function checkPool(pool: unknown): string | undefined {
+  if (pool === undefined) return undefined;
+  if (typeof pool !== 'string' || pool.length === 0 || /[\s\0]/.test(pool)) throw new InvalidArgument('pool', 'a non-empty name without whitespace', pool);
+  return pool;
+}
+
+function checkBoolean(field: string, value: unknown): boolean {
+  if (typeof value !== 'boolean') throw new InvalidArgument(field, 'a boolean', value);
+  return value;
+}
+
+function checkPositiveInteger(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) throw new InvalidArgument(field, 'a positive integer', value);
+  return value;
+}

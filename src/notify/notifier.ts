@@ -1,0 +1,272 @@
+// The Notifier façade (oslo notify/notifier.py): builds the §1.10 body once and hands it to
+// every configured driver; resolves only when all of them delivered it.
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'eventemitter3';
+import { InvalidArgument, MessageDeliveryFailure, MessagingError } from '../errors.js';
+import { silentLogger, type Logger } from '../logger.js';
+import { NoOpSerializer, type Serializer } from '../serializer.js';
+import { isPlainObject } from '../driver/envelope.js';
+import type { Transport } from '../transport.js';
+import type { Context, Priority } from '../driver/types.js';
+import { sendChannel, type NotifierEvents } from './instrumentation.js';
+import {
+  LogNotifierDriver,
+  MessagingNotifierDriver,
+  NOTIFIER_DRIVER_NAMES,
+  NoopNotifierDriver,
+  TestNotificationSink,
+  TestNotifierDriver,
+  type NotificationBody,
+  type NotifierDriver,
+  type NotifierDriverName,
+  type WirePriority,
+} from './notifier-drivers.js';
+
+export interface NotifierOptions<Ctx = Context> {
+  /** Sender identity, e.g. `compute.host1`; `null` on the wire when absent. @default null */
+  publisherId?: string | null;
+  /** Driver name(s), or custom NotifierDriver objects. @default 'messagingv2' */
+  driver?: NotifierDriverName | NotifierDriver | ReadonlyArray<NotifierDriverName | NotifierDriver>;
+  /** Each notification goes to `<topic>.<priority>` for every topic. @default ['notifications'] */
+  topics?: readonly string[];
+  /** Connection retries: undefined or -1 = forever, 0 = none, N = N retries. @default undefined */
+  retry?: number;
+  /** Turns the context and payload into JSON values. @default NoOpSerializer */
+  serializer?: Serializer<Ctx>;
+  /** Where the `log` driver writes and failures are reported. @default silent */
+  logger?: Logger;
+  /** The list the `test` driver appends to. @default a new sink per Notifier */
+  testSink?: TestNotificationSink;
+}
+
+export const NOTIFIER_DEFAULTS = Object.freeze({
+  publisherId: null,
+  driver: 'messagingv2' as NotifierDriverName,
+  topics: Object.freeze(['notifications']) as readonly string[],
+});
+
+/** Overrides for `prepare()`. */
+export interface NotifierPrepareOptions {
+  publisherId?: string | null;
+  retry?: number;
+}
+
+interface NotifierCore<Ctx> {
+  readonly drivers: readonly NotifierDriver[];
+  readonly driverNames: readonly string[];
+  readonly serializer: Serializer<Ctx>;
+  readonly logger: Logger;
+}
+
+/**
+ * Sends notifications. Each method resolves once every driver delivered the notification
+ * (for `messaging`/`messagingv2`: the broker accepted it on every topic).
+ *
+ * Deliberately stricter than oslo, which only logs a driver failure: here a failure REJECTS
+ * with the driver's `MessagingError` (e.g. `MessageDeliveryFailure` once `retry` is used up),
+ * so callers know a notification was lost. Bad input rejects with `InvalidArgument` and
+ * nothing is sent.
+ */
+export class Notifier<Ctx = Context> {
+  readonly publisherId: string | null;
+  readonly retry: number | undefined;
+  /** Typed events (`sent`, `failed`), shared with `prepare()`d children. */
+  readonly events: EventEmitter<NotifierEvents>;
+  /** What the `test` driver recorded (empty when it is not configured). */
+  readonly testNotifications: TestNotificationSink;
+  private readonly core: NotifierCore<Ctx>;
+
+  constructor(transport: Transport, options: NotifierOptions<Ctx> = {}) {
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) throw new InvalidArgument('options', 'an object', options);
+    if (!transport || typeof transport !== 'object' || !('driver' in transport)) {
+      throw new InvalidArgument('transport', 'a Transport from getNotificationTransport()', transport);
+    }
+    this.publisherId = checkPublisherId(options.publisherId ?? NOTIFIER_DEFAULTS.publisherId);
+    this.retry = checkRetry(options.retry);
+    const topics = checkTopics(options.topics ?? NOTIFIER_DEFAULTS.topics);
+    const serializer = options.serializer ?? (new NoOpSerializer() as unknown as Serializer<Ctx>);
+    const logger = options.logger ?? silentLogger;
+    this.testNotifications = options.testSink ?? new TestNotificationSink();
+    this.events = new EventEmitter<NotifierEvents>();
+    const requested = options.driver ?? NOTIFIER_DEFAULTS.driver;
+    const list = Array.isArray(requested) ? [...requested] : [requested as NotifierDriverName | NotifierDriver];
+    const drivers = list.map((d, i) => createDriver(d, `driver${Array.isArray(requested) ? `[${i}]` : ''}`, transport, topics, logger, this.testNotifications));
+    this.core = Object.freeze({ drivers, driverNames: Object.freeze(drivers.map((d) => d.name)), serializer, logger });
+  }
+
+  /** Names of the configured drivers, in order. */
+  get drivers(): readonly string[] {
+    return this.core.driverNames;
+  }
+
+  /** False only when the drivers are exactly `['noop']` (oslo `is_enabled`). */
+  isEnabled(): boolean {
+    return !(this.core.driverNames.length === 1 && this.core.driverNames[0] === 'noop');
+  }
+
+  /** A cheap child sharing drivers, serializer, events and test sink, with another publisher id or retry. */
+  prepare(overrides: NotifierPrepareOptions = {}): Notifier<Ctx> {
+    if (overrides === null || typeof overrides !== 'object' || Array.isArray(overrides)) throw new InvalidArgument('prepare options', 'an object', overrides);
+    const child = Object.create(Notifier.prototype) as Notifier<Ctx>;
+    Object.assign(child, {
+      core: this.core,
+      events: this.events,
+      testNotifications: this.testNotifications,
+      publisherId: 'publisherId' in overrides ? checkPublisherId(overrides.publisherId ?? null) : this.publisherId,
+      retry: 'retry' in overrides ? checkRetry(overrides.retry) : this.retry,
+    });
+    return child;
+  }
+
+  audit(ctx: Ctx, eventType: string, payload: unknown): Promise<void> {
+    return this.notify(ctx, eventType, payload, 'audit');
+  }
+  debug(ctx: Ctx, eventType: string, payload: unknown): Promise<void> {
+    return this.notify(ctx, eventType, payload, 'debug');
+  }
+  info(ctx: Ctx, eventType: string, payload: unknown): Promise<void> {
+    return this.notify(ctx, eventType, payload, 'info');
+  }
+  warn(ctx: Ctx, eventType: string, payload: unknown): Promise<void> {
+    return this.notify(ctx, eventType, payload, 'warn');
+  }
+  /** Alias of `warn()`: priority `WARN`. */
+  warning(ctx: Ctx, eventType: string, payload: unknown): Promise<void> {
+    return this.notify(ctx, eventType, payload, 'warn');
+  }
+  error(ctx: Ctx, eventType: string, payload: unknown): Promise<void> {
+    return this.notify(ctx, eventType, payload, 'error');
+  }
+  critical(ctx: Ctx, eventType: string, payload: unknown): Promise<void> {
+    return this.notify(ctx, eventType, payload, 'critical');
+  }
+  sample(ctx: Ctx, eventType: string, payload: unknown): Promise<void> {
+    return this.notify(ctx, eventType, payload, 'sample');
+  }
+
+  private async notify(ctx: Ctx, eventType: string, payload: unknown, priority: Priority): Promise<void> {
+    const startedAt = performance.now();
+    const body = this.buildBody(ctx, eventType, payload, priority);
+    const wireCtx = this.core.serializer.serializeContext(ctx);
+    checkJson('context', wireCtx, true);
+    const { drivers, logger } = this.core;
+    const results = await Promise.allSettled(drivers.map((d) => d.notify(wireCtx, body, priority, this.retry)));
+    const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [{ driver: drivers[i].name, error: r.reason as unknown }] : []));
+    const event = { messageId: body.message_id, eventType, priority, publisherId: body.publisher_id };
+    if (failures.length === 0) {
+      if (this.events.listenerCount('sent') > 0 || sendChannel.hasSubscribers) {
+        const sent = { ...event, durationMs: performance.now() - startedAt };
+        this.events.emit('sent', sent);
+        if (sendChannel.hasSubscribers) sendChannel.publish(sent);
+      }
+      return;
+    }
+    for (const f of failures) logger.error('notification not delivered', { err: f.error, driver: f.driver, ...event });
+    const first = failures[0].error;
+    const error =
+      first instanceof MessagingError
+        ? first
+        : new MessageDeliveryFailure(`Notification ${body.message_id} not delivered by the ${failures[0].driver} driver`, { cause: first });
+    if (this.events.listenerCount('failed') > 0 || sendChannel.hasSubscribers) {
+      const failed = { ...event, durationMs: performance.now() - startedAt, error };
+      this.events.emit('failed', failed);
+      if (sendChannel.hasSubscribers) sendChannel.publish(failed);
+    }
+    throw error;
+  }
+
+  private buildBody(ctx: Ctx, eventType: string, payload: unknown, priority: Priority): NotificationBody {
+    if (typeof eventType !== 'string' || eventType.length === 0) throw new InvalidArgument('eventType', 'a non-empty string', eventType);
+    const serialized = this.core.serializer.serializeEntity(ctx, payload);
+    checkJson('payload', serialized, false);
+    return {
+      message_id: randomUUID(),
+      publisher_id: this.publisherId,
+      event_type: eventType,
+      priority: priority.toUpperCase() as WirePriority,
+      payload: serialized,
+      timestamp: formatTimestamp(new Date()),
+    };
+  }
+}
+
+/** Python's `str(datetime.utcnow())`: `YYYY-MM-DD HH:MM:SS.ffffff`, the fraction omitted when it is 0. */
+export function formatTimestamp(date: Date): string {
+  const iso = date.toISOString();
+  const base = `${iso.slice(0, 10)} ${iso.slice(11, 19)}`;
+  const ms = date.getUTCMilliseconds();
+  return ms === 0 ? base : `${base}.${String(ms * 1000).padStart(6, '0')}`;
+}
+
+function createDriver(
+  spec: NotifierDriverName | NotifierDriver,
+  field: string,
+  transport: Transport,
+  topics: readonly string[],
+  logger: Logger,
+  sink: TestNotificationSink,
+): NotifierDriver {
+  switch (spec) {
+    case 'messaging':
+      return new MessagingNotifierDriver(transport, topics, 1.0);
+    case 'messagingv2':
+      return new MessagingNotifierDriver(transport, topics, 2.0);
+    case 'log':
+      return new LogNotifierDriver(logger);
+    case 'noop':
+      return new NoopNotifierDriver();
+    case 'test':
+      return new TestNotifierDriver(sink);
+  }
+  if (spec && typeof spec === 'object' && typeof spec.notify === 'function' && typeof spec.name === 'string') return spec;
+  throw new InvalidArgument(field, `one of ${NOTIFIER_DRIVER_NAMES.map((n) => `'${n}'`).join(', ')} or a NotifierDriver`, spec);
+}
+
+function checkPublisherId(value: unknown): string | null {
+  if (value === null) return null;
+  if (typeof value !== 'string' || value.length === 0) throw new InvalidArgument('publisherId', 'a non-empty string or null', value);
+  return value;
+}
+
+function checkRetry(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < -1) throw new InvalidArgument('retry', 'an integer >= -1', value);
+  return value;
+}
+
+function checkTopics(value: unknown): readonly string[] {
+  if (!Array.isArray(value) || value.length === 0) throw new InvalidArgument('topics', 'a non-empty array of topic names', value);
+  value.forEach((t, i) => {
+    if (typeof t !== 'string' || t.length === 0 || /[\s\0]/.test(t)) throw new InvalidArgument(`topics[${i}]`, 'a non-empty topic name without whitespace', t);
+  });
+  return Object.freeze([...value]);
+}
+
+/**
+ * Refuses values that JSON would change or drop silently: undefined (outside object fields),
+ * functions, symbols, bigints, non-finite numbers, cycles, and objects that are neither plain,
+ * arrays, nor have `toJSON()` (Map, Set, class instances: use JsonPayloadSerializer).
+ */
+function checkJson(field: string, value: unknown, requireObject: boolean): void {
+  if (requireObject && !isPlainObject(value)) throw new InvalidArgument(field, 'a plain object', value);
+  const stack = new Set<object>();
+  const walk = (v: unknown, path: string): void => {
+    if (v === null || typeof v === 'string' || typeof v === 'boolean') return;
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) throw new InvalidArgument(path, 'a finite number', v);
+      return;
+    }
+    if (typeof v !== 'object') throw new InvalidArgument(path, 'a JSON-serialisable value', v);
+    if (stack.has(v)) throw new InvalidArgument(path, 'a JSON-serialisable value without cycles', v);
+    if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return;
+    const array = Array.isArray(v);
+    if (!array && !isPlainObject(v)) throw new InvalidArgument(path, 'a plain object, an array or a JSON primitive (or use JsonPayloadSerializer)', v);
+    stack.add(v);
+    for (const [k, item] of Object.entries(v)) {
+      if (item === undefined && !array) continue;
+      walk(item, array ? `${path}[${k}]` : `${path}.${k}`);
+    }
+    stack.delete(v);
+  };
+  walk(value, field);
+}
