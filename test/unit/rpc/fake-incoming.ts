@@ -1,0 +1,38 @@
+// A driver-free RpcIncomingMessage for dispatcher tests: records replies and heartbeats.
+import { RpcIncomingMessage, type RpcReply } from '../../../src/driver/incoming-message.js';
+import type { Context, DriverMessage } from '../../../src/driver/types.js';
+
+export class FakeRpcIncoming extends RpcIncomingMessage {
+  readonly replies: RpcReply[] = [];
+  heartbeats = 0;
+  acknowledged = 0;
+
+  constructor(
+    ctx: Context,
+    message: DriverMessage,
+    readonly expectsReply = true,
+    readonly callMonitorTimeout?: number,
+    private readonly raw: unknown = { raw: true },
+  ) {
+    super(ctx, message, 'id-' + Math.random().toString(16).slice(2));
+  }
+
+  async acknowledge(): Promise<void> {
+    this.acknowledged++;
+  }
+  async requeue(): Promise<void> {}
+  async reply(reply: RpcReply): Promise<void> {
+    this.replies.push(reply);
+  }
+  async heartbeat(): Promise<void> {
+    this.heartbeats++;
+  }
+  override unwrap(): unknown {
+    return this.raw;
+  }
+}
+
+/** A request message as the driver hands it over. */
+export function request(method: unknown, args: unknown = {}, extra: Record<string, unknown> = {}): DriverMessage {
+  return { method, args, ...extra };
+}
