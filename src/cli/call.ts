@@ -1,13 +1,15 @@
 // `tidings call` and `tidings cast`: one RPC from the command line, result as JSON on stdout.
+import { parseArgs } from 'node:util';
 import { MessagingTimeout, TransportURL, getRpcClient, getRpcTransport, type Transport } from '../index.js';
 import {
   COMMON_HELP,
   EXIT,
   EXIT_HELP,
   loggerFor,
-  parseCommandLine,
+  COMMON_OPTIONS,
+  parsingUsage,
   parseJsonObject,
-  parseNonNegativeInt,
+  parsePositiveInt,
   rejectExtraPositionals,
   requireTopic,
   resolveUrl,
@@ -68,7 +70,7 @@ function rpcCommand(kind: 'call' | 'cast'): Command {
     summary: kind === 'call' ? 'call an RPC method and print its result as JSON' : 'cast an RPC method (no reply)',
     help: helpFor(kind),
     async run(argv: readonly string[], io: CliIO): Promise<number> {
-      const { values, positionals } = parseCommandLine(argv, OPTIONS);
+      const { values, positionals } = parsingUsage(() => parseArgs({ args: [...argv], options: { ...COMMON_OPTIONS, ...OPTIONS }, allowPositionals: true, strict: true }));
       if (values.help) {
         io.out(helpFor(kind));
         return EXIT.OK;
@@ -79,7 +81,7 @@ function rpcCommand(kind: 'call' | 'cast'): Command {
       const args = parseJsonObject('json-args', rawArgs);
       const ctx = parseJsonObject('--context', values.context);
       const topic = requireTopic(values.topic, kind);
-      const timeout = parseNonNegativeInt('--timeout', values.timeout, CALL_DEFAULT_TIMEOUT_MS);
+      const timeout = parsePositiveInt('--timeout', values.timeout, CALL_DEFAULT_TIMEOUT_MS);
       if (kind === 'call' && values.fanout) throw new UsageError('--fanout cannot be used with call (a fanout has no single reply); use cast');
       const url = TransportURL.parse(resolveUrl(values.url, io));
 

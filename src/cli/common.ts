@@ -1,6 +1,6 @@
 // Shared plumbing of the `tidings` commands: argument parsing on node:util parseArgs, exit
 // codes, one-line error reporting and the I/O seam the commands write through.
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
 import { hostname } from 'node:os';
 import {
   InvalidArgument,
@@ -72,10 +72,13 @@ export const COMMON_HELP = `Common options:
 export const EXIT_HELP = `Exit status: 0 ok, 1 failure, 2 bad input, 3 timeout, 4 remote error.
 Errors are reported as one line on stderr.`;
 
-/** parseArgs in strict mode, with its errors turned into UsageError. */
-export function parseCommandLine<O extends NonNullable<ParseArgsConfig['options']>>(argv: readonly string[], options: O) {
+/**
+ * Runs `parse` (a node:util parseArgs call, strict, with COMMON_OPTIONS spread in) and turns
+ * its errors into UsageError. Commands call parseArgs themselves so its inferred types stay local.
+ */
+export function parsingUsage<T>(parse: () => T): T {
   try {
-    return parseArgs({ args: [...argv], options: { ...COMMON_OPTIONS, ...options }, allowPositionals: true, strict: true });
+    return parse();
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
@@ -122,6 +125,13 @@ export function parseNonNegativeInt(flag: string, text: string | undefined, fall
   if (text === undefined) return fallback;
   const n = Number(text);
   if (!Number.isSafeInteger(n) || n < 0) throw new UsageError(`${flag} must be a non-negative integer, received ${JSON.stringify(text)}`);
+  return n;
+}
+
+/** A positive integer option (a deadline in ms). */
+export function parsePositiveInt(flag: string, text: string | undefined, fallback: number): number {
+  const n = parseNonNegativeInt(flag, text, fallback);
+  if (n === 0) throw new UsageError(`${flag} must be a positive integer, received ${JSON.stringify(text)}`);
   return n;
 }
 

@@ -1,5 +1,6 @@
 // `tidings demo`: RPC and notifications end to end on memory://, printed as a transcript.
 // It doubles as a smoke test of the whole stack: any step that misbehaves fails the command.
+import { parseArgs } from 'node:util';
 import {
   MessagingTimeout,
   NoSuchMethod,
@@ -15,7 +16,7 @@ import {
   getRpcTransport,
   type Context,
 } from '../index.js';
-import { EXIT, parseCommandLine, rejectExtraPositionals, UsageError, type CliIO, type Command } from './common.js';
+import { COMMON_OPTIONS, EXIT, parsingUsage, rejectExtraPositionals, UsageError, type CliIO, type Command } from './common.js';
 
 const HELP = `Usage: tidings demo
 
@@ -172,7 +173,7 @@ export const demoCommand: Command = {
   summary: 'RPC and notifications end to end on memory://, as a transcript',
   help: HELP,
   async run(argv: readonly string[], io: CliIO): Promise<number> {
-    const { values, positionals } = parseCommandLine(argv, {});
+    const { values, positionals } = parsingUsage(() => parseArgs({ args: [...argv], options: COMMON_OPTIONS, allowPositionals: true, strict: true }));
     if (values.help) {
       io.out(HELP);
       return EXIT.OK;

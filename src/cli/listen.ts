@@ -1,5 +1,6 @@
 // `tidings listen`: prints one JSON line per notification on stdout until --count, --timeout
 // or a signal; status lines go to stderr so stdout stays machine-readable.
+import { parseArgs } from 'node:util';
 import {
   MessagingTimeout,
   NotificationResult,
@@ -9,6 +10,7 @@ import {
   getNotificationListener,
   getNotificationTransport,
   type Context,
+  type NotificationMetadata,
   type Priority,
 } from '../index.js';
 import {
@@ -16,8 +18,9 @@ import {
   EXIT,
   EXIT_HELP,
   loggerFor,
-  parseCommandLine,
-  parseNonNegativeInt,
+  COMMON_OPTIONS,
+  parsingUsage,
+  parsePositiveInt,
   rejectExtraPositionals,
   resolveUrl,
   shutdownRequested,
@@ -62,7 +65,7 @@ export const listenCommand: Command = {
   summary: 'print notifications as JSON lines',
   help: HELP,
   async run(argv: readonly string[], io: CliIO): Promise<number> {
-    const { values, positionals } = parseCommandLine(argv, OPTIONS);
+    const { values, positionals } = parsingUsage(() => parseArgs({ args: [...argv], options: { ...COMMON_OPTIONS, ...OPTIONS }, allowPositionals: true, strict: true }));
     if (values.help) {
       io.out(HELP);
       return EXIT.OK;
@@ -73,19 +76,18 @@ export const listenCommand: Command = {
     const priorities: Priority[] = values.priority
       ? [...new Set(values.priority.split(',').map((p) => parsePriority(p.trim())))]
       : [...PRIORITIES];
-    const count = values.count === undefined ? undefined : parseNonNegativeInt('--count', values.count, 0);
-    if (count === 0) throw new UsageError('--count must be at least 1');
-    const timeout = values.timeout === undefined ? undefined : parseNonNegativeInt('--timeout', values.timeout, 0);
+    const count = values.count === undefined ? undefined : parsePositiveInt('--count', values.count, 1);
+    const timeout = values.timeout === undefined ? undefined : parsePositiveInt('--timeout', values.timeout, 1);
     const url = TransportURL.parse(resolveUrl(values.url, io));
 
     let received = 0;
     let reachedCount!: () => void;
     const enough = new Promise<void>((resolve) => (reachedCount = resolve));
-    const print = (priority: Priority) => (ctx: Context, publisherId: string, eventType: string, payload: unknown, metadata: Record<string, unknown>) => {
+    const print = (priority: Priority) => (ctx: Context, publisherId: string | null, eventType: string, payload: unknown, metadata: NotificationMetadata) => {
       // With concurrent deliveries a message may arrive after --count was reached; it is not printed.
       if (count !== undefined && received >= count) return NotificationResult.HANDLED;
       received++;
-      io.out(JSON.stringify({ priority, event_type: eventType, publisher_id: publisherId, payload, ctx, ...metadata }));
+      io.out(JSON.stringify({ priority, event_type: eventType, publisher_id: publisherId, payload, ctx, message_id: metadata.message_id, timestamp: metadata.timestamp }));
       if (count !== undefined && received >= count) reachedCount();
       return NotificationResult.HANDLED;
     };

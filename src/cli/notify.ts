@@ -1,4 +1,5 @@
 // `tidings notify`: publishes one notification, as oslo-messaging-send-notification does.
+import { parseArgs } from 'node:util';
 import { hostname } from 'node:os';
 import { Notifier, PRIORITIES, TransportURL, getNotificationTransport, type Priority } from '../index.js';
 import { CLI_RETRY } from './call.js';
@@ -7,7 +8,8 @@ import {
   EXIT,
   EXIT_HELP,
   loggerFor,
-  parseCommandLine,
+  COMMON_OPTIONS,
+  parsingUsage,
   parseJsonObject,
   parseJsonValue,
   rejectExtraPositionals,
@@ -57,7 +59,7 @@ export const notifyCommand: Command = {
   summary: 'publish one notification',
   help: HELP,
   async run(argv: readonly string[], io: CliIO): Promise<number> {
-    const { values, positionals } = parseCommandLine(argv, OPTIONS);
+    const { values, positionals } = parsingUsage(() => parseArgs({ args: [...argv], options: { ...COMMON_OPTIONS, ...OPTIONS }, allowPositionals: true, strict: true }));
     if (values.help) {
       io.out(HELP);
       return EXIT.OK;

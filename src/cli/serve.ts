@@ -1,5 +1,6 @@
 // `tidings serve`: an RPC server with the built-in endpoints, for smoke tests and health
 // checks. Runs until SIGINT/SIGTERM, then stops taking messages and lets in-flight ones finish.
+import { parseArgs } from 'node:util';
 import { Target, TransportURL, getRpcServer, getRpcTransport } from '../index.js';
 import { BUILTIN_METHODS, MAX_SLEEP_MS, createBuiltinEndpoints } from './builtin-endpoints.js';
 import {
@@ -8,7 +9,8 @@ import {
   EXIT_HELP,
   defaultServerName,
   loggerFor,
-  parseCommandLine,
+  COMMON_OPTIONS,
+  parsingUsage,
   rejectExtraPositionals,
   requireTopic,
   resolveUrl,
@@ -52,7 +54,7 @@ export const serveCommand: Command = {
   summary: 'run an RPC server with echo/add/sleep/fail/whoami/ping',
   help: HELP,
   async run(argv: readonly string[], io: CliIO): Promise<number> {
-    const { values, positionals } = parseCommandLine(argv, OPTIONS);
+    const { values, positionals } = parsingUsage(() => parseArgs({ args: [...argv], options: { ...COMMON_OPTIONS, ...OPTIONS }, allowPositionals: true, strict: true }));
     if (values.help) {
       io.out(HELP);
       return EXIT.OK;
