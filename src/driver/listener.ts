@@ -1,6 +1,7 @@
 // The push side of the contract: a Listener calls back with batches of messages.
 // PollStyleListenerAdapter turns any PollStyleListener into one with a resilient poll loop.
-import { silentLogger, type Logger } from '../logger.js';
+import { InvalidState } from '../errors.js';
+import { silentLogger, type Logger, type LogFields } from '../logger.js';
 import type { IncomingMessage } from './incoming-message.js';
 import type { PollStyleListener } from './poll-style-listener.js';
 
@@ -35,6 +36,8 @@ export interface PollStyleListenerAdapterOptions {
 }
 
 const DEFAULT_BACKOFF = Object.freeze({ minMs: 10, maxMs: 1000 });
+/** An empty poll faster than this did not wait at all. */
+const EMPTY_POLL_SPIN_MS = 2;
 
 /**
  * Runs a poll loop over a PollStyleListener. A failing poll or callback is logged and the
@@ -59,7 +62,8 @@ export class PollStyleListenerAdapter<M extends IncomingMessage = IncomingMessag
   }
 
   start(callback: ListenerCallback<M>): void {
-    if (this.callback) throw new Error('Listener already started');
+    if (this.callback) throw new InvalidState('Listener already started');
+    if (this.stopping) throw new InvalidState('Listener already stopped; create a new one');
     this.callback = callback;
     this.running = true;
     this.loop = this.run();
@@ -87,7 +91,7 @@ export class PollStyleListenerAdapter<M extends IncomingMessage = IncomingMessag
       try {
         batch = await this.source.poll({ timeout: 0, batchSize: this.options.batchSize ?? 1, batchTimeout: 0 });
       } catch (err) {
-        this.logger.error('poll failed while draining a stopped listener', { err });
+        this.logError('poll failed while draining a stopped listener', { err });
         return;
       }
       if (batch.length === 0) return;
@@ -99,12 +103,23 @@ export class PollStyleListenerAdapter<M extends IncomingMessage = IncomingMessag
     let delay = this.backoff.minMs;
     while (this.running) {
       try {
+        const polledAt = performance.now();
         const batch = await this.source.poll({ batchSize: this.options.batchSize ?? 1, batchTimeout: this.options.batchTimeout });
-        if (batch.length > 0 && !(await this.invoke(batch))) throw new CallbackFailed();
+        if (batch.length === 0) {
+          if (!this.running) break;
+          // An empty poll that waited (a batch window passed) just loops, after yielding once.
+          // One that came back at once means the source was stopped under us (e.g. a lost
+          // consumer): back off, or a poll resolving at once would starve the event loop.
+          const instant = performance.now() - polledAt < EMPTY_POLL_SPIN_MS;
+          await this.sleep(instant ? delay : 0);
+          delay = instant ? Math.min(delay * 2, this.backoff.maxMs) : this.backoff.minMs;
+          continue;
+        }
+        if (!(await this.invoke(batch))) throw new CallbackFailed();
         delay = this.backoff.minMs;
       } catch (err) {
         if (!this.running) break;
-        if (!(err instanceof CallbackFailed)) this.logger.error('listener poll failed; retrying', { err, retryInMs: delay });
+        if (!(err instanceof CallbackFailed)) this.logError('listener poll failed; retrying', { err, retryInMs: delay });
         await this.sleep(delay);
         delay = Math.min(delay * 2, this.backoff.maxMs);
       }
@@ -117,8 +132,17 @@ export class PollStyleListenerAdapter<M extends IncomingMessage = IncomingMessag
       await this.callback!(batch);
       return true;
     } catch (err) {
-      this.logger.error('listener callback failed', { err, messages: batch.length });
+      this.logError('listener callback failed', { err, messages: batch.length });
       return false;
+    }
+  }
+
+  /** A throwing logger must not kill the loop (nor surface as an unhandled rejection). */
+  private logError(msg: string, fields: LogFields): void {
+    try {
+      this.logger.error(msg, fields);
+    } catch {
+      // nothing sensible left to report to
     }
   }
 
