@@ -122,7 +122,7 @@ export class NotificationDispatcher {
     endpoints.forEach((endpoint, i) => {
       if (endpoint === null || typeof endpoint !== 'object') throw new InvalidArgument(`endpoints[${i}]`, 'an object', endpoint);
       const filter = (endpoint as { filterRule?: unknown }).filterRule;
-      if (filter !== undefined && filter !== null && typeof (filter as { match?: unknown }).match !== 'function') {
+      if (filter !== undefined && filter !== null && (typeof filter !== 'object' || typeof (filter as { match?: unknown }).match !== 'function')) {
         throw new InvalidArgument(`endpoints[${i}].filterRule`, 'a NotificationFilter', filter);
       }
       const name = endpoint.constructor && endpoint.constructor !== Object ? endpoint.constructor.name : `endpoints[${i}]`;
