@@ -120,18 +120,11 @@ export function parseJsonValue(what: string, text: string | undefined, fallback:
   }
 }
 
-/** A non-negative integer option in ms or a count. */
-export function parseNonNegativeInt(flag: string, text: string | undefined, fallback: number): number {
-  if (text === undefined) return fallback;
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < 0) throw new UsageError(`${flag} must be a non-negative integer, received ${JSON.stringify(text)}`);
-  return n;
-}
-
 /** A positive integer option (a deadline in ms). */
 export function parsePositiveInt(flag: string, text: string | undefined, fallback: number): number {
-  const n = parseNonNegativeInt(flag, text, fallback);
-  if (n === 0) throw new UsageError(`${flag} must be a positive integer, received ${JSON.stringify(text)}`);
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new UsageError(`${flag} must be a positive integer, received ${JSON.stringify(text)}`);
   return n;
 }
 

@@ -27,9 +27,13 @@ Exit status: 0 ok, 1 failure, 2 bad input, 3 timeout, 4 remote error.`;
 export async function runCli(argv: readonly string[], io: CliIO = processIO): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    if (name === undefined) {
+      io.err(TOP_HELP);
+      return EXIT.USAGE;
+    }
     const topic = name === 'help' ? COMMANDS.find((c) => c.name === rest[0]) : undefined;
     io.out(topic ? topic.help : TOP_HELP);
-    return name === undefined ? EXIT.USAGE : EXIT.OK;
+    return EXIT.OK;
   }
   const command = COMMANDS.find((c) => c.name === name);
   if (!command) {

@@ -1,0 +1,59 @@
+// Runs the BUILT `tidings` binary (dist/cli/main.js) as a child process, as a user would.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = fileURLToPath(new URL('../../../dist/cli/main.js', import.meta.url));
+
+export interface BinResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Fails with the fix when the binary has not been built (`npm test` builds first). */
+export function requireBuiltBinary(): void {
+  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run \`npm run build\` first (\`npm test\` builds before testing)`);
+}
+
+/** Starts the binary; stdout/stderr are collected on the returned handle. */
+export function startBin(args: readonly string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; stdout: () => string; stderr: () => string; done: Promise<BinResult> } {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    // A clean environment: no TIDINGS_TRANSPORT_URL from the caller unless given.
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const done = new Promise<BinResult>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+  return { child, stdout: () => stdout, stderr: () => stderr, done };
+}
+
+/** Runs the binary to completion; kills it (and fails) after `timeoutMs`. */
+export async function runBin(args: readonly string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<BinResult> {
+  const run = startBin(args, options.env);
+  const timeoutMs = options.timeoutMs ?? 20_000;
+  let timer: NodeJS.Timeout | undefined;
+  const killed = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      run.child.kill('SIGKILL');
+      reject(new Error(`tidings ${args.join(' ')} did not exit within ${timeoutMs} ms; stderr: ${run.stderr()}`));
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([run.done, killed]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The non-empty lines of a stream's text. */
+export function lines(text: string): string[] {
+  return text.split('\n').filter((l) => l.trim() !== '');
+}

@@ -1,0 +1,144 @@
+// The `tidings` binary on memory://: help texts, the demo, and bad input / timeouts reported as
+// one stderr line with the documented exit status.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { lines, requireBuiltBinary, runBin } from './bin.js';
+
+const COMMANDS = ['call', 'cast', 'notify', 'listen', 'serve', 'demo'];
+
+beforeAll(() => requireBuiltBinary());
+
+describe('tidings --help', () => {
+  it('prints the top-level help listing every command', async () => {
+    const r = await runBin(['--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Usage: tidings <command>');
+    for (const c of COMMANDS) expect(r.stdout).toMatch(new RegExp(`^  ${c}\\s`, 'm'));
+  });
+
+  it('without a command prints the help on stderr and exits 2', async () => {
+    const r = await runBin([]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('Usage: tidings <command>');
+  });
+
+  it.each(COMMANDS)('tidings %s --help prints the command usage', async (command) => {
+    const r = await runBin([command, '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`Usage: tidings ${command}`);
+    expect(r.stderr).toBe('');
+  });
+
+  it('tidings help <command> is the same text as <command> --help', async () => {
+    const [a, b] = await Promise.all([runBin(['help', 'listen']), runBin(['listen', '-h'])]);
+    expect(a.code).toBe(0);
+    expect(a.stdout).toBe(b.stdout);
+  });
+});
+
+describe('tidings demo', () => {
+  it('runs RPC and notifications end to end on memory:// and exits 0', async () => {
+    const r = await runBin(['demo'], { timeoutMs: 30_000 });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const out = r.stdout;
+    expect(out).toContain('tidings demo: RPC and notifications end to end on memory://');
+    expect(out).toContain('call add {"a":2,"b":3} -> 5');
+    expect(out).toContain('call whoami with server=host-b -> "host-b"');
+    expect(out).toMatch(/cast record \{"event":"hello"\} -> handled once, by host-[ab]\n/);
+    expect(out).toContain('fanout cast record {"event":"everyone"} -> handled by every server: host-a, host-b');
+    expect(out).toContain('threw InsufficientFunds (instanceof InsufficientFunds: true)');
+    expect(out).toContain('call nosuch -> threw NoSuchMethod');
+    expect(out).toContain('call slow with timeout=200 -> threw MessagingTimeout');
+    expect(out).toMatch(/pool "billing": billing-1 got \d, billing-2 got \d -> each notification once per pool/);
+    expect(out).toContain('pool "audit": audit-1 got 6 -> every pool gets its own copy');
+    expect(out).toMatch(/batch listener \(batchSize 5, batchTimeout 100 ms\) got 6 sample notifications in batches of [\d +]+\n/);
+    expect(out).toContain('demo finished: every step behaved as described');
+  });
+});
+
+describe('bad input: exit 2 and one line on stderr', () => {
+  const cases: Array<[string, string[], RegExp]> = [
+    ['bad JSON args', ['call', 'echo', '{bad', '--topic', 't'], /^tidings call: json-args is not valid JSON/],
+    ['JSON args that are not an object', ['call', 'echo', '[1,2]', '--topic', 't'], /^tidings call: json-args must be a JSON object/],
+    ['bad --context', ['cast', 'echo', '{}', '--topic', 't', '--context', 'nope'], /^tidings cast: --context is not valid JSON/],
+    ['missing --topic on call', ['call', 'echo', '{}'], /^tidings call: missing --topic/],
+    ['missing --topic on serve', ['serve'], /^tidings serve: missing --topic/],
+    ['missing method', ['call', '--topic', 't'], /^tidings call: missing <method>/],
+    ['unknown option', ['call', 'echo', '--topic', 't', '--nope'], /^tidings call: Unknown option '--nope'/],
+    ['fanout with call', ['call', 'echo', '--topic', 't', '--fanout'], /^tidings call: --fanout cannot be used with call/],
+    ['bad --timeout', ['call', 'echo', '--topic', 't', '--timeout', 'soon'], /^tidings call: --timeout must be a positive integer/],
+    ['bad priority', ['notify', 'a.b', '--priority', 'loud'], /^tidings notify: --priority must be one of audit, debug/],
+    ['bad notification payload', ['notify', 'a.b', '{x'], /^tidings notify: json-payload is not valid JSON/],
+    ['bad --count', ['listen', '--count', '0'], /^tidings listen: --count must be a positive integer/],
+    ['unknown command', ['frobnicate'], /^tidings: unknown command "frobnicate"/],
+  ];
+
+  it.each(cases)('%s', async (_name, args, expected) => {
+    const r = await runBin(args);
+    expect(r.code).toBe(2);
+    expect(lines(r.stderr)).toHaveLength(1);
+    expect(r.stderr).toMatch(expected);
+    expect(r.stdout).toBe('');
+  });
+
+  it.each([
+    ['a bad port', 'rabbit://admin:s3cret-pw@broker.example:notaport/', /Invalid transport URL rabbit:\/\/admin:\*\*\*@broker\.example:notaport\//],
+    ['an unknown scheme', 'carrierpigeon://admin:s3cret-pw@loft/', /Unknown transport URL scheme "carrierpigeon" in carrierpigeon:\/\/admin:\*\*\*@loft\//],
+  ])('a URL with %s is refused with its password redacted', async (_name, url, expected) => {
+    for (const args of [
+      ['call', 'echo', '--topic', 't', '--url', url],
+      ['notify', 'a.b', '--url', url],
+    ]) {
+      const r = await runBin(args);
+      expect(r.code).toBe(2);
+      expect(lines(r.stderr)).toHaveLength(1);
+      expect(r.stderr).toMatch(expected);
+      expect(r.stderr).not.toContain('s3cret-pw');
+    }
+  });
+
+  it('takes the URL from $TIDINGS_TRANSPORT_URL, redacted in errors too', async () => {
+    const r = await runBin(['cast', 'echo', '--topic', 't'], { env: { TIDINGS_TRANSPORT_URL: 'nosuch://u:s3cret-pw@h/' } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('nosuch://u:***@h/');
+    expect(r.stderr).not.toContain('s3cret-pw');
+  });
+});
+
+describe('timeouts: exit 3 and one line on stderr', () => {
+  it('call on memory:// has no server in another process, so it times out', async () => {
+    const started = Date.now();
+    const r = await runBin(['call', 'ping', '--topic', 'nobody-serves-this', '--timeout', '300']);
+    expect(r.code).toBe(3);
+    expect(lines(r.stderr)).toHaveLength(1);
+    expect(r.stderr).toMatch(/^tidings call: timeout: .*memory:\/\/ is in-process/);
+    expect(r.stdout).toBe('');
+    // Generous bound: it must honour --timeout rather than the 30 s default.
+    expect(Date.now() - started).toBeLessThan(15_000);
+  });
+
+  it('listen --count with too few notifications before --timeout exits 3', async () => {
+    const r = await runBin(['listen', '--count', '1', '--timeout', '300']);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/^listening on memory:\/\/ topic=notifications/m);
+    expect(r.stderr).toMatch(/^tidings listen: timeout: received 0 of 1 notifications within 300 ms$/m);
+    expect(r.stdout).toBe('');
+  });
+
+  it('listen --timeout without --count ends normally', async () => {
+    const r = await runBin(['listen', '--timeout', '200', '--priority', 'info,error']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('priorities=info,error');
+  });
+});
+
+describe('successful one-shot commands on memory://', () => {
+  it('cast and notify exit 0 once the (in-process) broker accepted the message', async () => {
+    const [cast, notify] = await Promise.all([
+      runBin(['cast', 'echo', '{"a":1}', '--topic', 't-cast']),
+      runBin(['notify', 'compute.instance.create.end', '{"id":1}', '--priority', 'warn', '--publisher-id', 'test.host']),
+    ]);
+    expect([cast.code, cast.stderr, cast.stdout]).toEqual([0, '', '']);
+    expect([notify.code, notify.stderr, notify.stdout]).toEqual([0, '', '']);
+  });
+});
