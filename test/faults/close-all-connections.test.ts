@@ -1,0 +1,161 @@
+// Fault: the broker closes every client connection of this process (as `rabbitmqctl
+// close_all_connections` does) in the middle of 5,000 confirmed notifications and a stream of
+// calls. Every confirmed notification reaches the listener exactly once, calls succeed or fail
+// with MessagingTimeout, and traffic resumes in the same process.
+//
+// Only this process's connections are closed (by client port), so test files running in
+// parallel on the same broker are not disturbed; TIDINGS_FAULTS_CLOSE_ALL=1 uses the literal
+// `rabbitmqctl close_all_connections` instead (run this file alone then).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  getNotificationListener,
+  getNotificationTransport,
+  getRpcClient,
+  getRpcServer,
+  getRpcTransport,
+  MessagingTimeout,
+  Notifier,
+  NotificationResult,
+  Target,
+  type Transport,
+  type TransportOptions,
+} from '../../src/index.js';
+import { deleteQueues, notificationQueues, rpcQueues } from '../interop/support/amqp-admin.js';
+import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
+import { uniqueName, waitFor } from '../support/wait.js';
+import { closeAllRabbitConnections, closeMyRabbitConnections } from './support/broker-faults.js';
+
+const TOTAL = 5000;
+const IN_FLIGHT = 200;
+const FAULT_AT = [1500, 3500];
+// Reconnect quickly; the defaults (1 s + 2 s backoff) are oslo's and only slow the test down.
+const FAST_RECONNECT: TransportOptions = { driverOptions: { retryInterval: 200, retryBackoff: 200, intervalMax: 1000, reconnectDelay: 100 } };
+
+async function injectFault(): Promise<number> {
+  if (process.env.TIDINGS_FAULTS_CLOSE_ALL === '1') {
+    await closeAllRabbitConnections('tidings fault test');
+    return -1;
+  }
+  return closeMyRabbitConnections('tidings fault test');
+}
+
+describe('fault: broker closes all client connections under load', () => {
+  const topic = uniqueName('t-closeall-n');
+  const rpcTopic = uniqueName('t-closeall-r');
+  const transports: Transport[] = [];
+
+  beforeAll(async () => {
+    await requireRabbitMQ();
+  });
+
+  afterAll(async () => {
+    for (const t of transports) await t.cleanup();
+    await deleteQueues([...notificationQueues([topic]), ...rpcQueues(rpcTopic, ['s1'])]);
+  }, 60_000);
+
+  it('every confirmed notification arrives exactly once, calls succeed or time out, traffic resumes', async () => {
+    const open = async (kind: 'rpc' | 'notification') => {
+      const t = kind === 'rpc' ? await getRpcTransport(RABBIT_URL, FAST_RECONNECT) : await getNotificationTransport(RABBIT_URL, FAST_RECONNECT);
+      transports.push(t);
+      return t;
+    };
+    const [listenT, notifyT, serverT, clientT] = [await open('notification'), await open('notification'), await open('rpc'), await open('rpc')];
+
+    // The listener: counts deliveries per sequence number as the endpoint sees them.
+    const deliveries = new Map<number, number>();
+    const listener = getNotificationListener(listenT, [new Target({ topic })], [
+      {
+        info(_ctx: unknown, _pub: string, _type: string, payload: { seq: number }) {
+          deliveries.set(payload.seq, (deliveries.get(payload.seq) ?? 0) + 1);
+          return NotificationResult.HANDLED;
+        },
+      },
+    ]);
+    await listener.start();
+    const server = getRpcServer(serverT, new Target({ topic: rpcTopic, server: 's1' }), [{ echo: (_ctx: unknown, args: { i: number }) => args.i }]);
+    await server.start();
+
+    try {
+      const notifier = new Notifier(notifyT, { publisherId: 'faults.closeall', driver: 'messagingv2', topics: [topic] });
+      const confirmed = new Set<number>();
+      const rejected = new Map<number, unknown>();
+      const faults: number[] = [];
+      let faultChain: Promise<void> = Promise.resolve();
+
+      // A stream of calls until the notifications are through, two at a time.
+      let sending = true;
+      const callOutcomes: Array<{ ok: boolean; error?: unknown; at: number }> = [];
+      const client = getRpcClient(clientT, { topic: rpcTopic }, { timeout: 4000 });
+      const callLoop = async (lane: number) => {
+        for (let i = 0; sending && i < 100_000; i++) {
+          try {
+            const r = await client.call({ lane }, 'echo', { i });
+            expect(r).toBe(i);
+            callOutcomes.push({ ok: true, at: Date.now() });
+          } catch (error) {
+            callOutcomes.push({ ok: false, error, at: Date.now() });
+          }
+        }
+      };
+      const calls = [callLoop(0), callLoop(1)];
+
+      // 5,000 notifications with a bounded window; faults injected at fixed confirmed counts.
+      let next = 0;
+      const sendOne = async (): Promise<void> => {
+        while (next < TOTAL) {
+          const seq = next++;
+          try {
+            await notifier.info({ request_id: `req-${seq}` }, 'faults.closeall', { seq });
+            confirmed.add(seq);
+          } catch (error) {
+            rejected.set(seq, error);
+          }
+          const due = FAULT_AT[faults.length];
+          if (due !== undefined && confirmed.size >= due) {
+            faults.push(confirmed.size);
+            faultChain = faultChain.then(async () => {
+              const n = await injectFault();
+              faults[faults.length - 1] = n;
+            });
+          }
+        }
+      };
+      const deadline = Date.now() + 150_000;
+      await Promise.race([
+        Promise.all(Array.from({ length: IN_FLIGHT }, sendOne)),
+        new Promise((_, reject) => setTimeout(() => reject(new Error(`notifications still unsettled after 150 s: confirmed ${confirmed.size}, rejected ${rejected.size}`)), deadline - Date.now())),
+      ]);
+      await faultChain;
+      sending = false;
+      await Promise.all(calls);
+
+      expect(faults).toHaveLength(FAULT_AT.length);
+      for (const n of faults) if (n !== -1) expect(n, 'connections closed by the broker per fault').toBeGreaterThanOrEqual(4);
+      expect(confirmed.size + rejected.size).toBe(TOTAL);
+
+      await waitFor(() => [...confirmed].every((s) => deliveries.has(s)), {
+        timeoutMs: 90_000,
+        intervalMs: 200,
+        message: `every confirmed notification delivered (missing ${[...confirmed].filter((s) => !deliveries.has(s)).length} of ${confirmed.size})`,
+      });
+      const duplicates = [...deliveries].filter(([, n]) => n > 1);
+      expect(duplicates, 'notifications delivered more than once to the endpoint').toEqual([]);
+      const unexpected = [...deliveries.keys()].filter((s) => !confirmed.has(s) && !rejected.has(s));
+      expect(unexpected).toEqual([]);
+
+      const badCalls = callOutcomes.filter((o) => !o.ok && !(o.error instanceof MessagingTimeout));
+      expect(badCalls.map((o) => String(o.error)), 'calls fail only with MessagingTimeout').toEqual([]);
+      expect(callOutcomes.filter((o) => o.ok).length, 'calls succeeded during the run').toBeGreaterThan(0);
+
+      // Traffic resumes in this process: a fresh call and a fresh notification go through.
+      await expect(client.call({}, 'echo', { i: -1 })).resolves.toBe(-1);
+      await notifier.info({}, 'faults.closeall', { seq: TOTAL });
+      await waitFor(() => deliveries.get(TOTAL) === 1, { timeoutMs: 15_000, message: 'a notification after the faults arrived' });
+    } finally {
+      await server.stop();
+      await server.wait();
+      await listener.stop();
+      await listener.wait();
+    }
+  }, 300_000);
+});

@@ -1,0 +1,145 @@
+// RabbitMQ over TLS: `amqps://` with a CA, client certificate and key given in the URL query or
+// in driverOptions, against TLS listeners the setup adds to the running broker (no restart).
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createMemoryLogger,
+  getNotificationListener,
+  getNotificationTransport,
+  getRpcClient,
+  getRpcServer,
+  getRpcTransport,
+  MessagingError,
+  Notifier,
+  NotificationResult,
+  Target,
+  type Transport,
+  type TransportOptions,
+} from '../../src/index.js';
+import { deleteQueues, notificationQueues, rpcQueues } from '../interop/support/amqp-admin.js';
+import { requireRabbitMQ } from '../support/brokers.js';
+import { ensureRabbitTls, type RabbitTls } from '../support/rabbit-tls.js';
+import { generateCa } from '../support/tls.js';
+import { uniqueName, waitFor } from '../support/wait.js';
+
+const q = encodeURIComponent;
+
+describe('amqp driver over TLS', () => {
+  let tls: RabbitTls;
+  let scratch: string;
+  const transports: Transport[] = [];
+  const queues: string[] = [];
+
+  beforeAll(async () => {
+    await requireRabbitMQ();
+    tls = ensureRabbitTls();
+    scratch = mkdtempSync(join(tmpdir(), 'tidings-tls-test-'));
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const t of transports) await t.cleanup();
+    await deleteQueues(queues);
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  }, 60_000);
+
+  async function rpcTransport(url: string, options?: TransportOptions): Promise<Transport> {
+    const t = await getRpcTransport(url, options);
+    transports.push(t);
+    return t;
+  }
+
+  /** One RPC round trip and one notification through transports opened with `url`/`options`. */
+  async function roundTrip(url: string, options?: TransportOptions): Promise<void> {
+    const topic = uniqueName('t-tls');
+    queues.push(...rpcQueues(topic, ['s1']), ...notificationQueues([topic]));
+    const transport = await rpcTransport(url, options);
+    const server = getRpcServer(transport, new Target({ topic, server: 's1' }), [{ echo: (_ctx: unknown, args: unknown) => ({ args }) }]);
+    await server.start();
+    try {
+      const client = getRpcClient(transport, { topic }, { timeout: 15_000 });
+      await expect(client.call({ user_id: 'tls' }, 'echo', { x: 1 })).resolves.toEqual({ args: { x: 1 } });
+    } finally {
+      await server.stop();
+      await server.wait();
+    }
+
+    const nt = await getNotificationTransport(url, options);
+    transports.push(nt);
+    const got: unknown[] = [];
+    const listener = getNotificationListener(nt, [new Target({ topic })], [
+      {
+        info: (_ctx: unknown, _pub: string, _type: string, payload: unknown) => {
+          got.push(payload);
+          return NotificationResult.HANDLED;
+        },
+      },
+    ]);
+    await listener.start();
+    try {
+      await new Notifier(nt, { publisherId: 'tls.test', driver: 'messagingv2', topics: [topic] }).info({}, 'tls.ping', { n: 1 });
+      await waitFor(() => got.length === 1, { timeoutMs: 15_000, message: 'the notification over TLS arrived' });
+      expect(got).toEqual([{ n: 1 }]);
+    } finally {
+      await listener.stop();
+      await listener.wait();
+    }
+  }
+
+  it('amqps:// with ssl_ca_file in the URL query: RPC call and notification', async () => {
+    await roundTrip(`amqps://guest:guest@127.0.0.1:${tls.port}/?ssl_ca_file=${q(tls.material.caCert)}`);
+  }, 60_000);
+
+  it('rabbit:// with ssl=true and CA, client cert and key in the URL query (client certificate required)', async () => {
+    const m = tls.material;
+    await roundTrip(`rabbit://guest:guest@127.0.0.1:${tls.mtlsPort}/?ssl=true&ssl_ca_file=${q(m.caCert)}&ssl_cert_file=${q(m.clientCert)}&ssl_key_file=${q(m.clientKey)}`);
+  }, 60_000);
+
+  it('CA, client cert and key as file paths in driverOptions (client certificate required)', async () => {
+    const m = tls.material;
+    await roundTrip(`amqps://guest:guest@127.0.0.1:${tls.mtlsPort}/`, { driverOptions: { sslCaFile: m.caCert, sslCertFile: m.clientCert, sslKeyFile: m.clientKey } });
+  }, 60_000);
+
+  it('CA, client cert and key as contents in driverOptions (client certificate required)', async () => {
+    const m = tls.material;
+    await roundTrip(`amqps://guest:guest@127.0.0.1:${tls.mtlsPort}/`, {
+      driverOptions: { sslCa: readFileSync(m.caCert), sslCert: readFileSync(m.clientCert, 'utf8'), sslKey: readFileSync(m.clientKey) },
+    });
+  }, 60_000);
+
+  it('a wrong CA fails with a typed error, not a hang, and the password appears neither in the error nor in the logs', async () => {
+    const wrong = generateCa(join(scratch, 'wrong'), 'wrong-ca');
+    const password = 'Sup3r-S3cret-Pw';
+    const logger = createMemoryLogger();
+    const transport = await rpcTransport(`amqps://guest:${password}@127.0.0.1:${tls.port}/?ssl_ca_file=${q(wrong.caCert)}`, { logger });
+    const client = getRpcClient(transport, { topic: uniqueName('t-tls-bad') }, { timeout: 5000, retry: 0 });
+    const started = Date.now();
+    const err = await client.call({}, 'echo', {}).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(MessagingError);
+    expect(Date.now() - started).toBeLessThan(25_000);
+    const text = `${(err as Error).message}\n${(err as Error).stack ?? ''}\n${String(err)}`;
+    expect(text).not.toContain(password);
+    expect(JSON.stringify(logger.records, (_k, v: unknown) => (v instanceof Error ? { message: v.message, stack: v.stack } : v))).not.toContain(password);
+
+    const castErr = await client.cast({}, 'echo', {}).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(castErr).toBeInstanceOf(MessagingError);
+    expect((castErr as Error).message).not.toContain(password);
+  }, 60_000);
+
+  it('a client without a certificate is refused by the listener that requires one, with a typed error', async () => {
+    const transport = await rpcTransport(`amqps://guest:guest@127.0.0.1:${tls.mtlsPort}/?ssl_ca_file=${q(tls.material.caCert)}`);
+    const client = getRpcClient(transport, { topic: uniqueName('t-tls-nocert') }, { timeout: 5000, retry: 0 });
+    const err = await client.cast({}, 'echo', {}).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(MessagingError);
+  }, 60_000);
+});
