@@ -103,9 +103,22 @@ export class TransportURL {
   }
 }
 
-/** Redact credentials in a URL-looking string that may not even parse. */
+/**
+ * Redact credentials in a URL-looking string that may not even parse. A password may hold
+ * `@ / ? # ,` unencoded, so everything between `://` and the LAST `@` is treated as
+ * credentials: only the first user name survives (later hosts before that `@` are dropped).
+ */
 export function redactString(url: string): string {
-  return url.replace(/(\/\/|,)([^:@/,]*):[^@/,]*@/g, `$1$2:${REDACTED}@`).replace(/([?&](?:password|passwd|pass|secret|token|key_password|ssl_key_password|sasl_password)=)[^&]*/gi, `$1${REDACTED}`);
+  const schemeEnd = url.indexOf('://');
+  const start = schemeEnd >= 0 ? schemeEnd + 3 : 0;
+  const lastAt = url.lastIndexOf('@');
+  let out = url;
+  if (lastAt >= start) {
+    const cred = url.slice(start, lastAt);
+    const colon = cred.indexOf(':');
+    if (colon >= 0) out = `${url.slice(0, start)}${cred.slice(0, colon)}:${REDACTED}${url.slice(lastAt)}`;
+  }
+  return out.replace(/([?&](?:password|passwd|pass|secret|token|key_password|ssl_key_password|sasl_password)=)[^&]*/gi, `$1${REDACTED}`);
 }
 
 function isSecretKey(key: string): boolean {
@@ -149,7 +162,8 @@ function parseHost(part: string, url: string): TransportHost {
   let port: number | undefined;
   if (portText !== undefined && portText !== '') {
     if (!/^\d+$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535) {
-      throw new InvalidTransportURL(`Invalid transport URL ${redactString(url)}: bad port ${JSON.stringify(portText)}`);
+      // The port text is not quoted: with a `/` or `?` in an unencoded password it is part of the password.
+      throw new InvalidTransportURL(`Invalid transport URL ${redactString(url)}: bad port (expected an integer 1-65535)`);
     }
     port = Number(portText);
   }
@@ -166,18 +180,19 @@ function parseQuery(text: string): Record<string, string> {
   for (const pair of text.split('&')) {
     if (!pair) continue;
     const eq = pair.indexOf('=');
-    const key = decodeQuery(eq >= 0 ? pair.slice(0, eq) : pair);
-    const value = decodeQuery(eq >= 0 ? pair.slice(eq + 1) : '');
+    const key = decodeQuery(eq >= 0 ? pair.slice(0, eq) : pair, 'a query key');
+    const value = decodeQuery(eq >= 0 ? pair.slice(eq + 1) : '', `the value of query key ${JSON.stringify(key)}`);
     out[key] = key in out ? `${out[key]},${value}` : value;
   }
   return out;
 }
 
-function decodeQuery(s: string): string {
+function decodeQuery(s: string, what: string): string {
   try {
     return decodeURIComponent(s.replace(/\+/g, ' '));
   } catch {
-    throw new InvalidTransportURL(`Invalid transport URL query: bad percent-encoding in ${JSON.stringify(redactString(s))}`);
+    // Never echo the text: it may be a password value.
+    throw new InvalidTransportURL(`Invalid transport URL query: bad percent-encoding in ${what}`);
   }
 }
 
