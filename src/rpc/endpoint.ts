@@ -39,7 +39,9 @@ export type RpcMethodName<Api> = {
 
 /** The `args` parameter type of `Api[M]`; `undefined` when the method takes none. */
 export type RpcArgs<Api, M extends keyof Api> = Api[M] extends AnyFunction
-  ? Parameters<Api[M]> extends readonly [unknown, infer A, ...unknown[]]
+  ? Parameters<Api[M]> extends readonly [unknown?]
+    ? undefined
+    : Parameters<Api[M]> extends readonly [unknown, infer A, ...unknown[]]
     ? A
     : Parameters<Api[M]> extends readonly [unknown, (infer A)?, ...unknown[]]
       ? A | undefined
