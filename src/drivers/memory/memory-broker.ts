@@ -352,25 +352,30 @@ export class MemoryBroker {
    */
   publish(exchangeName: string, routingKey: string, body: string, options: PublishOptions = {}): number {
     const expiresAt = options.expirationMs !== undefined ? performance.now() + options.expirationMs : undefined;
-    const make = (): StoredMessage => ({ body, exchange: exchangeName, routingKey, expiresAt, redelivered: false });
     if (exchangeName === '') {
       const queue = this.queues.get(routingKey);
       if (!queue) return 0;
-      queue.enqueue(make());
+      queue.enqueue({ body, exchange: exchangeName, routingKey, expiresAt, redelivered: false });
       return 1;
     }
     const exchange = this.exchanges.get(exchangeName);
     if (!exchange) return 0;
+    let targets: Iterable<MemoryQueue> | undefined;
+    let count: number;
     if (exchange.type === 'topic') {
       const set = exchange.bindings.get(routingKey);
-      if (!set) return 0;
-      for (const queue of set) queue.enqueue(make());
-      return set.size;
+      targets = set;
+      count = set?.size ?? 0;
+    } else {
+      const all = new Set<MemoryQueue>();
+      for (const set of exchange.bindings.values()) for (const queue of set) all.add(queue);
+      targets = all;
+      count = all.size;
     }
-    const targets = new Set<MemoryQueue>();
-    for (const set of exchange.bindings.values()) for (const queue of set) targets.add(queue);
-    for (const queue of targets) queue.enqueue(make());
-    return targets.size;
+    if (!targets) return 0;
+    // Each queue gets its own record: redelivered/requeue state is per queue, as on a broker.
+    for (const queue of targets) queue.enqueue({ body, exchange: exchangeName, routingKey, expiresAt, redelivered: false });
+    return count;
   }
 
   /**
