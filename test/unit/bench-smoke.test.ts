@@ -1,0 +1,88 @@
+// A smoke run of the benchmark harness with tiny counts on memory://, so it never rots. It checks
+// the machine-readable contract (the last line is one JSON object), not any speed.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { main } from '../../bench/run.js';
+import { SCENARIOS } from '../../bench/scenarios.js';
+import { percentile, runBench } from '../../bench/harness.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const TSX = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
+const NAMES = ['call-sequential', 'call-concurrent', 'cast', 'notify-publish', 'consume-plain', 'consume-pooled', 'consume-batch'];
+
+describe('bench harness', () => {
+  it('registers the scenarios the issue asks for', () => {
+    expect(SCENARIOS.map((s) => s.name)).toEqual(NAMES);
+  });
+
+  it('runs every scenario with tiny counts and ends with one JSON line holding the expected keys', async () => {
+    const out: string[] = [];
+    await main(['--url', 'memory://', '--count', '20'], (line) => out.push(line));
+    const report = JSON.parse(out.at(-1)!);
+    expect(report).toMatchObject({ bench: 'tidings', url: 'memory://', count: 20, durationMs: null });
+    expect(Object.keys(report.scenarios)).toEqual(NAMES);
+    for (const name of NAMES) {
+      const r = report.scenarios[name];
+      expect(r.ops, name).toBe(20);
+      expect(r.opsPerSec, name).toBeGreaterThan(0);
+      expect(r.elapsedMs, name).toBeGreaterThan(0);
+    }
+    for (const name of ['call-sequential', 'call-concurrent']) {
+      expect(report.scenarios[name].p50Ms).toBeGreaterThan(0);
+      expect(report.scenarios[name].p99Ms).toBeGreaterThanOrEqual(report.scenarios[name].p50Ms);
+    }
+    // The table: a title, a header, a rule and one row per scenario.
+    expect(out[1]).toMatch(/^scenario\s+ops\s+ops\/s\s+p50 ms\s+p99 ms\s+raw ops\/s\s+tidings\/raw$/);
+    expect(out).toHaveLength(3 + NAMES.length + 1);
+  });
+
+  it('measures a registered baseline in the same run and prints the ratio', async () => {
+    const out: string[] = [];
+    const report = await runBench({
+      url: 'memory://',
+      count: 10,
+      durationMs: null,
+      only: ['cast'],
+      scenarios: SCENARIOS,
+      baselines: { cast: async (ctx) => ({ ops: ctx.count, elapsedMs: 5 }) },
+      print: (line) => out.push(line),
+    });
+    expect(report.scenarios.cast.baseline).toMatchObject({ ops: 10, opsPerSec: 2000 });
+    expect(report.scenarios.cast.ratio).toBeCloseTo(report.scenarios.cast.opsPerSec / 2000, 1);
+    expect(out.find((l) => l.startsWith('cast '))).toMatch(/\s2000\s+\d+\.\d\d$/);
+  });
+
+  it('refuses an unknown scenario name, naming the known ones', async () => {
+    await expect(main(['--scenarios', 'cast,warp-speed', '--count', '5'], () => {})).rejects.toThrow(/unknown scenario "warp-speed"; known: call-sequential/);
+  });
+
+  it('percentile is nearest-rank', () => {
+    expect(percentile([5, 1, 4, 2, 3], 50)).toBe(3);
+    expect(percentile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 99)).toBe(10);
+    expect(percentile([7], 99)).toBe(7);
+  });
+
+  it('`npm run bench` (tsx bench/run.ts) prints the JSON object as its last line', async () => {
+    const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [TSX, 'bench/run.ts', '--count', '10', '--scenarios', 'call-sequential,consume-batch', '--duration', '5000'], {
+        cwd: ROOT,
+        env: { ...process.env, TIDINGS_TRANSPORT_URL: 'memory://' },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let text = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (text += d));
+      const timer = setTimeout(() => child.kill('SIGKILL'), 25_000);
+      child.once('error', reject);
+      child.once('close', (c) => {
+        clearTimeout(timer);
+        resolve({ code: c, stdout: text });
+      });
+    });
+    expect(code).toBe(0);
+    const last = stdout.trim().split('\n').at(-1)!;
+    const report = JSON.parse(last);
+    expect(Object.keys(report.scenarios)).toEqual(['call-sequential', 'consume-batch']);
+    expect(report.durationMs).toBe(5000);
+  });
+});
