@@ -1,0 +1,277 @@
+// The RabbitMQ driver, wire-compatible with oslo.messaging 14 (oslo-wire.md §1): sends, calls,
+// notifications and replies on one confirmed publisher connection; one connection per listener.
+import { EventEmitter } from 'eventemitter3';
+import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
+import type { DriverCapabilities } from '../../driver/capabilities.js';
+import { newHexId, packContext, serializeEnvelope } from '../../driver/envelope.js';
+import type { IncomingMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
+import { PollStyleListenerAdapter, type Listener } from '../../driver/listener.js';
+import type { Context, DriverMessage } from '../../driver/types.js';
+import { InvalidState, MessageDeliveryFailure, MessageUndeliverable, MessagingError } from '../../errors.js';
+import type { Target } from '../../target.js';
+import { abortableSleep, withRetry } from '../../retry.js';
+import { AmqpListener } from './amqp-listener.js';
+import { AmqpConnection, type DriverEventEmitter } from './connection.js';
+import { resolveOptions, type ResolvedAmqpOptions } from './options.js';
+import { Publisher } from './publisher.js';
+import { ReplyWaiter } from './reply-waiter.js';
+import { fanoutExchange, notificationSpecs, rpcServerSpecs, topicExchange, topicQueue, type ExchangeDecl } from './topology.js';
+
+const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true });
+
+/** oslo's ObsoleteReplyQueuesCache: reply queues found missing are skipped for a while. */
+class ObsoleteReplyQueues {
+  private readonly entries = new Map<string, number>();
+  constructor(
+    private readonly max = 200,
+    private readonly ttlMs = 60_000,
+  ) {}
+  has(queue: string): boolean {
+    const until = this.entries.get(queue);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.entries.delete(queue);
+    return false;
+  }
+  add(queue: string): void {
+    this.entries.delete(queue);
+    this.entries.set(queue, Date.now() + this.ttlMs);
+    if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value as string);
+  }
+}
+
+interface PublishRequest {
+  exchange?: ExchangeDecl;
+  /** Notifications also declare and bind their default queue. */
+  notifyQueue?: string;
+  routingKey: string;
+  content: Buffer;
+  expiration?: number;
+  retry?: number;
+  signal?: AbortSignal;
+  before?: () => Promise<void>;
+}
+
+export class AmqpDriver extends BaseDriver {
+  readonly name = 'amqp';
+  readonly capabilities = CAPABILITIES;
+  override readonly prefetchSize: number;
+  /** The resolved options (hosts carry credentials: never log this object). */
+  readonly options: ResolvedAmqpOptions;
+  /** Connection events: 'connected' | 'reconnected' | 'disconnected' | 'blocked' | 'unblocked' | 'connect-failed'. */
+  readonly events: DriverEventEmitter = new EventEmitter();
+  private readonly conn: AmqpConnection;
+  private readonly publisher: Publisher;
+  private replyWaiter?: ReplyWaiter;
+  private readonly adapters = new Set<Listener<IncomingMessage>>();
+  private readonly obsoleteReplyQueues = new ObsoleteReplyQueues();
+  private listenerCount = 0;
+  private closed = false;
+  private cleaning?: Promise<void>;
+
+  constructor(init: DriverInit) {
+    super(init);
+    this.options = resolveOptions(init.url, init.options);
+    this.prefetchSize = this.options.prefetchCount > 0 ? this.options.prefetchCount : -1;
+    this.conn = new AmqpConnection('publisher', this.options, this.logger, this.events);
+    this.publisher = new Publisher(this.conn, this.options, this.logger);
+  }
+
+  /** The transport's reply queue name (`reply_<hex>`), once a call was made. */
+  get replyQueue(): string | undefined {
+    return this.replyWaiter?.queue;
+  }
+
+  /** True while the broker blocks the publisher connection. */
+  get blocked(): boolean {
+    return this.conn.isBlocked;
+  }
+
+  async send(target: Target, ctx: Context, message: DriverMessage, options: SendOptions = {}): Promise<unknown> {
+    this.assertOpen();
+    const topic = target.topic as string;
+    const msg: DriverMessage = { ...message };
+    let msgId: string | undefined;
+    let waiter: ReplyWaiter | undefined;
+    if (options.waitForReply) {
+      waiter = this.getReplyWaiter();
+      msgId = newHexId();
+      msg._msg_id = msgId;
+      msg._reply_q = waiter.queue;
+      msg._timeout = options.callMonitorTimeout !== undefined ? options.callMonitorTimeout / 1000 : null;
+    }
+    msg._unique_id = newHexId();
+    packContext(msg, ctx);
+    const content = Buffer.from(JSON.stringify(serializeEnvelope(msg)));
+    const exchange = target.fanout ? fanoutExchange(topic) : topicExchange(this.exchangeFor(target), this.options);
+    const routingKey = target.fanout ? '' : target.server ? `${topic}.${target.server}` : topic;
+    if (!waiter || !msgId) {
+      await this.publish({ exchange, routingKey, content, retry: options.retry, signal: options.signal });
+      return undefined;
+    }
+    const id = msgId;
+    const replyWaiter = waiter;
+    const result = replyWaiter.wait(id, { timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal });
+    // Stops publish retries once the call is over (timed out, aborted, answered).
+    const done = new AbortController();
+    result.then(
+      () => done.abort(),
+      () => done.abort(),
+    );
+    try {
+      await this.publish({
+        exchange,
+        routingKey,
+        content,
+        expiration: options.timeout,
+        retry: options.retry,
+        signal: done.signal,
+        before: () => replyWaiter.ensureConsuming(),
+      });
+    } catch (err) {
+      if (!done.signal.aborted) replyWaiter.fail(id, err instanceof MessagingError ? err : new MessageDeliveryFailure(String(err), { cause: err }));
+    }
+    return result;
+  }
+
+  async sendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions = {}): Promise<void> {
+    this.assertOpen();
+    const topic = target.topic as string;
+    const msg: DriverMessage = { ...message, _unique_id: newHexId() };
+    packContext(msg, ctx);
+    const body = options.version === 1.0 ? msg : serializeEnvelope(msg);
+    const content = Buffer.from(JSON.stringify(body));
+    const exchange = topicExchange(this.exchangeFor(target), this.options);
+    await this.publish({ exchange, notifyQueue: topic, routingKey: topic, content, retry: options.retry });
+  }
+
+  async listen(target: Target, options: ListenOptions = {}): Promise<Listener<RpcIncomingMessage>> {
+    this.assertOpen();
+    const specs = rpcServerSpecs(this.exchangeFor(target), target.topic as string, target.server as string, this.options);
+    return this.startListener<RpcIncomingMessage>('rpc', specs, options, { topic: target.topic, server: target.server });
+  }
+
+  async listenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions = {}): Promise<Listener<IncomingMessage>> {
+    this.assertOpen();
+    const pairs = targetsAndPriorities.map(([t, p]) => ({ exchange: this.exchangeFor(t), routingKey: `${t.topic}.${p}` }));
+    const specs = notificationSpecs(pairs, options.pool, this.options);
+    return this.startListener<IncomingMessage>('notification', specs, options, { pool: options.pool });
+  }
+
+  cleanup(): Promise<void> {
+    this.cleaning ??= this.doCleanup();
+    return this.cleaning;
+  }
+
+  private async doCleanup(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.adapters].map((a) => a.cleanup().catch((err) => this.logger.warn('Listener cleanup failed', { err }))));
+    this.adapters.clear();
+    await this.replyWaiter?.close(new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply'));
+    await this.publisher.drain(this.options.shutdownTimeout);
+    await this.conn.close();
+    this.logger.debug('AMQP driver cleaned up');
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new InvalidState('The transport was cleaned up; create a new one');
+  }
+
+  private getReplyWaiter(): ReplyWaiter {
+    this.replyWaiter ??= new ReplyWaiter(this.conn, this.options, this.logger, this.allowedRemoteExmods, this.remoteErrors);
+    return this.replyWaiter;
+  }
+
+  private async startListener<M extends IncomingMessage>(
+    kind: 'rpc' | 'notification',
+    specs: ReturnType<typeof rpcServerSpecs>,
+    options: ListenOptions,
+    fields: Record<string, unknown>,
+  ): Promise<Listener<M>> {
+    const n = ++this.listenerCount;
+    const logger = this.logger.child({ listener: n, kind, ...fields });
+    const conn = new AmqpConnection(`listener:${n}`, this.options, logger, this.events);
+    const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this.sendReply);
+    try {
+      await source.start();
+    } catch (err) {
+      await source.cleanup().catch(() => undefined);
+      throw err;
+    }
+    const adapter = new PollStyleListenerAdapter<M>(source, { batchSize: options.batchSize, batchTimeout: options.batchTimeout, logger });
+    const tracked: Listener<M> = {
+      start: (cb) => adapter.start(cb),
+      stop: () => adapter.stop(),
+      cleanup: async () => {
+        await adapter.cleanup();
+        this.adapters.delete(tracked as unknown as Listener<IncomingMessage>);
+      },
+    };
+    this.adapters.add(tracked as unknown as Listener<IncomingMessage>);
+    if (this.closed) {
+      await tracked.cleanup();
+      throw new InvalidState('The transport was cleaned up while the listener was starting');
+    }
+    return tracked;
+  }
+
+  /** Declares what the message needs (cached per connection) and publishes it, retrying per `retry`. */
+  private publish(req: PublishRequest): Promise<void> {
+    const o = this.options;
+    return withRetry(
+      async () => {
+        if (req.before) await req.before();
+        const ex = req.exchange;
+        if (ex) {
+          if (req.notifyQueue !== undefined) {
+            if (!this.publisher.isDeclared('q', ex.name, req.notifyQueue, req.routingKey)) {
+              await this.publisher.declareExchange(ex);
+              await this.publisher.declareBoundQueue(ex, topicQueue(req.notifyQueue, o), req.routingKey);
+            }
+          } else if (!this.publisher.isDeclared('x', ex.name)) {
+            await this.publisher.declareExchange(ex);
+          }
+        }
+        await this.publisher.publish(ex?.name ?? '', req.routingKey, req.content, { expiration: req.expiration, signal: req.signal });
+      },
+      {
+        retry: req.retry,
+        signal: req.signal,
+        intervalMs: o.retryInterval,
+        backoffMs: o.retryBackoff,
+        maxIntervalMs: o.intervalMax,
+        isRetriable: (e) => !this.closed && e instanceof MessagingError && e.retriable,
+        onRetry: ({ attempt, delayMs, error }) => this.logger.warn('Publish failed; retrying with the same message', { attempt, delayMs, routingKey: req.routingKey, err: error }),
+      },
+    );
+  }
+
+  /**
+   * Sends a reply (mandatory, to the default exchange). A missing reply queue is retried
+   * every 250 ms up to `missingConsumerRetryTimeout`, then remembered as obsolete. Never throws.
+   */
+  private readonly sendReply = async (replyQueue: string, reply: DriverMessage): Promise<void> => {
+    if (this.obsoleteReplyQueues.has(replyQueue)) {
+      this.logger.debug('Dropping a reply to an obsolete reply queue', { replyQueue, msgId: reply._msg_id });
+      return;
+    }
+    const content = Buffer.from(JSON.stringify(serializeEnvelope(reply)));
+    const deadline = Date.now() + this.options.missingConsumerRetryTimeout;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        if (this.conn.isClosed) throw new InvalidState('The transport was cleaned up');
+        await this.publisher.publish('', replyQueue, content, { mandatory: this.options.directMandatoryFlag });
+        return;
+      } catch (err) {
+        const missing = err instanceof MessageUndeliverable;
+        const retriable = missing || (err instanceof MessagingError && err.retriable);
+        if (!retriable || Date.now() >= deadline) {
+          if (missing) this.obsoleteReplyQueues.add(replyQueue);
+          this.logger.warn(missing ? 'The reply queue is gone; dropping the reply' : 'Could not send a reply', { replyQueue, msgId: reply._msg_id, err });
+          return;
+        }
+        await abortableSleep(missing ? 250 : Math.min(this.conn.retryDelay(attempt), Math.max(0, deadline - Date.now())));
+      }
+    }
+  };
+}

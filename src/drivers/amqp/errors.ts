@@ -1,0 +1,64 @@
+// Maps amqplib and socket errors into tidings' error tree; the raw error only rides as `cause`.
+import { ConnectionError, InvalidArgument, MessageDeliveryFailure, MessagingError } from '../../errors.js';
+
+/** AMQP reply codes that matter here. */
+export const AMQP_CODES = Object.freeze({ ACCESS_REFUSED: 403, NOT_FOUND: 404, RESOURCE_LOCKED: 405, PRECONDITION_FAILED: 406 });
+
+function codeOf(err: unknown): number | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** True for a channel closed by the broker with 406 PRECONDITION_FAILED (declare mismatch). */
+export function isPreconditionFailed(err: unknown): boolean {
+  return codeOf(err) === AMQP_CODES.PRECONDITION_FAILED || /PRECONDITION_FAILED/.test(messageOf(err));
+}
+
+/** True for 404 NOT_FOUND (exchange or queue missing). */
+export function isNotFound(err: unknown): boolean {
+  return codeOf(err) === AMQP_CODES.NOT_FOUND || /NOT_FOUND/.test(messageOf(err));
+}
+
+/**
+ * A declare the broker refused because the object exists with other arguments. The message
+ * names the queue/exchange and the argument, so a mismatch with the Python side's options
+ * (amqp_durable_queues, rabbit_quorum_queue, rabbit_transient_queues_ttl...) is obvious.
+ */
+export function declareMismatch(kind: 'queue' | 'exchange', name: string, err: unknown): InvalidArgument {
+  const text = messageOf(err);
+  const m = /inequivalent arg '([^']+)' for (?:queue|exchange) '[^']*' in vhost '[^']*': received (.*?) but current is (.*?)(?:$|")/.exec(text);
+  const field = m ? `${kind} "${name}" argument ${m[1]}` : `${kind} "${name}" declaration`;
+  const expected = m
+    ? `the value the broker already has (current is ${m[3]}); align amqp_durable_queues / amqp_auto_delete / rabbit_quorum_queue / rabbit_ha_queues / rabbit_transient_queues_ttl with the other declarer or delete the ${kind}`
+    : `arguments equivalent to the existing ${kind} (${text})`;
+  return new InvalidArgument(field, expected, m ? m[2] : 'different arguments', { cause: err });
+}
+
+/**
+ * Wraps any error from amqplib or the socket. MessagingErrors pass through; declare
+ * mismatches become InvalidArgument (not retriable); refused logins and everything else a
+ * retriable ConnectionError.
+ */
+export function toMessagingError(err: unknown, what: string): MessagingError {
+  if (err instanceof MessagingError) return err;
+  const code = codeOf(err);
+  const text = messageOf(err);
+  if (code === AMQP_CODES.ACCESS_REFUSED || /ACCESS_REFUSED|auth/i.test(text)) {
+    return new ConnectionError(`${what}: the broker refused the login or access (${sanitize(text)})`, { cause: err, retriable: true });
+  }
+  return new ConnectionError(`${what}: ${sanitize(text)}`, { cause: err });
+}
+
+/** A final failure after retries or for a message the broker refused. */
+export function deliveryFailure(what: string, err: unknown): MessageDeliveryFailure {
+  return new MessageDeliveryFailure(`${what}: ${sanitize(messageOf(err))}`, { cause: err });
+}
+
+/** amqplib never puts a password in its messages when given an options object, but be sure about URLs. */
+function sanitize(text: string): string {
+  return text.replace(/(\/\/|,)([^:@/,\s]*):[^@/,\s]*@/g, '$1$2:***@');
+}

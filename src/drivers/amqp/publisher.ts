@@ -1,0 +1,273 @@
+// Confirmed publishing on the send connection: many publishes in flight on one ConfirmChannel,
+// each awaiting its own confirm; declares cached per connection; blocked/drain back-pressure.
+import type { Channel, ChannelModel, ConfirmChannel, Message, Options } from 'amqplib';
+import { ConnectionError, MessageDeliveryFailure, MessageUndeliverable } from '../../errors.js';
+import type { Logger } from '../../logger.js';
+import type { AmqpConnection } from './connection.js';
+import { declareMismatch, isPreconditionFailed, toMessagingError } from './errors.js';
+import type { ResolvedAmqpOptions } from './options.js';
+import type { ExchangeDecl, QueueDecl } from './topology.js';
+
+/** oslo's properties on every message (oslo-wire.md §1.4). */
+const BASE_PROPS: Readonly<Options.Publish> = Object.freeze({
+  contentType: 'application/json',
+  contentEncoding: 'utf-8',
+  deliveryMode: 2,
+  priority: 0,
+});
+
+interface InFlight {
+  resolve: () => void;
+  reject: (err: Error) => void;
+  deadline: number;
+  /** Set for mandatory publishes: the broker returned it before confirming. */
+  returned?: boolean;
+  content?: Buffer;
+  routingKey?: string;
+  exchange?: string;
+}
+
+export interface PublishOptions {
+  /** Call requests only: per-message TTL in ms (oslo `expiration`). */
+  expiration?: number;
+  /** Replies: the broker returns the message if no queue takes it. */
+  mandatory?: boolean;
+  signal?: AbortSignal;
+}
+
+export class Publisher {
+  private channel?: ConfirmChannel;
+  private channelGeneration = -1;
+  private opening?: Promise<ConfirmChannel>;
+  private declareChannel?: Channel;
+  private declareOpening?: Promise<Channel>;
+  /** Declared objects of the current connection generation (oslo resets this on reconnect). */
+  private declared = new Set<string>();
+  private declaring = new Map<string, Promise<void>>();
+  private declaredGeneration = -1;
+  private readonly inFlight = new Set<InFlight>();
+  private readonly mandatory = new Map<string, InFlight[]>();
+  private drainWaiters: Array<() => void> = [];
+  private needsDrain = false;
+  private sweeper?: ReturnType<typeof setInterval>;
+
+  constructor(
+    private readonly conn: AmqpConnection,
+    private readonly options: ResolvedAmqpOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Publishes in flight (awaiting a confirm). */
+  get pending(): number {
+    return this.inFlight.size;
+  }
+
+  /**
+   * Publishes one message and resolves once the broker confirmed it. Rejects with a retriable
+   * ConnectionError when the connection or channel is lost before the confirm (the caller
+   * retries with the same body), MessageUndeliverable for a returned mandatory message,
+   * MessageDeliveryFailure when the broker nacks or the confirm/blocked wait exceeds `publishTimeout`.
+   */
+  async publish(exchange: string, routingKey: string, content: Buffer, opts: PublishOptions = {}): Promise<void> {
+    const ch = this.channel && this.channelGeneration === this.conn.current?.generation ? this.channel : await this.openChannel();
+    if (this.conn.isBlocked) await this.conn.waitUnblocked(this.options.publishTimeout, opts.signal);
+    if (this.needsDrain) await new Promise<void>((r) => this.drainWaiters.push(r));
+    const props: Options.Publish = { ...BASE_PROPS, headers: {} };
+    if (opts.expiration !== undefined) props.expiration = String(Math.max(0, Math.ceil(opts.expiration)));
+    if (opts.mandatory) props.mandatory = true;
+    return new Promise<void>((resolve, reject) => {
+      const rec: InFlight = { resolve, reject, deadline: this.options.publishTimeout > 0 ? Date.now() + this.options.publishTimeout : Infinity };
+      if (opts.mandatory) {
+        rec.content = content;
+        rec.routingKey = routingKey;
+        rec.exchange = exchange;
+        const list = this.mandatory.get(routingKey);
+        if (list) list.push(rec);
+        else this.mandatory.set(routingKey, [rec]);
+      }
+      this.inFlight.add(rec);
+      this.ensureSweeper();
+      let ok: boolean;
+      try {
+        ok = ch.publish(exchange, routingKey, content, props, (err) => this.settle(rec, err));
+      } catch (err) {
+        // amqplib throws synchronously on a channel that is already closing/closed.
+        this.settle(rec, err ?? new Error('channel closed'));
+        return;
+      }
+      if (!ok && !this.needsDrain) {
+        this.needsDrain = true;
+        ch.once('drain', () => this.releaseDrain());
+      }
+    });
+  }
+
+  /** Declares an exchange once per connection generation. */
+  declareExchange(ex: ExchangeDecl): Promise<void> {
+    return this.declareOnce(`x\0${ex.name}`, async (ch) => {
+      await ch.assertExchange(ex.name, ex.type, ex.options);
+    }, 'exchange', ex.name);
+  }
+
+  /** Declares a queue bound to an exchange once per connection generation (the notifier's default queue). */
+  declareBoundQueue(ex: ExchangeDecl, queue: QueueDecl, routingKey: string): Promise<void> {
+    return this.declareOnce(`q\0${ex.name}\0${queue.name}\0${routingKey}`, async (ch) => {
+      await ch.assertQueue(queue.name, queue.options);
+      await ch.bindQueue(queue.name, ex.name, routingKey);
+    }, 'queue', queue.name);
+  }
+
+  /** True when `key` is already declared on the current connection: lets hot paths skip an await. */
+  isDeclared(kind: 'x' | 'q', ...parts: string[]): boolean {
+    return this.declaredGeneration === this.conn.current?.generation && this.declared.has(`${kind}\0${parts.join('\0')}`);
+  }
+
+  /** Waits (bounded) for in-flight confirms, then forgets the channels; the connection is closed by its owner. */
+  async drain(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.inFlight.size > 0 && Date.now() < deadline && this.conn.isOpen) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    this.failAll(new MessageDeliveryFailure('The transport was cleaned up before the broker confirmed the message'));
+    if (this.sweeper) clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
+
+  private async declareOnce(key: string, fn: (ch: Channel) => Promise<void>, kind: 'queue' | 'exchange', name: string): Promise<void> {
+    const model = await this.conn.ensureOpen();
+    const generation = this.conn.current?.generation ?? -1;
+    if (generation !== this.declaredGeneration) {
+      this.declared = new Set();
+      this.declaring.clear();
+      this.declaredGeneration = generation;
+    }
+    if (this.declared.has(key)) return;
+    let p = this.declaring.get(key);
+    if (!p) {
+      p = (async () => {
+        const ch = await this.openDeclareChannel(model);
+        try {
+          await fn(ch);
+        } catch (err) {
+          throw isPreconditionFailed(err) ? declareMismatch(kind, name, err) : toMessagingError(err, `Could not declare ${kind} ${name}`);
+        }
+        if (generation === this.declaredGeneration) this.declared.add(key);
+      })().finally(() => this.declaring.delete(key));
+      this.declaring.set(key, p);
+    }
+    return p;
+  }
+
+  /** A plain channel for declares, so a refused declare never kills publishes awaiting confirms. */
+  private openDeclareChannel(model: ChannelModel): Promise<Channel> {
+    if (this.declareChannel) return Promise.resolve(this.declareChannel);
+    this.declareOpening ??= (async () => {
+      try {
+        const ch = await model.createChannel();
+        ch.on('error', (err: Error) => this.logger.debug('AMQP declare channel error', { err }));
+        ch.on('close', () => {
+          if (this.declareChannel === ch) this.declareChannel = undefined;
+        });
+        this.declareChannel = ch;
+        return ch;
+      } catch (err) {
+        throw toMessagingError(err, 'Could not open a channel');
+      } finally {
+        this.declareOpening = undefined;
+      }
+    })();
+    return this.declareOpening;
+  }
+
+  private openChannel(): Promise<ConfirmChannel> {
+    this.opening ??= (async () => {
+      try {
+        const model = await this.conn.ensureOpen();
+        const generation = this.conn.current?.generation ?? -1;
+        if (this.channel && this.channelGeneration === generation) return this.channel;
+        let ch: ConfirmChannel;
+        try {
+          ch = await model.createConfirmChannel();
+        } catch (err) {
+          throw toMessagingError(err, 'Could not open a confirm channel');
+        }
+        ch.on('error', (err: Error) => this.logger.warn('AMQP publish channel error', { err }));
+        ch.on('return', (msg: Message) => this.onReturn(msg));
+        ch.on('close', () => {
+          if (this.channel === ch) this.channel = undefined;
+          this.releaseDrain();
+        });
+        this.channel = ch;
+        this.channelGeneration = generation;
+        this.needsDrain = false;
+        return ch;
+      } finally {
+        this.opening = undefined;
+      }
+    })();
+    return this.opening;
+  }
+
+  private settle(rec: InFlight, err: unknown): void {
+    if (!this.inFlight.delete(rec)) return;
+    if (rec.routingKey !== undefined) {
+      const list = this.mandatory.get(rec.routingKey);
+      if (list) {
+        const i = list.indexOf(rec);
+        if (i >= 0) list.splice(i, 1);
+        if (list.length === 0) this.mandatory.delete(rec.routingKey);
+      }
+    }
+    if (err instanceof MessageDeliveryFailure) {
+      rec.reject(err);
+    } else if (err) {
+      const text = err instanceof Error ? err.message : String(err);
+      if (text === 'message nacked') rec.reject(new MessageDeliveryFailure('The broker refused (nacked) the message', { cause: err }));
+      else rec.reject(new ConnectionError(`The message was not confirmed: ${text}`, { cause: err }));
+    } else if (rec.returned) {
+      rec.reject(new MessageUndeliverable(`No queue is bound to receive the message (exchange "${rec.exchange}", routing key "${rec.routingKey}")`, rec.exchange ?? '', rec.routingKey ?? ''));
+    } else {
+      rec.resolve();
+    }
+  }
+
+  /** RabbitMQ sends basic.return before the confirm of the same message. */
+  private onReturn(msg: Message): void {
+    const list = this.mandatory.get(msg.fields.routingKey);
+    const rec = list?.find((r) => !r.returned && r.content !== undefined && r.content.equals(msg.content));
+    if (rec) rec.returned = true;
+  }
+
+  /** One timer for all confirms (none per message): fails the ones past `publishTimeout`. */
+  private ensureSweeper(): void {
+    if (this.sweeper || this.options.publishTimeout <= 0) return;
+    const period = Math.max(50, Math.min(1000, Math.floor(this.options.publishTimeout / 4)));
+    this.sweeper = setInterval(() => {
+      if (this.inFlight.size === 0) {
+        clearInterval(this.sweeper);
+        this.sweeper = undefined;
+        return;
+      }
+      const now = Date.now();
+      for (const rec of this.inFlight) {
+        if (rec.deadline <= now) {
+          this.settle(rec, new MessageDeliveryFailure(`The broker did not confirm the message within ${this.options.publishTimeout} ms`));
+        }
+      }
+    }, period);
+    this.sweeper.unref?.();
+  }
+
+  private failAll(err: Error): void {
+    for (const rec of [...this.inFlight]) {
+      this.inFlight.delete(rec);
+      rec.reject(err);
+    }
+    this.mandatory.clear();
+  }
+
+  private releaseDrain(): void {
+    this.needsDrain = false;
+    for (const w of this.drainWaiters.splice(0)) w();
+  }
+}

@@ -1,0 +1,112 @@
+// The exchanges and queues oslo.messaging 14 declares (oslo-wire.md §1.2), as pure functions of
+// the options, so both sides of a mixed Python/TypeScript deployment declare identical objects.
+import type { Options } from 'amqplib';
+import { newHexId } from '../../driver/envelope.js';
+import type { AmqpOptions } from './options.js';
+
+export interface ExchangeDecl {
+  readonly name: string;
+  readonly type: 'topic' | 'fanout';
+  readonly options: Options.AssertExchange;
+}
+
+export interface QueueDecl {
+  readonly name: string;
+  readonly options: Options.AssertQueue;
+}
+
+export interface BindingDecl {
+  readonly exchange: ExchangeDecl;
+  readonly routingKey: string;
+}
+
+/** A queue with the exchanges it is bound to: what one consumer subscribes to. */
+export interface ConsumerSpec {
+  readonly queue: QueueDecl;
+  readonly bindings: readonly BindingDecl[];
+  /** Delete the queue when its listener is cleaned up (private fanout queues, as oslo does). */
+  readonly deleteOnCleanup?: boolean;
+}
+
+type TopologyOptions = Pick<
+  AmqpOptions,
+  'durableQueues' | 'autoDelete' | 'haQueues' | 'quorumQueue' | 'quorumDeliveryLimit' | 'quorumMaxMemoryLength' | 'quorumMaxMemoryBytes' | 'transientQueuesTtl'
+>;
+
+/** Durable when `amqp_durable_queues` or `rabbit_quorum_queue` (quorum queues must be durable). */
+export function isDurable(o: TopologyOptions): boolean {
+  return o.durableQueues || o.quorumQueue;
+}
+
+/** `x-ha-policy` / quorum arguments shared by every queue kind (impl_rabbit `_get_queue_arguments`). */
+export function queueArguments(o: TopologyOptions): Record<string, unknown> {
+  const args: Record<string, unknown> = {};
+  if (o.haQueues) args['x-ha-policy'] = 'all';
+  if (o.quorumQueue) {
+    args['x-queue-type'] = 'quorum';
+    if (o.quorumDeliveryLimit > 0) args['x-delivery-limit'] = o.quorumDeliveryLimit;
+    if (o.quorumMaxMemoryLength > 0) args['x-max-in-memory-length'] = o.quorumMaxMemoryLength;
+    if (o.quorumMaxMemoryBytes > 0) args['x-max-in-memory-bytes'] = o.quorumMaxMemoryBytes;
+  }
+  return args;
+}
+
+/** The control exchange or `Target.exchange`: topic, durable per options. */
+export function topicExchange(name: string, o: TopologyOptions): ExchangeDecl {
+  return { name, type: 'topic', options: { durable: isDurable(o), autoDelete: o.autoDelete, internal: false } };
+}
+
+/** `<topic>_fanout`: fanout, never durable, auto-delete. */
+export function fanoutExchange(topic: string): ExchangeDecl {
+  return { name: `${topic}_fanout`, type: 'fanout', options: { durable: false, autoDelete: true, internal: false } };
+}
+
+/** `<topic>`, `<topic>.<server>` and notification queues: no x-expires. */
+export function topicQueue(name: string, o: TopologyOptions): QueueDecl {
+  return { name, options: { durable: isDurable(o), autoDelete: o.autoDelete, exclusive: false, arguments: queueArguments(o) } };
+}
+
+/**
+ * Reply and fanout queues: non-durable, x-expires = transient TTL. In 14.0.3 the quorum option
+ * does not apply to them (quorum queues cannot be non-durable); only x-ha-policy does.
+ */
+export function transientQueue(name: string, o: TopologyOptions): QueueDecl {
+  const args: Record<string, unknown> = {};
+  if (o.transientQueuesTtl > 0) args['x-expires'] = o.transientQueuesTtl;
+  if (o.haQueues) args['x-ha-policy'] = 'all';
+  return { name, options: { durable: false, autoDelete: false, exclusive: false, arguments: args } };
+}
+
+export function replyQueueName(): string {
+  return `reply_${newHexId()}`;
+}
+
+export function fanoutQueueName(topic: string): string {
+  return `${topic}_fanout_${newHexId()}`;
+}
+
+/** An RPC server's three subscriptions (oslo `listen`): shared topic, server queue, private fanout. */
+export function rpcServerSpecs(exchange: string, topic: string, server: string, o: TopologyOptions): ConsumerSpec[] {
+  const ex = topicExchange(exchange, o);
+  const serverKey = `${topic}.${server}`;
+  return [
+    { queue: topicQueue(topic, o), bindings: [{ exchange: ex, routingKey: topic }] },
+    { queue: topicQueue(serverKey, o), bindings: [{ exchange: ex, routingKey: serverKey }] },
+    { queue: transientQueue(fanoutQueueName(topic), o), bindings: [{ exchange: fanoutExchange(topic), routingKey: topic }], deleteOnCleanup: true },
+  ];
+}
+
+/**
+ * Notification subscriptions: one queue per `<topic>.<priority>` without a pool; with a pool one
+ * queue named exactly the pool, bound once per pair. Queues sharing a name get one consumer.
+ */
+export function notificationSpecs(pairs: ReadonlyArray<{ exchange: string; routingKey: string }>, pool: string | undefined, o: TopologyOptions): ConsumerSpec[] {
+  const byQueue = new Map<string, BindingDecl[]>();
+  for (const { exchange, routingKey } of pairs) {
+    const name = pool ?? routingKey;
+    const list = byQueue.get(name) ?? [];
+    if (!list.some((b) => b.exchange.name === exchange && b.routingKey === routingKey)) list.push({ exchange: topicExchange(exchange, o), routingKey });
+    byQueue.set(name, list);
+  }
+  return [...byQueue].map(([name, bindings]) => ({ queue: topicQueue(name, o), bindings }));
+}
