@@ -110,7 +110,18 @@ export function serializeRemoteError(err: unknown): FailureInfo {
   const args = Array.isArray(own.args) ? own.args : argsOf(err);
   const kwargs = isPlainObject(own.kwargs) ? own.kwargs : {};
   const tb = (err.stack ?? `${err.name}: ${err.message}`).split('\n').map((line) => line + '\n');
-  return { class: className, module, message: err.message, tb, args: primitive(args) as unknown[], kwargs: primitive(kwargs) as Record<string, unknown> };
+  // A value JSON cannot carry (BigInt, a throwing toJSON) must not turn args into null: Python
+  // would fail on `cls(*None)` and the caller would get a RemoteError instead of the class.
+  const wireArgs = primitive(args);
+  const wireKwargs = primitive(kwargs);
+  return {
+    class: className,
+    module,
+    message: err.message,
+    tb,
+    args: Array.isArray(wireArgs) ? wireArgs : [err.message],
+    kwargs: isPlainObject(wireKwargs) ? wireKwargs : {},
+  };
 }
 
 /** oslo's `failure` string: the failure object as JSON. */
