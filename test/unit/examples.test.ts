@@ -1,6 +1,6 @@
 // Runs every example with tsx on memory:// and checks its key output, so the examples never rot.
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
@@ -8,6 +8,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
 
 const EXPECTED: Record<string, RegExp[]> = {
+  'quick-start.ts': [/^1 \+ 2 = 3$/m, /^calc\.added from calc\.host-1: \{ sum: 3 \}$/m],
   'rpc-basic.ts': [/^add\(2, 3\) = 5$/m, /^whoami on host-2 = host-2$/m, /^divide by zero -> RangeError: division by zero$/m, /^unknown method -> NoSuchMethod$/m, /^rpc-basic done$/m],
   'notifications-pools.ts': [/^pool billing: billing-1 got \d, billing-2 got \d \(4 in total\)$/m, /^pool audit: audit-1 got 4$/m, /^notifications-pools done$/m],
   'batch-listener.ts': [/^received 25 samples in \d+ batches: /m, /^batch-listener done$/m],
@@ -36,6 +37,13 @@ describe('examples/', () => {
   it('every example has expectations here', () => {
     const files = readdirSync(new URL('../../examples', import.meta.url)).filter((f) => f.endsWith('.ts'));
     expect(files.sort()).toEqual(Object.keys(EXPECTED).sort());
+  });
+
+  it("README.md's quick start is examples/quick-start.ts, importing from 'tidings'", () => {
+    const example = readFileSync(new URL('../../examples/quick-start.ts', import.meta.url), 'utf8');
+    const body = example.slice(example.indexOf('import ')).replace("from '../src/index.js'", "from 'tidings'");
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    expect(readme).toContain('```ts\n' + body + '```');
   });
 
   it.each(Object.entries(EXPECTED))('%s runs on memory:// and prints its key lines', async (file, patterns) => {
