@@ -1,0 +1,225 @@
+import diagnostics from 'node:diagnostics_channel';
+import { afterEach, describe, expect, it } from 'vitest';
+import { InvalidArgument, InvalidState, InvalidTarget, ServerListenError } from '../../../src/errors.js';
+import { createMemoryLogger } from '../../../src/logger.js';
+import { getRpcClient } from '../../../src/rpc/client.js';
+import { expectedExceptions } from '../../../src/rpc/endpoint.js';
+import { RPC_CHANNELS } from '../../../src/rpc/instrumentation.js';
+import { getRpcServer, type RpcDispatchInfo } from '../../../src/rpc/server.js';
+import { ExplicitRpcAccessPolicy, expose } from '../../../src/rpc/access-policy.js';
+import { deferred, uniqueName, waitFor } from '../../support/wait.js';
+import { createHarness, type Harness } from './harness.js';
+
+let h: Harness;
+afterEach(async () => {
+  await h?.cleanup();
+});
+
+class QuotaExceeded extends Error {}
+
+describe('RpcServer lifecycle', () => {
+  it('start() validates the target: topic and server are required', async () => {
+    h = createHarness();
+    const transport = await h.transport();
+    await expect(getRpcServer(transport, { topic: 't' }, []).start()).rejects.toBeInstanceOf(InvalidTarget);
+    await expect(getRpcServer(transport, { server: 's' }, []).start()).rejects.toBeInstanceOf(InvalidTarget);
+    expect(() => getRpcServer(transport, { topic: 't', server: 's' }, [], { executorSize: 0 })).toThrow(InvalidArgument);
+    expect(() => getRpcServer(transport, { topic: 't', server: 's' }, [{ target: () => 1 }])).toThrow(/endpoints\[0\]\.target/);
+  });
+
+  it('wraps driver failures to listen in ServerListenError', async () => {
+    h = createHarness();
+    const transport = await h.transport();
+    await transport.cleanup();
+    const err = await getRpcServer(transport, { topic: 't', server: 's' }, []).start().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ServerListenError);
+    expect((err as Error).cause).toBeInstanceOf(InvalidState);
+  });
+
+  it('enforces start → stop → wait order and can restart after wait', async () => {
+    h = createHarness();
+    const transport = await h.transport();
+    const server = getRpcServer(transport, { topic: h.topic, server: 'host' }, [{ hi: () => 'hi' }]);
+    await expect(server.stop()).rejects.toBeInstanceOf(InvalidState);
+    await expect(server.wait()).rejects.toBeInstanceOf(InvalidState);
+    const first = server.start();
+    expect(server.start()).toBe(first);
+    await first;
+    await expect(server.wait()).rejects.toBeInstanceOf(InvalidState);
+    const client = getRpcClient(transport, { topic: h.topic }, { timeout: 5000 });
+    expect(await client.call({}, 'hi', {})).toBe('hi');
+    await server.stop();
+    await expect(server.start()).rejects.toBeInstanceOf(InvalidState);
+    await server.wait();
+    await server.wait();
+    await server.start();
+    expect(await client.call({}, 'hi', {})).toBe('hi');
+    await server.stop();
+    await server.wait();
+  });
+
+  it('stop() stops receiving; wait() drains in-flight calls before resolving', async () => {
+    h = createHarness();
+    const gate = deferred<void>();
+    let started = 0;
+    const server = await h.server([{ slow: async () => (started++, await gate.promise, 'finished') }]);
+    const client = getRpcClient(await h.transport(), { topic: h.topic }, { timeout: 10_000 });
+    const inFlight = client.call({}, 'slow', {});
+    await waitFor(() => started === 1, { timeoutMs: 5000 });
+    await server.stop();
+    let waited = false;
+    const waiting = server.wait().then(() => (waited = true));
+    await expect(client.call({}, 'slow', {}, { timeout: 300 })).rejects.toThrow(/No reply|timeout/i);
+    expect(waited).toBe(false);
+    gate.resolve();
+    expect(await inFlight).toBe('finished');
+    await waiting;
+    expect(started).toBe(1);
+  });
+});
+
+describe('RpcServer dispatch', () => {
+  it('messages already received when stop() is called are still dispatched', async () => {
+    h = createHarness();
+    const gate = deferred<void>();
+    const handled: number[] = [];
+    const events: string[] = [];
+    const server = await h.server([{ work: async (_c: unknown, a: { n: number }) => (await gate.promise, handled.push(a.n)) }], { executorSize: 1 });
+    server.on('stopped', () => events.push('stopped'));
+    const client = getRpcClient(await h.transport(), { topic: h.topic });
+    for (let n = 1; n <= 3; n++) await client.cast({}, 'work', { n });
+    await waitFor(() => server.inFlight === 1, { timeoutMs: 5000 });
+    const stopping = server.stop();
+    gate.resolve();
+    await stopping;
+    await server.wait();
+    expect(handled.sort()).toEqual([1, 2, 3]);
+    expect(events).toEqual(['stopped']);
+  });
+  it('never runs more than executorSize handlers at once, and applies back-pressure', async () => {
+    h = createHarness();
+    const gate = deferred<void>();
+    let running = 0;
+    let maxRunning = 0;
+    let done = 0;
+    const server = await h.server(
+      [{ work: async () => { running++; maxRunning = Math.max(maxRunning, running); await gate.promise; running--; done++; } }],
+      { executorSize: 3 },
+    );
+    const client = getRpcClient(await h.transport(), { topic: h.topic });
+    for (let i = 0; i < 10; i++) await client.cast({}, 'work', {});
+    await waitFor(() => running === 3, { timeoutMs: 5000 });
+    expect(server.inFlight).toBe(3);
+    gate.resolve();
+    await waitFor(() => done === 10, { timeoutMs: 5000 });
+    expect(maxRunning).toBe(3);
+  });
+
+  it('a throwing handler never kills the server; errors are logged without payload and emitted', async () => {
+    h = createHarness();
+    const logger = createMemoryLogger();
+    const errors: unknown[] = [];
+    const dispatched: RpcDispatchInfo[] = [];
+    const server = await h.server(
+      [
+        {
+          boom: (_c: unknown, args: { secret: string }) => {
+            throw new Error(`failed for ${args.secret.length} chars`);
+          },
+          raw: () => {
+            throw { not: 'an error' };
+          },
+          ok: () => 'ok',
+        },
+      ],
+      { logger },
+    );
+    server.on('error', (err) => errors.push(err));
+    server.on('dispatched', (info) => dispatched.push(info));
+    const client = getRpcClient(await h.transport(), { topic: h.topic }, { timeout: 5000 });
+    await expect(client.call({ token: 'tok-123' }, 'boom', { secret: 'hunter2' })).rejects.toThrow('failed for 7 chars');
+    await expect(client.call({}, 'raw', {})).rejects.toThrow();
+    await client.cast({}, 'boom', { secret: 'x' });
+    await waitFor(() => errors.length === 3, { timeoutMs: 5000 });
+    expect(await client.call({}, 'ok', {})).toBe('ok');
+    const errorRecords = logger.records.filter((r) => r.level === 'error');
+    expect(errorRecords).toHaveLength(3);
+    expect(errorRecords[0].fields).toMatchObject({ method: 'boom', err: { name: 'Error', message: 'failed for 7 chars' } });
+    expect(JSON.stringify(logger.records)).not.toMatch(/hunter2|tok-123/);
+    expect(dispatched.map((d) => [d.method, d.outcome, d.expectsReply])).toEqual([
+      ['boom', 'failure', true],
+      ['raw', 'failure', true],
+      ['boom', 'failure', false],
+      ['ok', 'result', true],
+    ]);
+  });
+
+  it('expected exceptions reach the caller but are logged at debug level only', async () => {
+    h = createHarness();
+    const logger = createMemoryLogger();
+    class Inventory {
+      static expectedErrors = [RangeError];
+      reserve = expectedExceptions(QuotaExceeded)(() => {
+        throw new QuotaExceeded('quota');
+      });
+      take(): never {
+        throw new RangeError('none left');
+      }
+    }
+    const server = await h.server([new Inventory()], { logger });
+    const errors: unknown[] = [];
+    server.on('error', (e) => errors.push(e));
+    const client = getRpcClient(await h.transport(), { topic: h.topic }, { timeout: 5000 });
+    await expect(client.call({}, 'reserve', {})).rejects.toThrow('quota');
+    await expect(client.call({}, 'take', {})).rejects.toBeInstanceOf(RangeError);
+    expect(logger.records.filter((r) => r.level === 'error')).toEqual([]);
+    expect(logger.records.filter((r) => r.level === 'debug' && r.msg.includes('expected')).map((r) => r.fields.method)).toEqual(['reserve', 'take']);
+    expect(errors).toEqual([]);
+  });
+
+  it('replies with a failure for results JSON cannot carry, and null for undefined', async () => {
+    h = createHarness();
+    await h.server([{ big: () => 1n, nothing: () => undefined }]);
+    const client = getRpcClient(await h.transport(), { topic: h.topic }, { timeout: 5000 });
+    await expect(client.call({}, 'big', {})).rejects.toThrow(/Invalid result/);
+    expect(await client.call({}, 'nothing', {})).toBeNull();
+  });
+
+  it('answers oslo_rpc_server_ping when rpcPingEnabled, honouring ExplicitRpcAccessPolicy', async () => {
+    h = createHarness();
+    await h.server([{ hidden: () => 'no', shown: expose(() => 'yes') }], { rpcPingEnabled: true, accessPolicy: new ExplicitRpcAccessPolicy() });
+    const client = getRpcClient(await h.transport(), { topic: h.topic }, { timeout: 5000 });
+    expect(await client.call({}, 'oslo_rpc_server_ping', {})).toBe('pong');
+    expect(await client.call({}, 'shown', {})).toBe('yes');
+    await expect(client.call({}, 'hidden', {})).rejects.toThrow(/does not support RPC method hidden/);
+  });
+
+  it('publishes client and server spans on diagnostics_channel tracing channels', async () => {
+    h = createHarness();
+    const events: string[] = [];
+    const method = uniqueName('m').replace(/-/g, '_');
+    const handlers = (kind: string) => ({
+      start: (ctx: unknown) => (ctx as { method: string }).method === method && events.push(`${kind}:start`),
+      end: () => {},
+      asyncStart: () => {},
+      asyncEnd: (ctx: unknown) => (ctx as { method: string }).method === method && events.push(`${kind}:asyncEnd`),
+      error: () => {},
+    });
+    const call = diagnostics.tracingChannel(RPC_CHANNELS.call);
+    const dispatch = diagnostics.tracingChannel(RPC_CHANNELS.dispatch);
+    const callHandlers = handlers('call');
+    const dispatchHandlers = handlers('dispatch');
+    call.subscribe(callHandlers);
+    dispatch.subscribe(dispatchHandlers);
+    try {
+      await h.server([{ [method]: () => 'traced' }]);
+      const client = getRpcClient(await h.transport(), { topic: h.topic }, { timeout: 5000 });
+      expect(await client.call({}, method, {})).toBe('traced');
+      await waitFor(() => events.includes('dispatch:asyncEnd'), { timeoutMs: 5000 });
+      expect(events).toEqual(expect.arrayContaining(['call:start', 'call:asyncEnd', 'dispatch:start', 'dispatch:asyncEnd']));
+    } finally {
+      call.unsubscribe(callHandlers);
+      dispatch.unsubscribe(dispatchHandlers);
+    }
+  });
+});
