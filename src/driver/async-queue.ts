@@ -6,6 +6,8 @@ interface Waiter<T> {
   timer?: ReturnType<typeof setTimeout>;
 }
 
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** An unbounded FIFO whose `shift()` waits for an item, a timeout, or `close()`. */
 export class AsyncQueue<T> {
   private items: T[] = [];
@@ -47,7 +49,8 @@ export class AsyncQueue<T> {
     if (this.closedFlag || (timeoutMs !== undefined && timeoutMs <= 0)) return Promise.resolve(undefined);
     return new Promise<T | undefined>((resolve) => {
       const waiter: Waiter<T> = { resolve };
-      if (timeoutMs !== undefined) {
+      // setTimeout fires after 1 ms for delays it cannot hold (> 2^31-1 ms, Infinity): treat those as no limit.
+      if (timeoutMs !== undefined && timeoutMs <= MAX_TIMER_MS) {
         waiter.timer = setTimeout(() => {
           const i = this.waiters.indexOf(waiter);
           if (i >= 0) this.waiters.splice(i, 1);

@@ -1,0 +1,138 @@
+// AsyncQueue: the push->poll buffer. Waiters, timeouts, close, unshift, drain.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { AsyncQueue } from '../../../src/driver/async-queue.js';
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('AsyncQueue', () => {
+  it('is FIFO for buffered items and reports its size', async () => {
+    const q = new AsyncQueue<number>();
+    q.push(1);
+    q.push(2);
+    q.push(3);
+    expect(q.size).toBe(3);
+    expect(await q.shift()).toBe(1);
+    expect(await q.shift(0)).toBe(2);
+    expect(q.size).toBe(1);
+  });
+
+  it('hands a pushed item straight to the oldest waiter', async () => {
+    const q = new AsyncQueue<string>();
+    const a = q.shift();
+    const b = q.shift();
+    q.push('x');
+    q.push('y');
+    expect(await a).toBe('x');
+    expect(await b).toBe('y');
+    expect(q.size).toBe(0);
+  });
+
+  it('resolves undefined after the timeout and forgets the waiter', async () => {
+    vi.useFakeTimers();
+    const q = new AsyncQueue<number>();
+    let got: number | undefined | 'pending' = 'pending';
+    void q.shift(100).then((v) => (got = v));
+    await vi.advanceTimersByTimeAsync(99);
+    expect(got).toBe('pending');
+    await vi.advanceTimersByTimeAsync(1);
+    expect(got).toBeUndefined();
+    // A later push is buffered, not given to the expired waiter.
+    q.push(5);
+    expect(q.size).toBe(1);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('clears the waiter timer when an item arrives in time', async () => {
+    vi.useFakeTimers();
+    const q = new AsyncQueue<number>();
+    const p = q.shift(1000);
+    expect(vi.getTimerCount()).toBe(1);
+    q.push(9);
+    expect(await p).toBe(9);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('timeout 0 (or negative) answers at once without a timer', async () => {
+    vi.useFakeTimers();
+    const q = new AsyncQueue<number>();
+    expect(await q.shift(0)).toBeUndefined();
+    expect(await q.shift(-5)).toBeUndefined();
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('a timeout too large for setTimeout means no limit, not 1 ms', async () => {
+    vi.useFakeTimers();
+    const q = new AsyncQueue<number>();
+    for (const t of [Infinity, 2 ** 31, 1e12]) {
+      let got: number | undefined | 'pending' = 'pending';
+      void q.shift(t).then((v) => (got = v));
+      await vi.advanceTimersByTimeAsync(10);
+      expect(got).toBe('pending');
+      q.push(1);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(got).toBe(1);
+    }
+  });
+
+  it('close() wakes every waiter with undefined; buffered items still drain after it', async () => {
+    const q = new AsyncQueue<number>();
+    const waiters = [q.shift(), q.shift(5000)];
+    q.close();
+    expect(q.closed).toBe(true);
+    expect(await Promise.all(waiters)).toEqual([undefined, undefined]);
+    q.push(1);
+    q.push(2);
+    expect(await q.shift()).toBe(1);
+    expect(await q.shift(1000)).toBe(2);
+    // Closed and empty: answers at once even without a timeout.
+    expect(await q.shift()).toBeUndefined();
+  });
+
+  it('reopen() makes shift() wait again', async () => {
+    const q = new AsyncQueue<number>();
+    q.close();
+    q.reopen();
+    expect(q.closed).toBe(false);
+    const p = q.shift();
+    q.push(3);
+    expect(await p).toBe(3);
+  });
+
+  it('unshift() puts an item back at the front, also after items were taken', async () => {
+    const q = new AsyncQueue<number>();
+    q.unshift(1);
+    q.push(2);
+    expect(await q.shift()).toBe(1);
+    q.unshift(0);
+    q.unshift(-1);
+    expect([await q.shift(), await q.shift(), await q.shift()]).toEqual([-1, 0, 2]);
+  });
+
+  it('drain() takes everything buffered at once and leaves it empty', async () => {
+    const q = new AsyncQueue<number>();
+    for (let i = 0; i < 5; i++) q.push(i);
+    await q.shift();
+    expect(q.drain()).toEqual([1, 2, 3, 4]);
+    expect(q.size).toBe(0);
+    expect(q.drain()).toEqual([]);
+    q.push(7);
+    expect(await q.shift()).toBe(7);
+  });
+
+  it('stays FIFO across internal compaction of many items', async () => {
+    const q = new AsyncQueue<number>();
+    const n = 5000;
+    for (let i = 0; i < n; i++) q.push(i);
+    const out: number[] = [];
+    for (let i = 0; i < 3000; i++) out.push((await q.shift())!);
+    for (let i = n; i < n + 10; i++) q.push(i);
+    q.unshift(-1);
+    out.push((await q.shift())!);
+    out.push(...q.drain());
+    expect(out.slice(0, 3000)).toEqual(Array.from({ length: 3000 }, (_, i) => i));
+    expect(out[3000]).toBe(-1);
+    expect(out.slice(3001)).toEqual(Array.from({ length: n + 10 - 3000 }, (_, i) => 3000 + i));
+  });
+});
