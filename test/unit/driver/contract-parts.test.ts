@@ -1,0 +1,172 @@
+// Small parts of the driver contract: DuplicateMessageChecker, StopWatch, capabilities, BaseDriver helpers.
+import { describe, expect, it } from 'vitest';
+import { NotSupportedError } from '../../../src/errors.js';
+import { silentLogger } from '../../../src/logger.js';
+import { Target } from '../../../src/target.js';
+import { TransportURL } from '../../../src/transport-url.js';
+import { BaseDriver } from '../../../src/driver/base-driver.js';
+import { requireCapability, type DriverCapabilities } from '../../../src/driver/capabilities.js';
+import { DuplicateMessageChecker } from '../../../src/driver/dedup.js';
+import { defaultRemoteErrorRegistry } from '../../../src/driver/remote-error.js';
+import { StopWatch } from '../../../src/driver/stopwatch.js';
+import { isPriority, PRIORITIES } from '../../../src/driver/types.js';
+
+describe('DuplicateMessageChecker', () => {
+  it('reports an id seen inside the window as a duplicate', () => {
+    const d = new DuplicateMessageChecker(3);
+    expect(d.checkAndAdd('a')).toBe(false);
+    expect(d.checkAndAdd('a')).toBe(true);
+    expect(d.has('a')).toBe(true);
+    expect(d.has('b')).toBe(false);
+  });
+
+  it('evicts the oldest id once the window is full', () => {
+    const d = new DuplicateMessageChecker(3);
+    for (const id of ['a', 'b', 'c']) d.add(id);
+    d.add('d');
+    expect(d.has('a')).toBe(false);
+    expect(['b', 'c', 'd'].every((id) => d.has(id))).toBe(true);
+    expect(d.checkAndAdd('a')).toBe(false); // 'a' fell out; now it evicts 'b'
+    expect(d.has('b')).toBe(false);
+    expect(d.has('c')).toBe(true);
+  });
+
+  it('re-adding an id already in the window does not evict anything', () => {
+    const d = new DuplicateMessageChecker(2);
+    d.add('a');
+    d.add('b');
+    d.add('b');
+    d.add('a');
+    expect(d.has('a') && d.has('b')).toBe(true);
+  });
+
+  it('defaults to a large window and refuses bad sizes', () => {
+    const d = new DuplicateMessageChecker();
+    expect(d.size).toBe(4096);
+    for (let i = 0; i < 4096; i++) d.add(`id-${i}`);
+    expect(d.has('id-0')).toBe(true);
+    d.add('one-more');
+    expect(d.has('id-0')).toBe(false);
+    for (const bad of [0, -1, 1.5, NaN]) expect(() => new DuplicateMessageChecker(bad)).toThrow(RangeError);
+  });
+});
+
+describe('StopWatch', () => {
+  it('counts down a duration on the given clock', () => {
+    let t = 1000;
+    const w = new StopWatch(200, () => t);
+    expect(w.elapsed()).toBe(0);
+    expect(w.leftover()).toBe(200);
+    expect(w.expired()).toBe(false);
+    t += 150;
+    expect(w.elapsed()).toBe(150);
+    expect(w.leftover()).toBe(50);
+    t += 100;
+    expect(w.leftover()).toBe(0);
+    expect(w.expired()).toBe(true);
+  });
+
+  it('has no limit without a duration', () => {
+    let t = 0;
+    const w = new StopWatch(undefined, () => t);
+    t += 1e9;
+    expect(w.leftover()).toBeUndefined();
+    expect(w.expired()).toBe(false);
+    expect(w.elapsed()).toBe(1e9);
+  });
+
+  it('a zero duration is expired at once', () => {
+    const w = new StopWatch(0);
+    expect(w.leftover()).toBe(0);
+    expect(w.expired()).toBe(true);
+  });
+
+  it('uses a monotonic real clock by default', async () => {
+    const w = new StopWatch(10_000);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(w.elapsed()).toBeGreaterThan(5);
+    expect(w.leftover()!).toBeLessThan(10_000);
+  });
+});
+
+const ALL: DriverCapabilities = { rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true };
+const NONE: DriverCapabilities = { rpc: false, fanout: false, requeue: false, pools: false, callMonitor: false, durableNotifications: false };
+
+describe('capabilities', () => {
+  it('requireCapability passes when present and names driver and capability when missing', () => {
+    expect(() => requireCapability('x', ALL, 'requeue')).not.toThrow();
+    expect(() => requireCapability('kafka', NONE, 'requeue')).toThrow(new NotSupportedError('The kafka driver does not support requeue'));
+    expect(() => requireCapability('kafka', NONE, 'pools', 'listener pools')).toThrow('The kafka driver does not support listener pools');
+  });
+});
+
+class TestDriver extends BaseDriver {
+  readonly name = 'test';
+  constructor(readonly capabilities: DriverCapabilities) {
+    super({
+      url: TransportURL.parse('rabbit://user:hunter2@h:5672/'),
+      defaultExchange: 'openstack',
+      allowedRemoteExmods: ['a.b'],
+      remoteErrors: defaultRemoteErrorRegistry,
+      logger: silentLogger,
+      options: {},
+    });
+  }
+  send(): Promise<unknown> {
+    return Promise.resolve(undefined);
+  }
+  sendNotification(): Promise<void> {
+    return Promise.resolve();
+  }
+  listen(): Promise<never> {
+    return Promise.reject(new Error('unused'));
+  }
+  listenForNotifications(): Promise<never> {
+    return Promise.reject(new Error('unused'));
+  }
+  cleanup(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+describe('BaseDriver helpers', () => {
+  it('keeps the init fields and defaults prefetchSize to -1', () => {
+    const d = new TestDriver(ALL);
+    expect(d.defaultExchange).toBe('openstack');
+    expect(d.allowedRemoteExmods).toEqual(['a.b']);
+    expect(d.remoteErrors).toBe(defaultRemoteErrorRegistry);
+    expect(d.prefetchSize).toBe(-1);
+  });
+
+  it('requireFeatures fails at once for each missing capability and passes for present ones', () => {
+    expect(() => new TestDriver(ALL).requireFeatures({ requeue: true, pools: true, fanout: true, callMonitor: true })).not.toThrow();
+    const d = new TestDriver(NONE);
+    expect(() => d.requireFeatures({})).not.toThrow();
+    expect(() => d.requireFeatures({ requeue: false })).not.toThrow();
+    expect(() => d.requireFeatures({ requeue: true })).toThrow(/requeueing/);
+    expect(() => d.requireFeatures({ pools: true })).toThrow(/pools/);
+    expect(() => d.requireFeatures({ fanout: true })).toThrow(/fanout/);
+    expect(() => d.requireFeatures({ callMonitor: true })).toThrow(NotSupportedError);
+  });
+
+  it('exchangeFor uses the target exchange or the default', () => {
+    const d = new TestDriver(ALL);
+    expect(d.exchangeFor(new Target({ topic: 't' }))).toBe('openstack');
+    expect(d.exchangeFor(new Target({ topic: 't', exchange: 'nova' }))).toBe('nova');
+  });
+
+  it('toString shows the redacted URL', () => {
+    const s = String(new TestDriver(ALL));
+    expect(s).toBe('TestDriver<rabbit://user:***@h:5672/>');
+    expect(s).not.toContain('hunter2');
+  });
+});
+
+describe('priorities', () => {
+  it('lists oslo priorities lower-case and recognises them', () => {
+    expect(PRIORITIES).toEqual(['audit', 'debug', 'info', 'warn', 'error', 'critical', 'sample']);
+    expect(isPriority('info')).toBe(true);
+    expect(isPriority('INFO')).toBe(false);
+    expect(isPriority(3)).toBe(false);
+  });
+});
