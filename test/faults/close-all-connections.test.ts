@@ -17,6 +17,7 @@ import {
   Notifier,
   NotificationResult,
   Target,
+  createMemoryLogger,
   type Transport,
   type TransportOptions,
 } from '../../src/index.js';
@@ -26,7 +27,9 @@ import { uniqueName, waitFor } from '../support/wait.js';
 import { closeAllRabbitConnections, closeMyRabbitConnections } from './support/broker-faults.js';
 
 const TOTAL = 5000;
-const IN_FLIGHT = 200;
+const IN_FLIGHT = 100;
+/** Sends are paced so that the run (about 10 s) outlasts rabbitmqctl's ~1 s start-up: faults land mid-stream. */
+const SENDS_PER_SECOND = 500;
 const FAULT_AT = [1500, 3500];
 // Reconnect quickly; the defaults (1 s + 2 s backoff) are oslo's and only slow the test down.
 const FAST_RECONNECT: TransportOptions = { driverOptions: { retryInterval: 200, retryBackoff: 200, intervalMax: 1000, reconnectDelay: 100 } };
@@ -54,8 +57,10 @@ describe('fault: broker closes all client connections under load', () => {
   }, 60_000);
 
   it('every confirmed notification arrives exactly once, calls succeed or time out, traffic resumes', async () => {
+    const logger = createMemoryLogger();
     const open = async (kind: 'rpc' | 'notification') => {
-      const t = kind === 'rpc' ? await getRpcTransport(RABBIT_URL, FAST_RECONNECT) : await getNotificationTransport(RABBIT_URL, FAST_RECONNECT);
+      const options = { ...FAST_RECONNECT, logger };
+      const t = kind === 'rpc' ? await getRpcTransport(RABBIT_URL, options) : await getNotificationTransport(RABBIT_URL, options);
       transports.push(t);
       return t;
     };
@@ -79,7 +84,8 @@ describe('fault: broker closes all client connections under load', () => {
       const notifier = new Notifier(notifyT, { publisherId: 'faults.closeall', driver: 'messagingv2', topics: [topic] });
       const confirmed = new Set<number>();
       const rejected = new Map<number, unknown>();
-      const faults: number[] = [];
+      /** Per fault: connections closed (-1 = close_all) and how many sends were confirmed when it landed. */
+      const faults: Array<{ closed?: number; confirmedAtClose?: number }> = [];
       let faultChain: Promise<void> = Promise.resolve();
 
       // A stream of calls until the notifications are through, two at a time.
@@ -101,21 +107,25 @@ describe('fault: broker closes all client connections under load', () => {
 
       // 5,000 notifications with a bounded window; faults injected at fixed confirmed counts.
       let next = 0;
+      const startedAt = Date.now();
       const sendOne = async (): Promise<void> => {
         while (next < TOTAL) {
           const seq = next++;
+          const due = startedAt + (seq * 1000) / SENDS_PER_SECOND - Date.now();
+          if (due > 0) await new Promise((r) => setTimeout(r, due));
           try {
             await notifier.info({ request_id: `req-${seq}` }, 'faults.closeall', { seq });
             confirmed.add(seq);
           } catch (error) {
             rejected.set(seq, error);
           }
-          const due = FAULT_AT[faults.length];
-          if (due !== undefined && confirmed.size >= due) {
-            faults.push(confirmed.size);
+          const threshold = FAULT_AT[faults.length];
+          if (threshold !== undefined && confirmed.size >= threshold) {
+            const fault: (typeof faults)[number] = {};
+            faults.push(fault);
             faultChain = faultChain.then(async () => {
-              const n = await injectFault();
-              faults[faults.length - 1] = n;
+              fault.closed = await injectFault();
+              fault.confirmedAtClose = confirmed.size;
             });
           }
         }
@@ -129,8 +139,17 @@ describe('fault: broker closes all client connections under load', () => {
       sending = false;
       await Promise.all(calls);
 
+      const timeouts = callOutcomes.filter((o) => !o.ok).length;
+      // One line of figures for whoever reads the test log.
+      console.info(
+        `close-all: faults ${JSON.stringify(faults)}; notifications confirmed ${confirmed.size}, rejected ${rejected.size}; calls ok ${callOutcomes.length - timeouts}, failed ${timeouts}; ` +
+          `duplicates dropped by the driver ${logger.records.filter((r) => /duplicate/i.test(r.msg)).length}`,
+      );
       expect(faults).toHaveLength(FAULT_AT.length);
-      for (const n of faults) if (n !== -1) expect(n, 'connections closed by the broker per fault').toBeGreaterThanOrEqual(4);
+      for (const f of faults) {
+        if (f.closed !== -1) expect(f.closed, 'connections closed by the broker per fault').toBeGreaterThanOrEqual(4);
+        expect(f.confirmedAtClose, 'the fault landed while notifications were still being sent').toBeLessThan(TOTAL - 200);
+      }
       expect(confirmed.size + rejected.size).toBe(TOTAL);
 
       await waitFor(() => [...confirmed].every((s) => deliveries.has(s)), {
