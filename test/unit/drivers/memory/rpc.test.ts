@@ -15,6 +15,16 @@ afterEach(cleanupAll);
 
 const call = { waitForReply: true, timeout: 5000 } as const;
 
+/** The rejection of `promise`; fails the test when it resolves. */
+async function rejectionOf(promise: Promise<unknown>): Promise<any> {
+  try {
+    await promise;
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a rejection');
+}
+
 describe('memory driver: call and cast', () => {
   it('delivers a call with its context and args and resolves with the reply result', async () => {
     const { client, server } = makePair();
@@ -122,7 +132,7 @@ describe('memory driver: timeouts, abort, call-monitor', () => {
     const { client } = makePair();
     const topic = uniqueName();
     const started = performance.now();
-    const err = await client.send(new Target({ topic }), {}, { method: 'm', args: {} }, { waitForReply: true, timeout: 200 }).catch((e) => e);
+    const err = await rejectionOf(client.send(new Target({ topic }), {}, { method: 'm', args: {} }, { waitForReply: true, timeout: 200 }));
     expect(err).toBeInstanceOf(MessagingTimeout);
     expect(err.message).toContain(topic);
     expect(err.message).toContain('200 ms');
@@ -196,7 +206,7 @@ describe('memory driver: timeouts, abort, call-monitor', () => {
       await m.reply({ result: 'too late' });
     });
     const started = performance.now();
-    const err = await client.send(new Target({ topic }), {}, { method: 'm', args: {} }, { waitForReply: true, timeout: 20_000, callMonitorTimeout: 150 }).catch((e) => e);
+    const err = await rejectionOf(client.send(new Target({ topic }), {}, { method: 'm', args: {} }, { waitForReply: true, timeout: 20_000, callMonitorTimeout: 150 }));
     release.resolve();
     expect(err).toBeInstanceOf(MessagingTimeout);
     expect(err.message).toContain(topic);
@@ -213,7 +223,7 @@ describe('memory driver: timeouts, abort, call-monitor', () => {
         await new Promise((r) => setTimeout(r, 20));
       }
     });
-    const err = await client.send(new Target({ topic }), {}, { method: 'm', args: {} }, { waitForReply: true, timeout: 300, callMonitorTimeout: 200 }).catch((e) => e);
+    const err = await rejectionOf(client.send(new Target({ topic }), {}, { method: 'm', args: {} }, { waitForReply: true, timeout: 300, callMonitorTimeout: 200 }));
     beating = false;
     expect(err).toBeInstanceOf(MessagingTimeout);
     expect(err.message).toContain('300 ms');
@@ -236,7 +246,7 @@ describe('memory driver: remote errors', () => {
     const { client, server } = makePair();
     const topic = uniqueName();
     await failingServer(server, topic, new TypeError('bad input'));
-    const err = await client.send(new Target({ topic }), {}, { method: 'm', args: {} }, call).catch((e) => e);
+    const err = await rejectionOf(client.send(new Target({ topic }), {}, { method: 'm', args: {} }, call));
     expect(err).toBeInstanceOf(TypeError);
     expect(err.message).toBe('bad input');
     expect(remoteOrigin(err)).toMatchObject({ module: 'builtins', className: 'TypeError' });
@@ -248,14 +258,14 @@ describe('memory driver: remote errors', () => {
     const topic = uniqueName();
     const quota = Object.assign(new QuotaExceeded('cores'), { args: ['cores'] });
     await failingServer(vhostPair.server, topic, quota);
-    const allowed = await vhostPair.client.send(new Target({ topic }), {}, { method: 'm', args: {} }, call).catch((e) => e);
+    const allowed = await rejectionOf(vhostPair.client.send(new Target({ topic }), {}, { method: 'm', args: {} }, call));
     expect(allowed).toBeInstanceOf(QuotaExceeded);
     expect(allowed.resource).toBe('cores');
 
     const denied = makePair({ remoteErrors: registry });
     const topic2 = uniqueName();
     await failingServer(denied.server, topic2, quota);
-    const err = await denied.client.send(new Target({ topic: topic2 }), {}, { method: 'm', args: {} }, call).catch((e) => e);
+    const err = await rejectionOf(denied.client.send(new Target({ topic: topic2 }), {}, { method: 'm', args: {} }, call));
     expect(err).toBeInstanceOf(RemoteError);
     expect(err.excType).toBe('QuotaExceeded');
     expect(err.module).toBe('myapp.errors');
@@ -267,7 +277,7 @@ describe('memory driver: remote errors', () => {
     const { client, server } = makePair({ logger });
     const topic = uniqueName();
     record(await server.listen(new Target({ topic, server: 's' })), (m) => m.reply({ result: { n: 10n } }));
-    const err = await client.send(new Target({ topic }), {}, { method: 'm', args: {} }, call).catch((e) => e);
+    const err = await rejectionOf(client.send(new Target({ topic }), {}, { method: 'm', args: {} }, call));
     expect(err).toBeInstanceOf(RemoteError);
     expect(err.message).toContain('JSON-serialisable');
     expect(logger.records.some((r) => r.level === 'error' && /not JSON-serialisable/.test(r.msg))).toBe(true);
@@ -283,11 +293,11 @@ describe('memory driver: JSON wire', () => {
     getMemoryBroker(vhost).bindQueue(topic, 'openstack', topic);
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
-    const big = await client.send(new Target({ topic }), {}, { method: 'm', args: { n: 1n } }).catch((e) => e);
+    const big = await rejectionOf(client.send(new Target({ topic }), {}, { method: 'm', args: { n: 1n } }));
     expect(big).toBeInstanceOf(InvalidArgument);
     expect(big.field).toBe('message');
     await expect(client.send(new Target({ topic }), {}, { method: 'm', args: { cyclic } }, call)).rejects.toBeInstanceOf(InvalidArgument);
-    const badCtx = await client.send(new Target({ topic }), { n: 1n }, { method: 'm', args: {} }).catch((e) => e);
+    const badCtx = await rejectionOf(client.send(new Target({ topic }), { n: 1n }, { method: 'm', args: {} }));
     expect(badCtx).toBeInstanceOf(InvalidArgument);
     expect(badCtx.field).toBe('context');
     expect(getMemoryBroker(vhost).queueDepth(topic)).toBe(0);
