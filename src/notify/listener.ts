@@ -227,7 +227,8 @@ export function getNotificationListener<Ctx = Context>(
   endpoints: ReadonlyArray<NotificationEndpoint<Ctx> | object>,
   options: NotificationListenerOptions<Ctx> = {},
 ): NotificationListener {
-  if (options !== null && typeof options === 'object' && ('batchSize' in options || 'batchTimeout' in options)) {
+  const batchOptions = options as BatchNotificationListenerOptions<Ctx> | null;
+  if (batchOptions !== null && typeof batchOptions === 'object' && (batchOptions.batchSize !== undefined || batchOptions.batchTimeout !== undefined)) {
     throw new InvalidArgument('options', 'no batchSize/batchTimeout (use getBatchNotificationListener)', options);
   }
   return new NotificationListener(transport, targets, endpoints, options, false);
