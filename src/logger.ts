@@ -36,7 +36,15 @@ export function createConsoleLogger(
   const bindings = options.bindings ?? {};
   const emit = (lvl: LogLevel, msg: string, fields?: LogFields) => {
     if (ORDER[lvl] < ORDER[level]) return;
-    sink(JSON.stringify({ level: lvl, time: new Date().toISOString(), msg, ...bindings, ...fields }, errorReplacer));
+    const time = new Date().toISOString();
+    let line: string;
+    try {
+      line = JSON.stringify({ level: lvl, time, msg, ...bindings, ...fields }, errorReplacer);
+    } catch (err) {
+      // A BigInt or a cycle in the fields: logging must never throw into the caller's error path.
+      line = JSON.stringify({ level: lvl, time, msg, logError: `fields not serialisable: ${(err as Error).message}` });
+    }
+    sink(line);
   };
   return {
     debug: (m, f) => emit('debug', m, f),

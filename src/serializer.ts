@@ -41,7 +41,8 @@ export function toPrimitive(value: unknown, seen: WeakSet<object> = new WeakSet(
   if (typeof value === 'number') return Number.isFinite(value) ? value : null;
   if (typeof value === 'bigint') return value.toString();
   if (value === undefined || typeof value === 'function' || typeof value === 'symbol') return null;
-  if (value instanceof Date) return value.toISOString();
+  // An invalid Date's toISOString() throws a RangeError; JSON.stringify writes null for it.
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
   if (typeof value !== 'object') return null;
   if (seen.has(value)) return null;
   seen.add(value);
