@@ -385,11 +385,12 @@ export function rpcTests(env: ConformanceEnv): void {
       it('heartbeats keep a call longer than the monitor window alive', async () => {
         const t = await env.rpcTransport();
         const topic = env.name('topic');
-        const window = env.ms(600);
+        // oslo heartbeats every floor(seconds)/2 s and sends none for windows under 2 s (§1.7).
+        const window = env.ms(2_000);
         await startServer(env, t, topic, 's1', [
           {
             async long() {
-              await new Promise((r) => setTimeout(r, window * 3));
+              await new Promise((r) => setTimeout(r, window * 1.75));
               return 'done';
             },
           },
