@@ -118,5 +118,4 @@ describe('getRpcTransport / getNotificationTransport', () => {
       await t.cleanup();
     }
   });
-
 });
