@@ -176,6 +176,18 @@ describe('interop: Python oslo.messaging RPC client -> tidings RPC server', () =
     expect(await py.call({ topic, server: 's2' }, {}, 'echo', { after: 1 })).toMatchObject({ ok: true, result: { args: { after: 1 } } });
   });
 
+  it('call-monitor: tidings heartbeats keep a Python call alive past its 2 s monitor window', async () => {
+    const reply = await py.call({ topic, server: 's1' }, {}, 'sleep', { ms: 4500 }, { timeout: 30, callMonitorTimeout: 2 });
+    expect(reply).toMatchObject({ ok: true, result: 4500 });
+  });
+
+  it("call-monitor: the endpoint context carries client_timeout in seconds, as oslo's does", async () => {
+    const reply = await py.call({ topic, server: 's2' }, { user_id: 'cm' }, 'echo', { cm: true }, { timeout: 30, callMonitorTimeout: 4 });
+    expect(reply).toMatchObject({ ok: true });
+    const ctx = (reply as { result: { ctx: Context } }).result.ctx;
+    expect(ctx).toMatchObject({ user_id: 'cm', client_timeout: 4 });
+  });
+
   it('a call to a topic with no server times out in Python', async () => {
     const e = errorOf(await py.call({ topic: uniqueName('t-nobody') }, {}, 'echo', {}, { timeout: 1 }));
     expect(e.is_messaging_timeout).toBe(true);

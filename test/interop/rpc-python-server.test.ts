@@ -127,6 +127,14 @@ describe('interop: tidings RPC client -> Python oslo.messaging RPC server', () =
     expect(remoteOrigin(err)).toMatchObject({ module: 'builtins', className: 'ValueError' });
   });
 
+  it('call-monitor: _timeout goes out in seconds (Python ctx client_timeout) and Python heartbeats keep a long call alive', async () => {
+    const client = getRpcClient(transport, { topic }, { timeout: 30_000, callMonitorTimeout: 2000 }).prepare({ server: 's1' });
+    const echoed = (await client.call({ user_id: 'cm' }, 'echo', {})) as { ctx: Record<string, unknown> };
+    expect(echoed.ctx).toEqual({ user_id: 'cm', client_timeout: 2 });
+    // Python heartbeats every int(2)/2 = 1 s; without them the 2 s window would end the call.
+    await expect(client.call({}, 'sleep', { ms: 4500 })).resolves.toBe(4500);
+  });
+
   it('a call to a topic with no server fails with MessagingTimeout', async () => {
     const client = getRpcClient(transport, { topic: uniqueName('t-nobody') }, { timeout: 1000 });
     const started = Date.now();

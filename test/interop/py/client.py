@@ -3,7 +3,7 @@
 argv[1] JSON: {"url", "deadline_s"?}
 stdin, one JSON command per line, each run in its own thread:
   {"id", "op": "call"|"cast", "target": {topic, server?, fanout?, namespace?, version?, exchange?},
-   "ctx", "method", "args", "timeout"?, "allowed_remote_exmods"?}
+   "ctx", "method", "args", "timeout"?, "call_monitor_timeout"?, "allowed_remote_exmods"?}
   {"id", "op": "notify", "driver": "messaging"|"messagingv2", "topics"?, "publisher_id",
    "priority", "event_type", "payload", "ctx"}
 stdout: {"event": "ready"}, then {"id", "ok": true, "result"} or {"id", "ok": false, "error": {...}}.
@@ -43,7 +43,8 @@ def run(conf, url, cmd):
         target = oslo_messaging.Target(
             topic=t["topic"], server=t.get("server"), fanout=t.get("fanout"),
             namespace=t.get("namespace"), version=t.get("version"), exchange=t.get("exchange"))
-        client = oslo_messaging.get_rpc_client(transport, target, timeout=cmd.get("timeout", 10))
+        client = oslo_messaging.get_rpc_client(transport, target, timeout=cmd.get("timeout", 10),
+                                               call_monitor_timeout=cmd.get("call_monitor_timeout"))
         args = cmd.get("args") or {}
         if op == "call":
             return client.call(cmd.get("ctx") or {}, cmd["method"], **args)

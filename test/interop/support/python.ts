@@ -192,8 +192,18 @@ export class PyClient extends PyProcess {
     return reply as unknown as PyReply;
   }
 
-  call(target: PyTarget, ctx: Record<string, unknown>, method: string, args: Record<string, unknown> = {}, extra: { timeout?: number; allowedRemoteExmods?: string[] } = {}): Promise<PyReply> {
-    return this.request({ op: 'call', target, ctx, method, args, timeout: extra.timeout ?? 10, allowed_remote_exmods: extra.allowedRemoteExmods ?? [] });
+  /** `extra.timeout` and `extra.callMonitorTimeout` are in seconds, as Python takes them. */
+  call(target: PyTarget, ctx: Record<string, unknown>, method: string, args: Record<string, unknown> = {}, extra: { timeout?: number; callMonitorTimeout?: number; allowedRemoteExmods?: string[] } = {}): Promise<PyReply> {
+    return this.request({
+      op: 'call',
+      target,
+      ctx,
+      method,
+      args,
+      timeout: extra.timeout ?? 10,
+      call_monitor_timeout: extra.callMonitorTimeout,
+      allowed_remote_exmods: extra.allowedRemoteExmods ?? [],
+    });
   }
 
   cast(target: PyTarget, ctx: Record<string, unknown>, method: string, args: Record<string, unknown> = {}): Promise<PyReply> {
