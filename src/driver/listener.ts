@@ -110,7 +110,7 @@ export class PollStyleListenerAdapter<M extends IncomingMessage = IncomingMessag
           // An empty poll that waited (a batch window passed) just loops, after yielding once.
           // One that came back at once means the source was stopped under us (e.g. a lost
           // consumer): back off, or a poll resolving at once would starve the event loop.
-          const instant = performance.now() - polledAt < EMPTY_POLL_SPIN_MS;
+          const instant = performance.now() - polledAt < Math.min(EMPTY_POLL_SPIN_MS, (this.options.batchTimeout ?? Infinity) / 2);
           await this.sleep(instant ? delay : 0);
           delay = instant ? Math.min(delay * 2, this.backoff.maxMs) : this.backoff.minMs;
           continue;

@@ -153,6 +153,35 @@ describe('PollStyleListenerAdapter', () => {
     expect(got.length).toBe(after);
   });
 
+  it('stop() during a long batch window delivers the partial batch without waiting the window out', async () => {
+    const source = new FakeBufferedListener();
+    const adapter = new PollStyleListenerAdapter(source, { batchSize: 10, batchTimeout: 60_000 });
+    const got: number[][] = [];
+    adapter.start((batch) => {
+      got.push(batch.map((m) => m.n));
+    });
+    source.deliver(new FakeMessage(1));
+    source.deliver(new FakeMessage(2));
+    await waitFor(() => source.buffered === 0, { timeoutMs: 5000, message: 'the poll took the buffered messages' });
+    const t0 = performance.now();
+    await adapter.stop();
+    expect(performance.now() - t0).toBeLessThan(5000);
+    expect(got).toEqual([[1, 2]]);
+  });
+
+  it('an idle source with a short batchTimeout keeps polling without piling up timers', async () => {
+    const source = new FakeBufferedListener();
+    const adapter = new PollStyleListenerAdapter(source, { batchSize: 5, batchTimeout: 5 });
+    const got: number[] = [];
+    adapter.start((batch) => {
+      got.push(...batch.map((m) => m.n));
+    });
+    await waitFor(() => source.polls.length >= 5, { timeoutMs: 5000 });
+    source.deliver(new FakeMessage(3));
+    await waitFor(() => got.length === 1, { timeoutMs: 5000 });
+    await adapter.stop();
+  });
+
   it('stop() wakes a loop sleeping in backoff', async () => {
     const source = new FakeBufferedListener();
     source.failNextPolls = 1;
