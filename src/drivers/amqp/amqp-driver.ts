@@ -7,7 +7,7 @@ import { newHexId, packContext, serializeEnvelope } from '../../driver/envelope.
 import type { IncomingMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
 import { PollStyleListenerAdapter, type Listener } from '../../driver/listener.js';
 import type { Context, DriverMessage } from '../../driver/types.js';
-import { InvalidState, MessageDeliveryFailure, MessageUndeliverable, MessagingError } from '../../errors.js';
+import { AbortError, InvalidState, MessageDeliveryFailure, MessageUndeliverable, MessagingError } from '../../errors.js';
 import type { Target } from '../../target.js';
 import { abortableSleep, withRetry } from '../../retry.js';
 import { AmqpListener } from './amqp-listener.js';
@@ -50,6 +50,8 @@ interface PublishRequest {
   retry?: number;
   signal?: AbortSignal;
   before?: () => Promise<void>;
+  /** For calls: true once the call has its outcome, so retries stop. */
+  isOver?: () => boolean;
 }
 
 export class AmqpDriver extends BaseDriver {
@@ -112,25 +114,25 @@ export class AmqpDriver extends BaseDriver {
     const id = msgId;
     const replyWaiter = waiter;
     const result = replyWaiter.wait(id, { timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal });
-    // Stops publish retries once the call is over (timed out, aborted, answered).
-    const done = new AbortController();
+    let over = false;
     result.then(
-      () => done.abort(),
-      () => done.abort(),
+      () => (over = true),
+      () => (over = true),
     );
-    try {
-      await this.publish({
-        exchange,
-        routingKey,
-        content,
-        expiration: options.timeout,
-        retry: options.retry,
-        signal: done.signal,
-        before: () => replyWaiter.ensureConsuming(),
-      });
-    } catch (err) {
-      if (!done.signal.aborted) replyWaiter.fail(id, err instanceof MessagingError ? err : new MessageDeliveryFailure(String(err), { cause: err }));
-    }
+    // The call resolves on its reply without waiting for the request's confirm (a reply proves
+    // delivery); a failed confirm still retries the same body or fails the call.
+    this.publish({
+      exchange,
+      routingKey,
+      content,
+      expiration: options.timeout,
+      retry: options.retry,
+      signal: options.signal,
+      isOver: () => over,
+      before: () => replyWaiter.ensureConsuming(),
+    }).catch((err) => {
+      if (!over) replyWaiter.fail(id, err instanceof MessagingError ? err : new MessageDeliveryFailure(String(err), { cause: err }));
+    });
     return result;
   }
 
@@ -217,33 +219,36 @@ export class AmqpDriver extends BaseDriver {
 
   /** Declares what the message needs (cached per connection) and publishes it, retrying per `retry`. */
   private publish(req: PublishRequest): Promise<void> {
-    const o = this.options;
-    return withRetry(
-      async () => {
-        if (req.before) await req.before();
-        const ex = req.exchange;
-        if (ex) {
-          if (req.notifyQueue !== undefined) {
-            if (!this.publisher.isDeclared('q', ex.name, req.notifyQueue, req.routingKey)) {
-              await this.publisher.declareExchange(ex);
-              await this.publisher.declareBoundQueue(ex, topicQueue(req.notifyQueue, o), req.routingKey);
-            }
-          } else if (!this.publisher.isDeclared('x', ex.name)) {
-            await this.publisher.declareExchange(ex);
-          }
-        }
-        await this.publisher.publish(ex?.name ?? '', req.routingKey, req.content, { expiration: req.expiration, signal: req.signal });
-      },
-      {
+    // Fast path without retry machinery; the first failure enters withRetry as its attempt 0.
+    return this.publishOnce(req).catch((first: unknown) => {
+      const o = this.options;
+      return withRetry((attempt) => (attempt === 0 ? Promise.reject(first) : this.publishOnce(req)), {
         retry: req.retry,
         signal: req.signal,
         intervalMs: o.retryInterval,
         backoffMs: o.retryBackoff,
         maxIntervalMs: o.intervalMax,
-        isRetriable: (e) => !this.closed && e instanceof MessagingError && e.retriable,
+        isRetriable: (e) => !this.closed && !req.isOver?.() && e instanceof MessagingError && e.retriable,
         onRetry: ({ attempt, delayMs, error }) => this.logger.warn('Publish failed; retrying with the same message', { attempt, delayMs, routingKey: req.routingKey, err: error }),
-      },
-    );
+      });
+    });
+  }
+
+  private async publishOnce(req: PublishRequest): Promise<void> {
+    if (req.isOver?.()) throw new AbortError('The call is over; not publishing its request again');
+    if (req.before) await req.before();
+    const ex = req.exchange;
+    if (ex) {
+      if (req.notifyQueue !== undefined) {
+        if (!this.publisher.isDeclared('q', ex.name, req.notifyQueue, req.routingKey)) {
+          await this.publisher.declareExchange(ex);
+          await this.publisher.declareBoundQueue(ex, topicQueue(req.notifyQueue, this.options), req.routingKey);
+        }
+      } else if (!this.publisher.isDeclared('x', ex.name)) {
+        await this.publisher.declareExchange(ex);
+      }
+    }
+    await this.publisher.publish(ex?.name ?? '', req.routingKey, req.content, { expiration: req.expiration, signal: req.signal });
   }
 
   /**

@@ -1,0 +1,129 @@
+import { describe, it, expect } from 'vitest';
+import { DEFAULTS, resolveOptions } from '../../../../src/drivers/amqp/options.js';
+import { InvalidArgument, InvalidTransportURL } from '../../../../src/errors.js';
+import { TransportURL } from '../../../../src/transport-url.js';
+
+const parse = (url: string, opts: Record<string, unknown> = {}) => resolveOptions(TransportURL.parse(url), opts);
+
+describe('amqp options', () => {
+  it('has oslo 14 defaults', () => {
+    expect(Object.isFrozen(DEFAULTS)).toBe(true);
+    const o = parse('rabbit://');
+    expect(o).toMatchObject({
+      durableQueues: false,
+      autoDelete: false,
+      haQueues: false,
+      quorumQueue: false,
+      transientQueuesTtl: 1_800_000,
+      prefetchCount: 0,
+      heartbeatTimeout: 60_000,
+      retryInterval: 1000,
+      retryBackoff: 2000,
+      intervalMax: 30_000,
+      reconnectDelay: 1000,
+      failoverStrategy: 'round-robin',
+      missingConsumerRetryTimeout: 60_000,
+      dedupWindow: 4096,
+      ssl: false,
+      directMandatoryFlag: true,
+    });
+  });
+
+  it('defaults to guest:guest@localhost:5672 and vhost / without hosts', () => {
+    const o = parse('rabbit://');
+    expect(o.hosts).toEqual([{ hostname: 'localhost', port: 5672, username: 'guest', password: 'guest' }]);
+    expect(o.vhost).toBe('/');
+  });
+
+  it('maps vhosts as oslo: "/" and "" are the default vhost, "//" is "/"', () => {
+    expect(parse('rabbit://h:5672/').vhost).toBe('/');
+    expect(parse('rabbit://h:5672//').vhost).toBe('/');
+    expect(parse('rabbit://h:5672/prod').vhost).toBe('prod');
+    expect(parse('rabbit://h:5672/a%2Fb').vhost).toBe('a/b');
+  });
+
+  it('keeps several hosts with their own credentials and default ports', () => {
+    const o = parse('rabbit://u1:p1@h1:5673,u2:p2@h2/');
+    expect(o.hosts).toEqual([
+      { hostname: 'h1', port: 5673, username: 'u1', password: 'p1' },
+      { hostname: 'h2', port: 5672, username: 'u2', password: 'p2' },
+    ]);
+  });
+
+  it('maps oslo query names onto options (seconds become ms)', () => {
+    const o = parse(
+      'rabbit://h/?heartbeat_timeout_threshold=30&rabbit_qos_prefetch_count=10&amqp_durable_queues=true&rabbit_quorum_queue=true' +
+        '&rabbit_transient_queues_ttl=60&kombu_failover_strategy=shuffle&ssl_ca_file=/ca.pem&ssl_cert_file=/c.pem&ssl_key_file=/k.pem' +
+        '&rabbit_retry_interval=2&rabbit_retry_backoff=0&rabbit_interval_max=10&kombu_reconnect_delay=0.5&rabbit_quroum_max_memory_length=5',
+    );
+    expect(o).toMatchObject({
+      heartbeatTimeout: 30_000,
+      prefetchCount: 10,
+      durableQueues: true,
+      quorumQueue: true,
+      transientQueuesTtl: 60_000,
+      failoverStrategy: 'shuffle',
+      sslCaFile: '/ca.pem',
+      sslCertFile: '/c.pem',
+      sslKeyFile: '/k.pem',
+      retryInterval: 2000,
+      retryBackoff: 0,
+      intervalMax: 10_000,
+      reconnectDelay: 500,
+      quorumMaxMemoryLength: 5,
+    });
+  });
+
+  it('lets driverOptions override the URL query', () => {
+    const o = parse('rabbit://h/?rabbit_qos_prefetch_count=10', { prefetchCount: 3, dedupWindow: 100 });
+    expect(o.prefetchCount).toBe(3);
+    expect(o.dedupWindow).toBe(100);
+  });
+
+  it('amqps:// implies TLS and port 5671', () => {
+    const o = parse('amqps://h/');
+    expect(o.ssl).toBe(true);
+    expect(o.hosts[0].port).toBe(5671);
+  });
+
+  it('accepts valid oslo names that have no effect here', () => {
+    expect(() => parse('rabbit://h/?heartbeat_rate=3&rpc_conn_pool_size=30')).not.toThrow();
+  });
+
+  it('fails on an unknown query key with InvalidTransportURL naming the key', () => {
+    expect(() => parse('rabbit://h/?no_such_option=1')).toThrow(InvalidTransportURL);
+    expect(() => parse('rabbit://h/?no_such_option=1')).toThrow(/no_such_option/);
+  });
+
+  it('fails on bad values naming the field, expected and received', () => {
+    const err = (() => {
+      try {
+        parse('rabbit://h/?amqp_durable_queues=maybe');
+      } catch (e) {
+        return e;
+      }
+    })() as InvalidArgument;
+    expect(err).toBeInstanceOf(InvalidArgument);
+    expect(err.field).toBe('amqp_durable_queues');
+    expect(err.message).toMatch(/boolean/);
+    expect(err.message).toMatch(/maybe/);
+    expect(() => parse('rabbit://h/?rabbit_qos_prefetch_count=-1')).toThrow(InvalidArgument);
+    expect(() => parse('rabbit://h/?kombu_failover_strategy=random')).toThrow(/round-robin/);
+    expect(() => parse('rabbit://h/', { prefetchCount: 1.5 })).toThrow(/driverOptions.prefetchCount/);
+    expect(() => parse('rabbit://h/', { heartbeatTimeout: '60' })).toThrow(InvalidArgument);
+    expect(() => parse('rabbit://h/', { bogus: 1 })).toThrow(/driverOptions.bogus/);
+  });
+
+  it('refuses ha and quorum queues together, as oslo does', () => {
+    expect(() => parse('rabbit://h/?rabbit_ha_queues=true&rabbit_quorum_queue=true')).toThrow(InvalidArgument);
+  });
+
+  it('never puts a password in an error message', () => {
+    try {
+      parse('rabbit://user:s3cr3t@h/?bogus=1');
+      expect.unreachable();
+    } catch (e) {
+      expect(String((e as Error).message)).not.toContain('s3cr3t');
+    }
+  });
+});

@@ -1,0 +1,74 @@
+import { describe, it, expect } from 'vitest';
+import { DEFAULTS } from '../../../../src/drivers/amqp/options.js';
+import {
+  fanoutExchange,
+  notificationSpecs,
+  queueArguments,
+  rpcServerSpecs,
+  topicExchange,
+  topicQueue,
+  transientQueue,
+  replyQueueName,
+} from '../../../../src/drivers/amqp/topology.js';
+
+const o = { ...DEFAULTS };
+
+describe('amqp topology (oslo-wire.md §1.2)', () => {
+  it('declares the topic exchange non-durable, not auto-delete by default', () => {
+    expect(topicExchange('openstack', o)).toEqual({ name: 'openstack', type: 'topic', options: { durable: false, autoDelete: false, internal: false } });
+    expect(topicExchange('nova', { ...o, durableQueues: true }).options.durable).toBe(true);
+    expect(topicExchange('nova', { ...o, quorumQueue: true }).options.durable).toBe(true);
+    expect(topicExchange('nova', { ...o, autoDelete: true }).options.autoDelete).toBe(true);
+  });
+
+  it('declares the fanout exchange non-durable and auto-delete', () => {
+    expect(fanoutExchange('tt')).toEqual({ name: 'tt_fanout', type: 'fanout', options: { durable: false, autoDelete: true, internal: false } });
+  });
+
+  it('topic queues carry no x-expires; ha and quorum arguments when configured', () => {
+    expect(topicQueue('tt', o).options).toEqual({ durable: false, autoDelete: false, exclusive: false, arguments: {} });
+    expect(topicQueue('tt', { ...o, haQueues: true }).options.arguments).toEqual({ 'x-ha-policy': 'all' });
+    const q = topicQueue('tt', { ...o, quorumQueue: true, quorumDeliveryLimit: 3, quorumMaxMemoryLength: 10, quorumMaxMemoryBytes: 1000 });
+    expect(q.options.durable).toBe(true);
+    expect(q.options.arguments).toEqual({ 'x-queue-type': 'quorum', 'x-delivery-limit': 3, 'x-max-in-memory-length': 10, 'x-max-in-memory-bytes': 1000 });
+    expect(queueArguments({ ...o, quorumQueue: true })).toEqual({ 'x-queue-type': 'quorum' });
+  });
+
+  it('reply and fanout queues are transient with x-expires = ttl (no quorum in 14.0.3)', () => {
+    expect(transientQueue('reply_x', o).options).toEqual({ durable: false, autoDelete: false, exclusive: false, arguments: { 'x-expires': 1_800_000 } });
+    expect(transientQueue('reply_x', { ...o, quorumQueue: true, durableQueues: true }).options).toEqual({
+      durable: false,
+      autoDelete: false,
+      exclusive: false,
+      arguments: { 'x-expires': 1_800_000 },
+    });
+    expect(transientQueue('q', { ...o, haQueues: true }).options.arguments).toEqual({ 'x-expires': 1_800_000, 'x-ha-policy': 'all' });
+    expect(replyQueueName()).toMatch(/^reply_[0-9a-f]{32}$/);
+  });
+
+  it('an RPC server subscribes <topic>, <topic>.<server> and a private fanout queue', () => {
+    const [shared, server, fanout] = rpcServerSpecs('openstack', 'tt', 's1', o);
+    expect(shared.queue.name).toBe('tt');
+    expect(shared.bindings.map((b) => [b.exchange.name, b.routingKey])).toEqual([['openstack', 'tt']]);
+    expect(server.queue.name).toBe('tt.s1');
+    expect(server.bindings.map((b) => [b.exchange.name, b.routingKey])).toEqual([['openstack', 'tt.s1']]);
+    expect(fanout.queue.name).toMatch(/^tt_fanout_[0-9a-f]{32}$/);
+    expect(fanout.queue.options.arguments).toEqual({ 'x-expires': 1_800_000 });
+    expect(fanout.bindings.map((b) => [b.exchange.name, b.exchange.type, b.routingKey])).toEqual([['tt_fanout', 'fanout', 'tt']]);
+    expect(fanout.deleteOnCleanup).toBe(true);
+    expect(shared.deleteOnCleanup).toBeFalsy();
+  });
+
+  it('notification listeners: a queue per <topic>.<priority>, or one queue named after the pool', () => {
+    const pairs = [
+      { exchange: 'openstack', routingKey: 'notifications.info' },
+      { exchange: 'openstack', routingKey: 'notifications.error' },
+    ];
+    expect(notificationSpecs(pairs, undefined, o).map((s) => s.queue.name)).toEqual(['notifications.info', 'notifications.error']);
+    const pooled = notificationSpecs(pairs, 'billing', o);
+    expect(pooled).toHaveLength(1);
+    expect(pooled[0].queue.name).toBe('billing');
+    expect(pooled[0].queue.options.arguments).toEqual({});
+    expect(pooled[0].bindings.map((b) => b.routingKey)).toEqual(['notifications.info', 'notifications.error']);
+  });
+});
