@@ -27,10 +27,20 @@ function erlString(s: string): string {
   return '"' + s.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"';
 }
 
+/** `rabbitmqctl` needs the node's Erlang cookie; a non-root CI user can set e.g. TIDINGS_RABBITMQCTL="sudo -n rabbitmqctl". */
+export function rabbitmqctlCommand(): [string, ...string[]] {
+  const parts = (process.env.TIDINGS_RABBITMQCTL ?? 'rabbitmqctl').trim().split(/\s+/);
+  return parts as [string, ...string[]];
+}
+
 function rabbitmqctl(args: string[], timeoutMs = 60_000): { ok: boolean; out: string } {
-  const r = spawnSync('rabbitmqctl', args, { encoding: 'utf8', timeout: timeoutMs });
+  const [cmd, ...pre] = rabbitmqctlCommand();
+  const r = spawnSync(cmd, [...pre, ...args], { encoding: 'utf8', timeout: timeoutMs });
   if (r.error) {
-    throw new Error(`rabbitmqctl could not be run (${r.error.message}); it ships with rabbitmq-server (apt-get install -y rabbitmq-server) and must reach the running node.`);
+    throw new Error(
+      `${cmd} could not be run (${r.error.message}); rabbitmqctl ships with rabbitmq-server (apt-get install -y rabbitmq-server), ` +
+        'must reach the running node and read its Erlang cookie (run as root or set TIDINGS_RABBITMQCTL="sudo -n rabbitmqctl").',
+    );
   }
   return { ok: r.status === 0, out: `${r.stdout}${r.stderr}`.trim() };
 }
@@ -72,7 +82,9 @@ function ensureListener(port: number, m: TlsMaterial, requireClientCert: boolean
     last = r.out;
     if (r.ok && /^(already|started)$/m.test(r.out)) return;
   }
-  throw new Error(`Could not start a RabbitMQ TLS listener on 127.0.0.1:${port} via rabbitmqctl eval: ${last}`);
+  throw new Error(
+    `Could not start a RabbitMQ TLS listener on 127.0.0.1:${port} via rabbitmqctl eval (run as root or set TIDINGS_RABBITMQCTL="sudo -n rabbitmqctl"): ${last}`,
+  );
 }
 
 /** The test PKI in the stable directory, generated once (atomically, so parallel setups agree). */

@@ -3,6 +3,7 @@
 // running in parallel against the same broker are not hit.
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { rabbitmqctlCommand } from '../../support/rabbit-tls.js';
 
 /** Local TCP ports of this process's sockets connected to `remotePort` on loopback (Linux /proc). */
 export function localPortsTo(remotePort: number, pid: number | 'self' = 'self'): number[] {
@@ -39,8 +40,9 @@ export function localPortsTo(remotePort: number, pid: number | 'self' = 'self'):
 /** Runs rabbitmqctl without blocking the event loop (the connections under test keep running). */
 function rabbitmqctl(args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile('rabbitmqctl', args, { encoding: 'utf8', timeout: 60_000 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`rabbitmqctl ${args[0]} failed: ${err.message} ${stdout}${stderr}`));
+    const [cmd, ...pre] = rabbitmqctlCommand();
+    execFile(cmd, [...pre, ...args], { encoding: 'utf8', timeout: 60_000 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`rabbitmqctl ${args[0]} failed (run as root or set TIDINGS_RABBITMQCTL="sudo -n rabbitmqctl"): ${err.message} ${stdout}${stderr}`));
       else resolve(stdout.trim());
     });
   });
