@@ -118,7 +118,8 @@ export function redactString(url: string): string {
     const colon = cred.indexOf(':');
     if (colon >= 0) out = `${url.slice(0, start)}${cred.slice(0, colon)}:${REDACTED}${url.slice(lastAt)}`;
   }
-  return out.replace(/([?&](?:password|passwd|pass|secret|token|key_password|ssl_key_password|sasl_password)=)[^&]*/gi, `$1${REDACTED}`);
+  // Same keys as isSecretKey(), so a value hidden by toString() is hidden here too.
+  return out.replace(/([?&][^=&#]*(?:pass|secret|token)[^=&#]*=)[^&#]*/gi, `$1${REDACTED}`);
 }
 
 function isSecretKey(key: string): boolean {

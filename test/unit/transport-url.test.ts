@@ -183,6 +183,8 @@ describe('TransportURL never shows a password', () => {
     `redis://h:bad/?password=${SECRET}`,
     `redis://h/?password=${SECRET}%zz`,
     `kafka://h/?sasl_password=%zz${SECRET}`,
+    `redis://h:bad/?my_password=${SECRET}&db=0`,
+    `kafka://h:bad/?sasl.oauth_token=${SECRET}`,
   ];
   for (const url of broken) {
     it(`keeps it out of the error for ${url.replace(SECRET, '<secret>')}`, () => {
@@ -197,5 +199,6 @@ describe('TransportURL never shows a password', () => {
     expect(redactString(`rabbit://u:${SECRET}@h:x/`)).not.toContain(SECRET);
     expect(redactString(`rabbit://u:${SECRET}@h/?password=${SECRET}`)).not.toContain(SECRET);
     expect(redactString('rabbit://h:5672/')).toBe('rabbit://h:5672/');
+    expect(redactString(`redis://h/?db=1&ssl_key_password=${SECRET}&x=2`)).toBe('redis://h/?db=1&ssl_key_password=***&x=2');
   });
 });
