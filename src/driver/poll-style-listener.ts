@@ -5,7 +5,7 @@ import { StopWatch } from './stopwatch.js';
 import type { IncomingMessage } from './incoming-message.js';
 
 export interface PollOptions {
-  /** Longest wait for the first message, in ms; undefined waits until a message or stop(). */
+  /** Longest wait for the first message (and, as in oslo, for the whole batch), in ms; undefined waits until a message or stop(). */
   timeout?: number;
   /** Most messages returned by one poll. @default 1 */
   batchSize?: number;
