@@ -2,7 +2,7 @@
 // driver, runs requests on a bounded executor, replies to calls, and never dies of a handler.
 import { performance } from 'node:perf_hooks';
 import { EventEmitter } from 'eventemitter3';
-import { InvalidArgument, InvalidState, InvalidTarget, ServerListenError } from '../errors.js';
+import { InvalidArgument, InvalidState, InvalidTarget, NotSupportedError, ServerListenError } from '../errors.js';
 import { silentLogger, type Logger } from '../logger.js';
 import type { Serializer } from '../serializer.js';
 import { Target, validateServerTarget, type TargetInit } from '../target.js';
@@ -104,8 +104,9 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
 
   /**
    * Subscribes and starts dispatching. Resolves once the driver listener is subscribed, so a
-   * message sent afterwards is received. Rejects with InvalidTarget (no topic or server) or
-   * ServerListenError (the driver failed; its error is the `cause`).
+   * message sent afterwards is received. Rejects with InvalidTarget (no topic or server),
+   * InvalidState (the transport was cleaned up) or ServerListenError (the driver failed to
+   * subscribe; its error is the `cause`).
    */
   start(): Promise<void> {
     if (this.state === 'starting' || this.state === 'running') return this.starting!;
@@ -169,7 +170,9 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
     try {
       listener = await this.transport.driver.listen(this.target);
     } catch (err) {
-      if (err instanceof InvalidTarget || err instanceof ServerListenError) throw err;
+      // Misuse (a cleaned-up transport, a missing capability, a bad target) surfaces as itself;
+      // only failures of the driver to subscribe are wrapped.
+      if (err instanceof ServerListenError || isUsageError(err)) throw err;
       throw new ServerListenError(`Could not listen on ${this.target.toString()}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     this.listener = listener;
@@ -236,6 +239,10 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
       this.logger.warn('an rpc server event listener threw', { event, err });
     }
   }
+}
+
+function isUsageError(err: unknown): boolean {
+  return err instanceof InvalidTarget || err instanceof InvalidState || err instanceof InvalidArgument || err instanceof NotSupportedError;
 }
 
 /** Name, message and code of an error for logs; never its payload fields. */

@@ -1,6 +1,6 @@
 import diagnostics from 'node:diagnostics_channel';
-import { afterEach, describe, expect, it } from 'vitest';
-import { InvalidArgument, InvalidState, InvalidTarget, ServerListenError } from '../../../src/errors.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ConnectionError, InvalidArgument, InvalidState, InvalidTarget, ServerListenError } from '../../../src/errors.js';
 import { createMemoryLogger } from '../../../src/logger.js';
 import { getRpcClient } from '../../../src/rpc/client.js';
 import { expectedExceptions } from '../../../src/rpc/endpoint.js';
@@ -27,13 +27,21 @@ describe('RpcServer lifecycle', () => {
     expect(() => getRpcServer(transport, { topic: 't', server: 's' }, [{ target: () => 1 }])).toThrow(/endpoints\[0\]\.target/);
   });
 
-  it('wraps driver failures to listen in ServerListenError', async () => {
+  it('wraps driver failures to listen in ServerListenError; a cleaned-up transport is InvalidState', async () => {
     h = createHarness();
     const transport = await h.transport();
-    await transport.cleanup();
-    const err = await getRpcServer(transport, { topic: 't', server: 's' }, []).start().catch((e: unknown) => e);
+    const listen = vi.spyOn(transport.driver, 'listen').mockRejectedValueOnce(new ConnectionError('broker went away'));
+    const server = getRpcServer(transport, { topic: h.topic, server: 's' }, [{ hi: () => 'hi' }]);
+    const err = await server.start().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ServerListenError);
-    expect((err as Error).cause).toBeInstanceOf(InvalidState);
+    expect((err as Error).cause).toBeInstanceOf(ConnectionError);
+    listen.mockRestore();
+    // A failed start leaves the server startable.
+    await server.start();
+    await server.stop();
+    await server.wait();
+    await transport.cleanup();
+    await expect(getRpcServer(transport, { topic: 't', server: 's' }, []).start()).rejects.toBeInstanceOf(InvalidState);
   });
 
   it('enforces start → stop → wait order and can restart after wait', async () => {
