@@ -124,7 +124,6 @@ export function lifecycleTests(env: ConformanceEnv): void {
       const clientT = await env.rpcTransport();
       const topic = env.name('topic');
       const release = deferred();
-      env.defer(async () => release.resolve());
       let inFlight = false;
       await startServer(env, serverT, topic, 's1', [
         {
@@ -135,6 +134,8 @@ export function lifecycleTests(env: ConformanceEnv): void {
           },
         },
       ]);
+      // Registered after the server: teardown runs LIFO, and the server's wait() drains this handler.
+      env.defer(async () => release.resolve());
       const client = getRpcClient(clientT, { topic }, { timeout: env.ms(60_000) });
       const call = client.call({}, 'slow', {});
       call.catch(() => {});
