@@ -172,7 +172,10 @@ export function shutdownRequested(abort?: AbortSignal): { promise: Promise<strin
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
     abort?.addEventListener('abort', onAbort, { once: true });
+    // Signal listeners do not keep Node alive; on memory:// nothing else does either.
+    const keepAlive = setInterval(() => {}, 1 << 30);
     dispose = () => {
+      clearInterval(keepAlive);
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
       abort?.removeEventListener('abort', onAbort);

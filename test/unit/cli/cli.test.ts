@@ -1,7 +1,8 @@
 // The `tidings` binary on memory://: help texts, the demo, and bad input / timeouts reported as
 // one stderr line with the documented exit status.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { lines, requireBuiltBinary, runBin } from './bin.js';
+import { waitFor } from '../../support/wait.js';
+import { lines, requireBuiltBinary, runBin, startBin } from './bin.js';
 
 const COMMANDS = ['call', 'cast', 'notify', 'listen', 'serve', 'demo'];
 
@@ -140,5 +141,23 @@ describe('successful one-shot commands on memory://', () => {
     ]);
     expect([cast.code, cast.stderr, cast.stdout]).toEqual([0, '', '']);
     expect([notify.code, notify.stderr, notify.stdout]).toEqual([0, '', '']);
+  });
+});
+
+describe('long-running commands stop gracefully on a signal', () => {
+  it.each([
+    ['serve', ['serve', '--topic', 't-signal', '--server', 'host-1'], 'serving on memory:// topic=t-signal server=host-1', 'SIGTERM'],
+    ['listen', ['listen', '--topic', 't-signal', '--pool', 'p1'], 'listening on memory:// topic=t-signal', 'SIGINT'],
+  ] as const)('%s exits 0 after announcing itself and receiving a signal', async (_name, args, ready, signal) => {
+    const run = startBin(args);
+    try {
+      await waitFor(() => run.stderr().includes(ready), { timeoutMs: 15_000, message: `"${ready}" on stderr (got: ${run.stderr()})` });
+      run.child.kill(signal);
+      const r = await run.done;
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe('');
+    } finally {
+      if (run.child.exitCode === null) run.child.kill('SIGKILL');
+    }
   });
 });
