@@ -20,8 +20,8 @@ export const PING_METHOD = 'oslo_rpc_server_ping';
 const MIN_HEARTBEAT_INTERVAL_MS = 1000;
 
 export interface RpcDispatcherOptions {
-  /** @default new DefaultRpcAccessPolicy() */
-  accessPolicy?: RpcAccessPolicy;
+  /** An instance, or (as in oslo) a class with a no-argument constructor. @default new DefaultRpcAccessPolicy() */
+  accessPolicy?: RpcAccessPolicy | (new () => RpcAccessPolicy);
   /** @default new NoOpSerializer() */
   serializer?: Serializer<any>;
   /** @default silentLogger */
@@ -55,7 +55,8 @@ export class RpcDispatcher {
     const all = options.rpcPingEnabled ? [...endpoints, createPingEndpoint()] : [...endpoints];
     this.bound = all.map((endpoint, i) => ({ endpoint, target: endpointTarget(endpoint, i) }));
     this.endpoints = Object.freeze(all);
-    const policy = options.accessPolicy ?? new DefaultRpcAccessPolicy();
+    const given = options.accessPolicy ?? new DefaultRpcAccessPolicy();
+    const policy = typeof given === 'function' ? new given() : given;
     if (typeof (policy as Partial<RpcAccessPolicy>)?.isAllowed !== 'function') {
       throw new InvalidArgument('accessPolicy', 'an object with an isAllowed(endpoint, method, fn) method', policy);
     }

@@ -17,8 +17,8 @@ import { traceRpc } from './instrumentation.js';
 export interface RpcServerOptions {
   /** Requests handled at once (oslo `executor_thread_pool_size`). @default 64 */
   executorSize?: number;
-  /** Which endpoint methods callers may invoke. @default new DefaultRpcAccessPolicy() */
-  accessPolicy?: RpcAccessPolicy;
+  /** Which endpoint methods callers may invoke: an instance or a class. @default new DefaultRpcAccessPolicy() */
+  accessPolicy?: RpcAccessPolicy | (new () => RpcAccessPolicy);
   /** Context/entity hooks. @default new NoOpSerializer() */
   serializer?: Serializer<any>;
   /** @default silentLogger */

@@ -76,9 +76,12 @@ describe('RpcDispatcher routing (oslo rules)', () => {
       expect(err, name).toBeInstanceOf(NoSuchMethod);
     }
     expect(resultOf(await run(d, request('ok')))).toBe('ok');
-    const legacy = new RpcDispatcher([new Svc()], { accessPolicy: new LegacyRpcAccessPolicy() });
+    // oslo passes the policy as a class; an instance works too.
+    const legacy = new RpcDispatcher([new Svc()], { accessPolicy: LegacyRpcAccessPolicy });
     expect(resultOf(await run(legacy, request('_secret')))).toBe('secret');
     expect(failureOf(await run(legacy, request('toString')))).toBeInstanceOf(NoSuchMethod);
+    expect(resultOf(await run(new RpcDispatcher([new Svc()], { accessPolicy: new LegacyRpcAccessPolicy() }), request('_secret')))).toBe('secret');
+    expect(() => new RpcDispatcher([], { accessPolicy: {} as LegacyRpcAccessPolicy })).toThrow(/Invalid accessPolicy/);
   });
 
   it('reserves "target": a method named target is refused at construction, never callable', async () => {
