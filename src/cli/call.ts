@@ -53,6 +53,7 @@ Options:
   --namespace <ns>         endpoint namespace
 ${kind === 'cast' ? '  --fanout                 cast to every server of the topic\n' : '  --fanout                 refused: a call cannot fan out (use cast)\n'}  --timeout <ms>           ${kind === 'call' ? `reply deadline (default ${CALL_DEFAULT_TIMEOUT_MS})` : 'ignored for casts'}
   --context <json>         request context object (default {})
+
 ${COMMON_HELP}
 
 Examples:
@@ -61,6 +62,7 @@ Examples:
 
 Note: memory:// lives inside one process, so a ${kind} from this command only reaches a server in
 this same process; use a broker URL to talk to \`tidings serve\` or your services.
+
 ${EXIT_HELP}`;
 }
 

@@ -54,10 +54,12 @@ Options:
   -n, --count <n>            exit 0 after n notifications
   --timeout <ms>             stop after ms; with --count, fewer than n is a timeout (exit 3)
   --exchange <name>          exchange (default: the transport's control exchange, openstack)
+
 ${COMMON_HELP}
 
 Example:
   tidings listen --topic notifications --pool billing --count 2 --url rabbit://guest:guest@127.0.0.1:5672/
+
 ${EXIT_HELP}`;
 
 export const listenCommand: Command = {

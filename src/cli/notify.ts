@@ -39,11 +39,13 @@ Options:
   -p, --priority <level>     ${PRIORITIES.join(' | ')} (default info)
   --publisher-id <id>        publisher id (default tidings-cli.<hostname>)
   --context <json>           request context object (default {})
+
 ${COMMON_HELP}
 
 Example:
   tidings notify compute.instance.create.end '{"id": 42}' --priority info \\
     --url rabbit://guest:guest@127.0.0.1:5672/
+
 ${EXIT_HELP}`;
 
 export function parsePriority(text: string | undefined, flag = '--priority'): Priority {

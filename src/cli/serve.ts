@@ -42,11 +42,13 @@ Options:
   -t, --topic <topic>     topic to serve (required)
   -s, --server <name>     server name, for calls with --server (default: the host name)
   --exchange <name>       exchange (default: the transport's control exchange, openstack)
+
 ${COMMON_HELP}
 
 Example:
   tidings serve --topic demo --url rabbit://guest:guest@127.0.0.1:5672/ &
   tidings call ping --topic demo --url rabbit://guest:guest@127.0.0.1:5672/
+
 ${EXIT_HELP}`;
 
 export const serveCommand: Command = {
