@@ -1,0 +1,184 @@
+// Driver-level delivery behaviour on a real RabbitMQ: concurrent confirmed publishes, duplicate
+// suppression on `_unique_id`, prefetch, malformed bodies, requeue and redelivery.
+import { connect, type Channel, type ChannelModel } from 'amqplib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { IncomingMessage } from '../../src/driver/incoming-message.js';
+import type { Listener } from '../../src/driver/listener.js';
+import { defaultRemoteErrorRegistry } from '../../src/driver/remote-error.js';
+import { createDriver, type AmqpDriver } from '../../src/drivers/amqp/index.js';
+import { createMemoryLogger, type MemoryLogger } from '../../src/logger.js';
+import { Target } from '../../src/target.js';
+import { TransportURL } from '../../src/transport-url.js';
+import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
+import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-sweep.js';
+import { deferred, uniqueName, waitFor } from '../support/wait.js';
+
+const PREFIX = uniqueName('t-amqpdel');
+const EXCHANGE = `${PREFIX}-x`;
+
+function makeDriver(options: Record<string, unknown> = {}, logger: MemoryLogger = createMemoryLogger()): AmqpDriver {
+  return createDriver({ url: TransportURL.parse(RABBIT_URL), defaultExchange: EXCHANGE, allowedRemoteExmods: [], remoteErrors: defaultRemoteErrorRegistry, logger, options }) as AmqpDriver;
+}
+
+const notification = (i: number) => ({ message_id: `m-${i}`, publisher_id: 'p', event_type: 'e.t', priority: 'INFO', payload: { i }, timestamp: '2026-01-01 00:00:00' });
+
+describe('amqp driver delivery (RabbitMQ)', () => {
+  let raw: ChannelModel;
+  let ch: Channel;
+  const drivers: AmqpDriver[] = [];
+  const listeners: Listener<any>[] = [];
+
+  beforeAll(async () => {
+    await requireRabbitMQ();
+    raw = await connect({ hostname: '127.0.0.1', port: 5672, username: 'guest', password: 'guest' });
+    ch = await raw.createChannel();
+  });
+
+  afterAll(async () => {
+    for (const l of listeners) await l.cleanup().catch(() => undefined);
+    for (const d of drivers) await d.cleanup();
+    for (const q of drivers.map((d) => d.replyQueue).filter(Boolean)) await ch.deleteQueue(q!).catch(() => undefined);
+    await raw?.close().catch(() => undefined);
+    await deleteRabbitObjectsWithPrefix(PREFIX);
+  });
+
+  it('2000 concurrent casts all resolve after confirms and all arrive', async () => {
+    const driver = makeDriver();
+    drivers.push(driver);
+    const topic = `${PREFIX}-many`;
+    const listener = await driver.listen(new Target({ topic, server: 's' }), { batchSize: 50, batchTimeout: 20 });
+    listeners.push(listener);
+    const seen = new Set<number>();
+    listener.start((msgs) => {
+      for (const m of msgs) seen.add((m.message.args as { i: number }).i);
+    });
+    const N = 2000;
+    await Promise.all(Array.from({ length: N }, (_, i) => driver.send(new Target({ topic }), {}, { method: 'm', args: { i } })));
+    await waitFor(() => seen.size === N, { timeoutMs: 20_000, message: `all ${N} casts received` });
+  });
+
+  it('drops a re-published message with the same _unique_id (RPC and notifications)', async () => {
+    const driver = makeDriver();
+    drivers.push(driver);
+    const topic = `${PREFIX}-dup`;
+    const rpc = await driver.listen(new Target({ topic, server: 's' }));
+    listeners.push(rpc);
+    const rpcGot: string[] = [];
+    rpc.start((msgs) => {
+      for (const m of msgs) rpcGot.push(m.message.method as string);
+    });
+    const ntopic = `${PREFIX}-ndup`;
+    const notif = await driver.listenForNotifications([[new Target({ topic: ntopic }), 'info']]);
+    listeners.push(notif);
+    const nGot: IncomingMessage[] = [];
+    notif.start(async (msgs) => {
+      for (const m of msgs) {
+        nGot.push(m);
+        await m.acknowledge();
+      }
+    });
+    const env = (m: object) => Buffer.from(JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify(m) }));
+    const rpcBody = env({ method: 'once', args: {}, _unique_id: 'f'.repeat(32) });
+    ch.publish(EXCHANGE, topic, rpcBody);
+    ch.publish(EXCHANGE, topic, rpcBody);
+    ch.publish(EXCHANGE, topic, env({ method: 'after', args: {}, _unique_id: 'e'.repeat(32) }));
+    const nBody = env({ ...notification(1), _unique_id: 'd'.repeat(32) });
+    ch.publish(EXCHANGE, `${ntopic}.info`, nBody);
+    ch.publish(EXCHANGE, `${ntopic}.info`, nBody);
+    ch.publish(EXCHANGE, `${ntopic}.info`, env({ ...notification(2), _unique_id: 'c'.repeat(32) }));
+    // A message without _unique_id is always accepted.
+    ch.publish(EXCHANGE, `${ntopic}.info`, env(notification(3)));
+    ch.publish(EXCHANGE, `${ntopic}.info`, env(notification(3)));
+    await waitFor(() => rpcGot.includes('after') && nGot.length >= 4);
+    expect(rpcGot).toEqual(['once', 'after']);
+    expect(nGot.map((m) => m.msgId)).toEqual(['m-1', 'm-2', 'm-3', 'm-3']);
+  });
+
+  it('rejects malformed bodies without requeue, logs without payload, and keeps consuming', async () => {
+    const logger = createMemoryLogger();
+    const driver = makeDriver({}, logger);
+    drivers.push(driver);
+    const topic = `${PREFIX}-bad`;
+    const listener = await driver.listenForNotifications([[new Target({ topic }), 'info']]);
+    listeners.push(listener);
+    const got: IncomingMessage[] = [];
+    listener.start(async (msgs) => {
+      for (const m of msgs) {
+        got.push(m);
+        await m.acknowledge();
+      }
+    });
+    const key = `${topic}.info`;
+    ch.publish(EXCHANGE, key, Buffer.from('not json SECRET-PAYLOAD'));
+    ch.publish(EXCHANGE, key, Buffer.from(JSON.stringify({ 'oslo.version': '3.0', 'oslo.message': '{}' })));
+    ch.publish(EXCHANGE, key, Buffer.from(JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify({ payload: 1 }) })));
+    ch.publish(EXCHANGE, key, Buffer.from(JSON.stringify(notification(7))));
+    await waitFor(() => got.length === 1);
+    expect(got[0].message.payload).toEqual({ i: 7 });
+    await waitFor(() => logger.records.filter((r) => r.msg.startsWith('Rejecting a malformed')).length === 3);
+    expect(JSON.stringify(logger.records)).not.toContain('SECRET-PAYLOAD');
+    await listener.stop();
+    // Rejected without requeue: nothing left in the queue.
+    expect((await ch.checkQueue(key)).messageCount).toBe(0);
+  });
+
+  it('applies prefetch on listener channels and caps batches; prefetchSize reflects it', async () => {
+    const driver = makeDriver({ prefetchCount: 5 });
+    drivers.push(driver);
+    expect(driver.prefetchSize).toBe(5);
+    const topic = `${PREFIX}-pf`;
+    for (let i = 0; i < 20; i++) await driver.sendNotification(new Target({ topic: `${topic}.info` }), {}, notification(i));
+    const listener = await driver.listenForNotifications([[new Target({ topic }), 'info']], { batchSize: 50, batchTimeout: 200 });
+    listeners.push(listener);
+    const release = deferred();
+    const batches: IncomingMessage[][] = [];
+    listener.start(async (msgs) => {
+      batches.push(msgs);
+      if (batches.length === 1) await release.promise;
+      for (const m of msgs) await m.acknowledge();
+    });
+    await waitFor(() => batches.length === 1);
+    // While the first batch is held unacked, the broker may not push more than the prefetch.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(batches[0].length).toBeLessThanOrEqual(5);
+    expect((await ch.checkQueue(`${topic}.info`)).messageCount).toBe(15);
+    release.resolve();
+    await waitFor(() => batches.flat().length === 20, { timeoutMs: 10_000 });
+    for (const b of batches) expect(b.length).toBeLessThanOrEqual(5);
+  });
+
+  it('requeued notifications come back; unacked ones go to another pool member when a listener dies', async () => {
+    const driver = makeDriver({ shutdownTimeout: 300 });
+    drivers.push(driver);
+    const topic = `${PREFIX}-pool`;
+    const pool = `${PREFIX}-billing`;
+    const a = await driver.listenForNotifications([[new Target({ topic }), 'info']], { pool });
+    const held: IncomingMessage[] = [];
+    a.start((msgs) => {
+      held.push(...msgs);
+    });
+    let requeued = false;
+    for (let i = 0; i < 3; i++) await driver.sendNotification(new Target({ topic: `${topic}.info` }), {}, notification(i));
+    await waitFor(() => held.length === 3);
+    // Requeue one: it comes back (to this listener, the only member).
+    await held[0].requeue();
+    requeued = true;
+    await waitFor(() => held.length === 4);
+    expect(requeued && held[3].msgId).toBe(held[0].msgId);
+    // A second member joins; the first dies holding 3 unacked messages: they move over.
+    const other = makeDriver();
+    drivers.push(other);
+    const b = await other.listenForNotifications([[new Target({ topic }), 'info']], { pool });
+    listeners.push(b);
+    const gotB: string[] = [];
+    b.start(async (msgs) => {
+      for (const m of msgs) {
+        gotB.push(m.msgId!);
+        await m.acknowledge();
+      }
+    });
+    await driver.cleanup(); // closes a's connection without acking
+    await waitFor(() => gotB.length === 3, { timeoutMs: 15_000 });
+    expect(gotB.sort()).toEqual(['m-0', 'm-1', 'm-2']);
+  });
+});
