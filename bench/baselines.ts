@@ -11,6 +11,10 @@ type BaselineModule = { baselines: BaselineSet };
 
 export const BASELINE_LOADERS: Readonly<Record<string, () => Promise<BaselineModule>>> = {
   // memory:// has no raw client to compare with.
+  rabbit: () => import('./raw-amqp.js'),
+  amqp: () => import('./raw-amqp.js'),
+  amqps: () => import('./raw-amqp.js'),
+  kombu: () => import('./raw-amqp.js'),
 };
 
 /** The baselines for a URL's driver, or none. */
