@@ -1,6 +1,6 @@
 // Small in-test implementations of the driver contract (our own classes, no broker mocks).
 import { IncomingMessage } from '../../../src/driver/incoming-message.js';
-import { BufferedPollStyleListener, PollStyleListener, type PollOptions } from '../../../src/driver/poll-style-listener.js';
+import { BufferedPollStyleListener, type PollOptions } from '../../../src/driver/poll-style-listener.js';
 
 /** A notification-like message that records what happened to it. */
 export class FakeMessage extends IncomingMessage {
@@ -50,20 +50,4 @@ export class FakeBufferedListener extends BufferedPollStyleListener<FakeMessage>
   get buffered(): number {
     return this.buffer.size;
   }
-}
-
-/** A poll-style listener that ignores stop() entirely: the adapter must still not hang on it. */
-export class ScriptedListener extends PollStyleListener<FakeMessage> {
-  constructor(private readonly script: Array<() => Promise<FakeMessage[]>>) {
-    super();
-  }
-
-  poll(): Promise<FakeMessage[]> {
-    const next = this.script.shift();
-    return next ? next() : Promise.resolve([]);
-  }
-
-  async stop(): Promise<void> {}
-
-  async cleanup(): Promise<void> {}
 }
