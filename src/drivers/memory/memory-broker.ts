@@ -1,6 +1,7 @@
 // The in-process broker behind memory://: RabbitMQ's model (exchanges, named queues, bindings,
 // round-robin consumers with prefetch, ack/reject/requeue) so that memory:// behaves like rabbit://.
 // One broker per virtual host, process-global, so two transports on the same URL talk.
+import { InvalidArgument } from '../../errors.js';
 
 export type ExchangeType = 'topic' | 'fanout';
 
@@ -338,8 +339,8 @@ export class MemoryBroker {
   bindQueue(queueName: string, exchangeName: string, routingKey: string): void {
     const queue = this.queues.get(queueName);
     const exchange = this.exchanges.get(exchangeName);
-    if (!queue) throw new Error(`memory broker: no queue ${JSON.stringify(queueName)}`);
-    if (!exchange) throw new Error(`memory broker: no exchange ${JSON.stringify(exchangeName)}`);
+    if (!queue) throw new InvalidArgument('queue', 'the name of a declared queue', queueName);
+    if (!exchange) throw new InvalidArgument('exchange', 'the name of a declared exchange', exchangeName);
     let set = exchange.bindings.get(routingKey);
     if (!set) exchange.bindings.set(routingKey, (set = new Set()));
     set.add(queue);
@@ -389,7 +390,7 @@ export class MemoryBroker {
   /** Starts a consumer on a declared queue. */
   consume(queueName: string, callback: ConsumerCallback, options: ConsumeOptions = {}): MemoryConsumer {
     const queue = this.queues.get(queueName);
-    if (!queue) throw new Error(`memory broker: no queue ${JSON.stringify(queueName)}`);
+    if (!queue) throw new InvalidArgument('queue', 'the name of a declared queue', queueName);
     const consumer = new MemoryConsumer(queue, callback, options.prefetch ?? 0, options.noAck ?? false);
     queue.addConsumer(consumer);
     return consumer;

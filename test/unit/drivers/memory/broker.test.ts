@@ -2,6 +2,7 @@
 // cancel vs close, expiration, isolation per virtual host.
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryBroker, getMemoryBroker, resetMemoryBrokers, type MemoryDelivery } from '../../../../src/drivers/memory/index.js';
+import { InvalidArgument } from '../../../../src/errors.js';
 import { uniqueName, waitFor } from '../../../support/wait.js';
 
 afterEach(resetMemoryBrokers);
@@ -127,6 +128,13 @@ describe('MemoryBroker', () => {
     expect(consumer.isActive).toBe(false);
     expect(broker.hasQueue('q')).toBe(false);
     expect(broker.publish('ex', 'k', 'x')).toBe(0);
+  });
+
+  it('refuses to bind or consume undeclared names with InvalidArgument', () => {
+    const broker = setup();
+    expect(() => broker.bindQueue('nope', 'ex', 'k')).toThrow(InvalidArgument);
+    expect(() => broker.bindQueue('q', 'nope', 'k')).toThrow(InvalidArgument);
+    expect(() => broker.consume('nope', () => {})).toThrow(InvalidArgument);
   });
 
   it('moves a large burst quickly without re-entrancy', async () => {

@@ -139,6 +139,35 @@ describe('memory driver: prefetch and batches', () => {
   });
 });
 
+describe('memory driver: delivery loop', () => {
+  it('moves a burst of 10k casts through the driver', async () => {
+    const { client, server } = makePair();
+    const topic = uniqueName();
+    let n = 0;
+    const listener = track(await server.listen(new Target({ topic, server: 's' })));
+    listener.start((batch) => {
+      n += batch.length;
+    });
+    const target = new Target({ topic });
+    await Promise.all(Array.from({ length: 10_000 }, (_, i) => client.send(target, { u: 1 }, { method: 'm', args: { i } })));
+    await waitFor(() => n === 10_000, { timeoutMs: 20_000 });
+  });
+
+  it('a handler that requeues forever does not starve timers and I/O', async () => {
+    const { client, server } = makePair();
+    const topic = uniqueName();
+    let deliveries = 0;
+    record(await server.listenForNotifications([[new Target({ topic }), 'info']]), (m) => {
+      deliveries++;
+      return m.requeue();
+    });
+    await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', payload: 1 });
+    // If redelivery ran on microtasks only, this timer (and waitFor's own) would never fire.
+    await new Promise<void>((resolve) => setTimeout(resolve, 50));
+    await waitFor(() => deliveries > 10);
+  });
+});
+
 describe('memory driver: stop and cleanup', () => {
   it('stop() takes no new messages but still delivers the ones already buffered', async () => {
     const { client, server, vhost } = makePair();

@@ -121,6 +121,29 @@ describe('memory driver: call and cast', () => {
     await expect(one.client.send(new Target({ topic }), {}, { method: 'm', args: {} }, call)).resolves.toMatchObject({ method: 'm' });
   });
 
+  it('sends one final reply per call: a second reply and later heartbeats are ignored', async () => {
+    const logger = createMemoryLogger();
+    const { client, server } = makePair({ logger });
+    const topic = uniqueName();
+    record(await server.listen(new Target({ topic, server: 's' })), async (m) => {
+      await m.reply({ result: 'first' });
+      await m.reply({ result: 'second' });
+      await m.heartbeat();
+      await m.acknowledge();
+      await m.requeue();
+    });
+    await expect(client.send(new Target({ topic }), {}, { method: 'm', args: {} }, call)).resolves.toBe('first');
+    await waitFor(() => logger.records.some((r) => r.level === 'warn' && /second final reply/.test(r.msg)));
+  });
+
+  it('accepts the retry option (memory never loses its connection)', async () => {
+    const { client, server } = makePair();
+    const topic = uniqueName();
+    await echoServer(server, topic);
+    await expect(client.send(new Target({ topic }), {}, { method: 'm', args: {} }, { ...call, retry: 0 })).resolves.toMatchObject({ method: 'm' });
+    await expect(client.send(new Target({ topic }), {}, { method: 'm', args: {} }, { retry: 3 })).resolves.toBeUndefined();
+  });
+
   it('requires a topic', async () => {
     const { client } = makePair();
     await expect(client.send(new Target({}), {}, { method: 'm', args: {} })).rejects.toBeInstanceOf(InvalidTarget);
