@@ -1,6 +1,6 @@
 import diagnostics from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ConnectionError, InvalidArgument, InvalidState, InvalidTarget, ServerListenError } from '../../../src/errors.js';
+import { ConnectionError, InvalidArgument, InvalidState, InvalidTarget, MessagingTimeout, ServerListenError } from '../../../src/errors.js';
 import { createMemoryLogger } from '../../../src/logger.js';
 import { getRpcClient } from '../../../src/rpc/client.js';
 import { expectedExceptions } from '../../../src/rpc/endpoint.js';
@@ -77,7 +77,7 @@ describe('RpcServer lifecycle', () => {
     await server.stop();
     let waited = false;
     const waiting = server.wait().then(() => (waited = true));
-    await expect(client.call({}, 'slow', {}, { timeout: 300 })).rejects.toThrow(/No reply|timeout/i);
+    await expect(client.call({}, 'slow', {}, { timeout: 300 })).rejects.toBeInstanceOf(MessagingTimeout);
     expect(waited).toBe(false);
     gate.resolve();
     expect(await inFlight).toBe('finished');
