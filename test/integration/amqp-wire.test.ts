@@ -59,7 +59,7 @@ async function tap(ch: Channel, exchange: string, type: 'topic' | 'fanout', key:
   return got;
 }
 
-const inner = (m: ConsumeMessage) => {
+const inner = (m: { content: Buffer }) => {
   const body = JSON.parse(m.content.toString('utf8'));
   expect(Object.keys(body).sort()).toEqual(['oslo.message', 'oslo.version']);
   expect(body['oslo.version']).toBe('2.0');
