@@ -181,4 +181,32 @@ describe('amqp driver delivery (RabbitMQ)', () => {
     await waitFor(() => gotB.length === 3, { timeoutMs: 15_000 });
     expect(gotB.sort()).toEqual(['m-0', 'm-1', 'm-2']);
   });
+
+  it('retries a reply to a missing reply queue every 250 ms, then drops it and remembers the queue as obsolete', async () => {
+    const logger = createMemoryLogger();
+    const driver = makeDriver({ missingConsumerRetryTimeout: 700 }, logger);
+    drivers.push(driver);
+    const topic = `${PREFIX}-noreplyq`;
+    const listener = await driver.listen(new Target({ topic, server: 's' }));
+    listeners.push(listener);
+    let replied = 0;
+    listener.start(async (msgs) => {
+      for (const m of msgs as any[]) {
+        await m.reply({ result: 1 });
+        replied++;
+      }
+    });
+    const env = (m: object) => Buffer.from(JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify(m) }));
+    const gone = `reply_${'0'.repeat(32)}`;
+    const started = Date.now();
+    ch.publish(EXCHANGE, topic, env({ method: 'm', args: {}, _msg_id: '1'.repeat(32), _reply_q: gone, _timeout: null, _unique_id: '2'.repeat(32) }));
+    await waitFor(() => replied === 1, { timeoutMs: 10_000 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(600);
+    expect(logger.records.some((r) => r.msg === 'The reply queue is gone; dropping the reply')).toBe(true);
+    const t2 = Date.now();
+    ch.publish(EXCHANGE, topic, env({ method: 'm', args: {}, _msg_id: '3'.repeat(32), _reply_q: gone, _timeout: null, _unique_id: '4'.repeat(32) }));
+    await waitFor(() => replied === 2, { timeoutMs: 10_000 });
+    expect(Date.now() - t2).toBeLessThan(600);
+    expect(logger.records.some((r) => r.msg === 'Dropping a reply to an obsolete reply queue')).toBe(true);
+  });
 });
