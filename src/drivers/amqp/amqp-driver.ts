@@ -9,7 +9,7 @@ import { PollStyleListenerAdapter, type Listener } from '../../driver/listener.j
 import type { Context, DriverMessage } from '../../driver/types.js';
 import { AbortError, InvalidState, MessageDeliveryFailure, MessageUndeliverable, MessagingError } from '../../errors.js';
 import type { Target } from '../../target.js';
-import { abortableSleep, withRetry } from '../../retry.js';
+import { abortableSleep, throwIfAborted, withRetry } from '../../retry.js';
 import { AmqpListener } from './amqp-listener.js';
 import { AmqpConnection, type DriverEventEmitter } from './connection.js';
 import { resolveOptions, type ResolvedAmqpOptions } from './options.js';
@@ -66,6 +66,8 @@ export class AmqpDriver extends BaseDriver {
   private readonly publisher: Publisher;
   private replyWaiter?: ReplyWaiter;
   private readonly adapters = new Set<Listener<IncomingMessage>>();
+  /** Listeners still subscribing (they retry while the broker is down): cleanup stops them too. */
+  private readonly starting = new Set<AmqpListener<any>>();
   private readonly obsoleteReplyQueues = new ObsoleteReplyQueues();
   private listenerCount = 0;
   private closed = false;
@@ -91,6 +93,7 @@ export class AmqpDriver extends BaseDriver {
 
   async send(target: Target, ctx: Context, message: DriverMessage, options: SendOptions = {}): Promise<unknown> {
     this.assertOpen();
+    throwIfAborted(options.signal);
     const topic = target.topic as string;
     const msg: DriverMessage = { ...message };
     let msgId: string | undefined;
@@ -167,6 +170,7 @@ export class AmqpDriver extends BaseDriver {
 
   private async doCleanup(): Promise<void> {
     this.closed = true;
+    await Promise.all([...this.starting].map((l) => l.cleanup().catch(() => undefined)));
     await Promise.all([...this.adapters].map((a) => a.cleanup().catch((err) => this.logger.warn('Listener cleanup failed', { err }))));
     this.adapters.clear();
     await this.replyWaiter?.close(new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply'));
@@ -194,11 +198,14 @@ export class AmqpDriver extends BaseDriver {
     const logger = this.logger.child({ listener: n, kind, ...fields });
     const conn = new AmqpConnection(`listener:${n}`, this.options, logger, this.events);
     const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this.sendReply);
+    this.starting.add(source);
     try {
       await source.start();
     } catch (err) {
       await source.cleanup().catch(() => undefined);
-      throw err;
+      throw this.closed ? new InvalidState('The transport was cleaned up while the listener was starting', { cause: err }) : err;
+    } finally {
+      this.starting.delete(source);
     }
     const adapter = new PollStyleListenerAdapter<M>(source, { batchSize: options.batchSize, batchTimeout: options.batchTimeout, logger });
     const tracked: Listener<M> = {

@@ -83,6 +83,7 @@ export class ReplyWaiter {
         call.monitorMs = opts.callMonitorTimeout;
         call.monitor = setTimeout(() => this.onMonitorExpired(msgId), opts.callMonitorTimeout);
       }
+      if (opts.signal?.aborted) return reject(new AbortError('The call was aborted', { cause: opts.signal.reason }));
       if (opts.signal) {
         call.signal = opts.signal;
         call.onAbort = () => this.finish(msgId, new AbortError('The call was aborted', { cause: opts.signal?.reason }));
