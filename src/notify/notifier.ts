@@ -6,6 +6,7 @@ import { InvalidArgument, MessageDeliveryFailure, MessagingError } from '../erro
 import { silentLogger, type Logger } from '../logger.js';
 import { NoOpSerializer, type Serializer } from '../serializer.js';
 import { isPlainObject } from '../driver/envelope.js';
+import { assertJsonSafe } from '../json-check.js';
 import type { Transport } from '../transport.js';
 import type { Context, Priority } from '../driver/types.js';
 import { sendChannel, type NotifierEvents } from './instrumentation.js';
@@ -14,6 +15,7 @@ import {
   MessagingNotifierDriver,
   NOTIFIER_DRIVER_NAMES,
   NoopNotifierDriver,
+  SECRET_KEY_PATTERN,
   TestNotificationSink,
   TestNotifierDriver,
   type NotificationBody,
@@ -37,12 +39,20 @@ export interface NotifierOptions<Ctx = Context> {
   logger?: Logger;
   /** The list the `test` driver appends to. @default a new sink per Notifier */
   testSink?: TestNotificationSink;
+  /**
+   * Context keys that look like secrets (`auth_token`, `password`, ... per SECRET_KEY_PATTERN)
+   * are dropped before sending: a notification bus is read by many consumers, and oslo 14
+   * likewise drops `auth_token`. Set true to send the context untouched.
+   * @default false
+   */
+  sendSecretContextKeys?: boolean;
 }
 
 export const NOTIFIER_DEFAULTS = Object.freeze({
   publisherId: null,
   driver: 'messagingv2' as NotifierDriverName,
   topics: Object.freeze(['notifications']) as readonly string[],
+  sendSecretContextKeys: false,
 });
 
 /** Overrides for `prepare()`. */
@@ -56,6 +66,7 @@ interface NotifierCore<Ctx> {
   readonly driverNames: readonly string[];
   readonly serializer: Serializer<Ctx>;
   readonly logger: Logger;
+  readonly sendSecretContextKeys: boolean;
 }
 
 /**
@@ -91,7 +102,9 @@ export class Notifier<Ctx = Context> {
     const requested = options.driver ?? NOTIFIER_DEFAULTS.driver;
     const list = Array.isArray(requested) ? [...requested] : [requested as NotifierDriverName | NotifierDriver];
     const drivers = list.map((d, i) => createDriver(d, `driver${Array.isArray(requested) ? `[${i}]` : ''}`, transport, topics, logger, this.testNotifications));
-    this.core = Object.freeze({ drivers, driverNames: Object.freeze(drivers.map((d) => d.name)), serializer, logger });
+    const sendSecretContextKeys = options.sendSecretContextKeys ?? NOTIFIER_DEFAULTS.sendSecretContextKeys;
+    if (typeof sendSecretContextKeys !== 'boolean') throw new InvalidArgument('sendSecretContextKeys', 'a boolean', sendSecretContextKeys);
+    this.core = Object.freeze({ drivers, driverNames: Object.freeze(drivers.map((d) => d.name)), serializer, logger, sendSecretContextKeys });
   }
 
   /** Names of the configured drivers, in order. */
@@ -147,7 +160,8 @@ export class Notifier<Ctx = Context> {
   private async notify(ctx: Ctx, eventType: string, payload: unknown, priority: Priority): Promise<void> {
     const startedAt = performance.now();
     const body = this.buildBody(ctx, eventType, payload, priority);
-    const wireCtx = this.core.serializer.serializeContext(ctx);
+    const serializedCtx = this.core.serializer.serializeContext(ctx);
+    const wireCtx = this.core.sendSecretContextKeys ? serializedCtx : withoutSecrets(serializedCtx);
     checkJson('context', wireCtx, true);
     const { drivers, logger } = this.core;
     const results = await Promise.allSettled(drivers.map((d) => d.notify(wireCtx, body, priority, this.retry)));
@@ -222,6 +236,19 @@ function createDriver(
   throw new InvalidArgument(field, `one of ${NOTIFIER_DRIVER_NAMES.map((n) => `'${n}'`).join(', ')} or a NotifierDriver`, spec);
 }
 
+/** `ctx` without its secret-looking keys (a copy only when something is dropped). */
+function withoutSecrets(ctx: Context): Context {
+  if (!isPlainObject(ctx)) return ctx;
+  let out: Context | undefined;
+  for (const k of Object.keys(ctx)) {
+    if (SECRET_KEY_PATTERN.test(k)) {
+      out ??= { ...ctx };
+      delete out[k];
+    }
+  }
+  return out ?? ctx;
+}
+
 function checkPublisherId(value: unknown): string | null {
   if (value === null) return null;
   if (typeof value !== 'string' || value.length === 0) throw new InvalidArgument('publisherId', 'a non-empty string or null', value);
@@ -242,31 +269,8 @@ function checkTopics(value: unknown): readonly string[] {
   return Object.freeze([...value]);
 }
 
-/**
- * Refuses values that JSON would change or drop silently: undefined (outside object fields),
- * functions, symbols, bigints, non-finite numbers, cycles, and objects that are neither plain,
- * arrays, nor have `toJSON()` (Map, Set, class instances: use JsonPayloadSerializer).
- */
 function checkJson(field: string, value: unknown, requireObject: boolean): void {
   if (requireObject && !isPlainObject(value)) throw new InvalidArgument(field, 'a plain object', value);
-  const stack = new Set<object>();
-  const walk = (v: unknown, path: string): void => {
-    if (v === null || typeof v === 'string' || typeof v === 'boolean') return;
-    if (typeof v === 'number') {
-      if (!Number.isFinite(v)) throw new InvalidArgument(path, 'a finite number', v);
-      return;
-    }
-    if (typeof v !== 'object') throw new InvalidArgument(path, 'a JSON-serialisable value', v);
-    if (stack.has(v)) throw new InvalidArgument(path, 'a JSON-serialisable value without cycles', v);
-    if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return;
-    const array = Array.isArray(v);
-    if (!array && !isPlainObject(v)) throw new InvalidArgument(path, 'a plain object, an array or a JSON primitive (or use JsonPayloadSerializer)', v);
-    stack.add(v);
-    for (const [k, item] of Object.entries(v)) {
-      if (item === undefined && !array) continue;
-      walk(item, array ? `${path}[${k}]` : `${path}.${k}`);
-    }
-    stack.delete(v);
-  };
-  walk(value, field);
+  if (value === undefined) throw new InvalidArgument(field, 'a JSON value (undefined is not one)', value);
+  assertJsonSafe(value, field);
 }

@@ -9,7 +9,7 @@ import { isPlainObject } from '../driver/envelope.js';
 import type { Context, DriverMessage } from '../driver/types.js';
 import type { RpcArgs, RpcMethodName, RpcResult, UntypedApi } from './endpoint.js';
 import { traceRpc } from './instrumentation.js';
-import { assertJsonSafe } from './json-check.js';
+import { assertJsonSafe } from '../json-check.js';
 
 export interface RpcClientOptions {
   /** Reply deadline of `call`, ms (oslo `rpc_response_timeout`). @default 60000 */

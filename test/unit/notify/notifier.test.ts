@@ -140,6 +140,17 @@ describe('Notifier', () => {
     expect(payload.password).toBe('hunter2');
   });
 
+  it('drops secret-looking context keys (auth_token, password...) unless sendSecretContextKeys is set', async () => {
+    const t = await transport();
+    const n = new Notifier(t, { driver: 'test' });
+    await n.info({ user_id: 'u1', auth_token: 'tok', db_password: 'pw', request_id: 'r1' }, 'ev', {});
+    expect(n.testNotifications.records[0].ctx).toEqual({ user_id: 'u1', request_id: 'r1' });
+    const open = new Notifier(t, { driver: 'test', sendSecretContextKeys: true });
+    await open.info({ user_id: 'u1', auth_token: 'tok' }, 'ev', {});
+    expect(open.testNotifications.records[0].ctx).toEqual({ user_id: 'u1', auth_token: 'tok' });
+    expect(() => new Notifier(t, { sendSecretContextKeys: 'yes' as unknown as boolean })).toThrow(InvalidArgument);
+  });
+
   it("'noop' sends nothing and is the only configuration that is not enabled", async () => {
     const t = await transport();
     const sent = spySends(t);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidArgument } from '../../../src/errors.js';
-import { assertJsonSafe } from '../../../src/rpc/json-check.js';
+import { InvalidArgument } from '../../src/errors.js';
+import { assertJsonSafe } from '../../src/json-check.js';
 
 const fieldOf = (value: unknown): string | undefined => {
   try {

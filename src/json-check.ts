@@ -1,6 +1,6 @@
 // Checks that a value survives JSON on the wire unchanged in meaning, so a bad argument fails
 // before anything is sent (client) and a bad result becomes a failure reply (server).
-import { InvalidArgument } from '../errors.js';
+import { InvalidArgument } from './errors.js';
 
 /**
  * Throws InvalidArgument naming the offending path (e.g. `args.user.id`) for BigInt, symbols,
