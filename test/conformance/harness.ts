@@ -10,7 +10,7 @@ import {
   type TransportOptions,
 } from '../../src/index.js';
 import type { DriverCapabilities } from '../../src/driver/capabilities.js';
-import { uniqueName } from '../support/wait.js';
+import { deferred, uniqueName } from '../support/wait.js';
 
 /** What a driver hands to `runConformanceSuite`. */
 export interface ConformanceSubject {
@@ -26,6 +26,8 @@ export interface ConformanceSubject {
   capabilities: DriverCapabilities;
   /** Merged into every transport the suite opens. */
   transportOptions?: TransportOptions;
+  /** Called with every transport the suite opens (e.g. to remember its reply queue for a sweep). */
+  onTransport?(transport: Transport): void;
   /** Runs once before the suite, e.g. `requireRabbitMQ` (fails, never skips). */
   before?(): Promise<void>;
   /**
@@ -53,7 +55,14 @@ export interface ConformanceEnv {
   notificationTransport(options?: TransportOptions): Promise<Transport>;
   /** Registers a teardown step; steps run in reverse order after the test. */
   defer(close: Closer): void;
+  /**
+   * A promise a handler can block on. Teardown resolves every gate before stopping anything,
+   * so a failed test never leaves a server's wait() draining a handler that never ends.
+   */
+  gate(): Deferred;
 }
+
+export type Deferred = ReturnType<typeof deferred<void>>;
 
 /**
  * Registers beforeEach/afterEach hooks in the calling `describe` and returns the env the
@@ -62,15 +71,18 @@ export interface ConformanceEnv {
  */
 export function useConformanceEnv(subject: ConformanceSubject, runPrefix: string): ConformanceEnv {
   let closers: Closer[] = [];
+  let gates: Deferred[] = [];
   let url: string | undefined;
   const scale = subject.timeScale ?? 1;
 
   beforeEach(() => {
     closers = [];
+    gates = [];
     url = undefined;
   });
 
   afterEach(async () => {
+    for (const g of gates.splice(0)) g.resolve();
     const steps = closers.reverse();
     closers = [];
     const failures: unknown[] = [];
@@ -99,16 +111,23 @@ export function useConformanceEnv(subject: ConformanceSubject, runPrefix: string
     },
     async rpcTransport(options?: TransportOptions) {
       const transport = await getRpcTransport(env.url(), { ...subject.transportOptions, ...options });
+      subject.onTransport?.(transport);
       env.defer(() => transport.cleanup());
       return transport;
     },
     async notificationTransport(options?: TransportOptions) {
       const transport = await getNotificationTransport(env.url(), { ...subject.transportOptions, ...options });
+      subject.onTransport?.(transport);
       env.defer(() => transport.cleanup());
       return transport;
     },
     defer(close: Closer) {
       closers.push(close);
+    },
+    gate() {
+      const g = deferred<void>();
+      gates.push(g);
+      return g;
     },
   };
   return env;

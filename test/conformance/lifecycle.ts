@@ -11,19 +11,23 @@ import {
   Target,
   type Context,
 } from '../../src/index.js';
-import { deferred, waitFor } from '../support/wait.js';
+import { waitFor } from '../support/wait.js';
 import { expectFailure, markStopped, since, started, type ConformanceEnv } from './harness.js';
 import { notifier, recordingEndpoint, type Seen } from './notify.js';
 import { startServer } from './rpc.js';
 
 export function lifecycleTests(env: ConformanceEnv): void {
+  // RPC lifecycle tests exist only for drivers with RPC; rpcNotSupportedTests covers the others.
+  const itRpc = (name: string, fn: () => Promise<void>) => {
+    if (env.caps.rpc) it(name, fn);
+  };
   describe('lifecycle', () => {
     it('the driver declares the capabilities the subject expects', async () => {
       const t = await env.rpcTransport();
       expect({ ...t.driver.capabilities }).toEqual({ ...env.caps });
     });
 
-    it('server start() resolves only once subscribed: a call and a fanout cast right after it are handled', async () => {
+    itRpc('server start() resolves only once subscribed: a call and a fanout cast right after it are handled', async () => {
       const t = await env.rpcTransport();
       const topic = env.name('topic');
       const fans: number[] = [];
@@ -60,19 +64,22 @@ export function lifecycleTests(env: ConformanceEnv): void {
       }
     });
 
-    it('wait() before stop() fails with InvalidState (server and listener)', async () => {
+    itRpc('server wait() before stop() fails with InvalidState', async () => {
       const t = await env.rpcTransport();
       const server = await startServer(env, t, env.name('topic'), 's1', [{ ping: () => 'pong' }]);
       await expectFailure(() => server.wait(), InvalidState);
+    });
+
+    it('listener wait() before stop() fails with InvalidState', async () => {
       const nt = await env.notificationTransport();
       const listener = await started(env, getNotificationListener(nt, [new Target({ topic: env.name('topic') })], [recordingEndpoint('l', [])]));
       await expectFailure(() => listener.wait(), InvalidState);
     });
 
-    it('server stop() lets an in-flight call finish and reply; wait() resolves after it', async () => {
+    itRpc('server stop() lets an in-flight call finish and reply; wait() resolves after it', async () => {
       const t = await env.rpcTransport();
       const topic = env.name('topic');
-      const release = deferred();
+      const release = env.gate();
       let inFlight = false;
       const server = await startServer(env, t, topic, 's1', [
         {
@@ -98,7 +105,7 @@ export function lifecycleTests(env: ConformanceEnv): void {
       await waiting;
     });
 
-    it('a stopped server handles no new calls', async () => {
+    itRpc('a stopped server handles no new calls', async () => {
       const t = await env.rpcTransport();
       const topic = env.name('topic');
       let calls = 0;
@@ -119,11 +126,11 @@ export function lifecycleTests(env: ConformanceEnv): void {
       expect(calls).toBe(1);
     });
 
-    it('transport cleanup() rejects pending calls instead of hanging; later calls fail with InvalidState', async () => {
+    itRpc('transport cleanup() rejects pending calls instead of hanging; later calls fail with InvalidState', async () => {
       const serverT = await env.rpcTransport();
       const clientT = await env.rpcTransport();
       const topic = env.name('topic');
-      const release = deferred();
+      const release = env.gate();
       let inFlight = false;
       await startServer(env, serverT, topic, 's1', [
         {
@@ -134,8 +141,6 @@ export function lifecycleTests(env: ConformanceEnv): void {
           },
         },
       ]);
-      // Registered after the server: teardown runs LIFO, and the server's wait() drains this handler.
-      env.defer(async () => release.resolve());
       const client = getRpcClient(clientT, { topic }, { timeout: env.ms(60_000) });
       const call = client.call({}, 'slow', {});
       call.catch(() => {});
@@ -155,7 +160,7 @@ export function lifecycleTests(env: ConformanceEnv): void {
       await expect(clientT.cleanup()).resolves.toBeUndefined();
     });
 
-    it('a server of a cleaned-up transport cannot start (InvalidState)', async () => {
+    itRpc('a server of a cleaned-up transport cannot start (InvalidState)', async () => {
       const t = await env.rpcTransport();
       await t.cleanup();
       await expectFailure(() => getRpcServer(t, new Target({ topic: env.name('topic'), server: 's1' }), [{}]).start(), InvalidState);

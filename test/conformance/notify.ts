@@ -326,15 +326,14 @@ export function notifyTests(env: ConformanceEnv): void {
     it('stop() lets received messages finish: wait() resolves only after in-flight handlers complete', async () => {
       const nt = await env.notificationTransport();
       const topic = env.name('topic');
-      let release!: () => void;
-      const gate = new Promise<void>((r) => (release = r));
+      const gate = env.gate();
       const done: number[] = [];
       let started = 0;
       const l = await startListener(env, nt, [topic], [
         {
           async info(_ctx: Context, _pub: unknown, _ev: string, payload: { id: number }) {
             started++;
-            await gate;
+            await gate.promise;
             done.push(payload.id);
           },
         },
@@ -347,7 +346,7 @@ export function notifyTests(env: ConformanceEnv): void {
       markStopped(l);
       await new Promise((r) => setTimeout(r, 50));
       expect(waited, 'wait() must not resolve while a handler runs').toBe(false);
-      release();
+      gate.resolve();
       await waiting;
       expect(done).toEqual([7]);
     });

@@ -14,7 +14,7 @@ import {
   type Context,
   type Transport,
 } from '../../src/index.js';
-import { deferred, waitFor } from '../support/wait.js';
+import { waitFor } from '../support/wait.js';
 import { expectFailure, expectNotSupported, since, started, type ConformanceEnv } from './harness.js';
 
 /** An application error with its own remote module, as a user would declare one. */
@@ -198,8 +198,9 @@ export function rpcTests(env: ConformanceEnv): void {
     } else {
       it('a fanout cast fails at once with NotSupportedError (no fanout capability)', async () => {
         const t = await env.rpcTransport();
-        const client = getRpcClient(t, { topic: env.name('topic') }).prepare({ fanout: true });
-        await expectNotSupported(() => client.cast({}, 'fan', {}));
+        const topic = env.name('topic');
+        await expectNotSupported(() => getRpcClient(t, { topic }).prepare({ fanout: true }).cast({}, 'fan', {}));
+        await expectNotSupported(() => getRpcClient(t, { topic, fanout: true }).cast({}, 'fan', {}));
       });
     }
   });
@@ -231,7 +232,7 @@ export function rpcTests(env: ConformanceEnv): void {
     it('a late reply after a timeout is dropped, never given to another call', async () => {
       const t = await env.rpcTransport();
       const topic = env.name('topic');
-      const release = deferred();
+      const release = env.gate();
       let slowStarted = false;
       await startServer(env, t, topic, 's1', [
         {
@@ -419,7 +420,7 @@ export function rpcTests(env: ConformanceEnv): void {
     it('aborting a pending call rejects it with AbortError; the server keeps serving', async () => {
       const t = await env.rpcTransport();
       const topic = env.name('topic');
-      const release = deferred();
+      const release = env.gate();
       let slowStarted = false;
       await startServer(env, t, topic, 's1', [
         {
@@ -450,6 +451,27 @@ export function rpcTests(env: ConformanceEnv): void {
       const t = await env.rpcTransport();
       const client = getRpcClient(t, { topic: env.name('topic') }, { timeout: env.ms(30_000) });
       await expectFailure(() => client.call({}, 'x', {}, { signal: AbortSignal.abort() }), AbortError, { withinMs: env.ms(2000) });
+    });
+  });
+}
+
+/** For a driver without the `rpc` capability: every RPC entry point fails at once. */
+export function rpcNotSupportedTests(env: ConformanceEnv): void {
+  describe('rpc (not supported)', () => {
+    it('server start, call and cast fail at once with NotSupportedError (no rpc capability)', async () => {
+      const t = await env.rpcTransport();
+      const topic = env.name('topic');
+      await expectNotSupported(async () => {
+        const server = getRpcServer(t, new Target({ topic, server: 's1' }), [{ ping: () => 'pong' }]);
+        await server.start();
+        env.defer(async () => {
+          await server.stop();
+          await server.wait();
+        });
+      });
+      const client = getRpcClient(t, { topic }, { timeout: env.ms(30_000) });
+      await expectNotSupported(() => client.call({}, 'ping', {}));
+      await expectNotSupported(() => client.cast({}, 'ping', {}));
     });
   });
 }

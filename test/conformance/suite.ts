@@ -6,7 +6,7 @@ import { batchTests } from './batch.js';
 import { useConformanceEnv, type ConformanceSubject } from './harness.js';
 import { lifecycleTests } from './lifecycle.js';
 import { notifyTests } from './notify.js';
-import { rpcTests } from './rpc.js';
+import { rpcNotSupportedTests, rpcTests } from './rpc.js';
 
 export type { ConformanceSubject } from './harness.js';
 
@@ -26,7 +26,8 @@ export function runConformanceSuite(subject: ConformanceSubject): void {
       await subject.after?.(runPrefix);
     });
     const env = useConformanceEnv(subject, runPrefix);
-    rpcTests(env);
+    if (subject.capabilities.rpc) rpcTests(env);
+    else rpcNotSupportedTests(env);
     notifyTests(env);
     batchTests(env);
     lifecycleTests(env);

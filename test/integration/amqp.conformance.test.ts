@@ -1,14 +1,23 @@
 // The conformance suite against a real RabbitMQ (127.0.0.1:5672 guest/guest). Fails, never
-// skips, when RabbitMQ is down. Queues oslo declares as persistent are swept by name prefix.
+// skips, when RabbitMQ is down. What oslo declares as persistent (topic and notification
+// queues, test exchanges) is swept by name prefix; reply queues (x-expires 30 min) by name.
+import type { Transport } from '../../src/index.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
-import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-sweep.js';
+import { deleteRabbitObjectsWithPrefix, deleteRabbitQueues } from '../support/rabbit-sweep.js';
 import { runConformanceSuite } from '../conformance/suite.js';
+
+const transports: Transport[] = [];
 
 runConformanceSuite({
   name: 'amqp (RabbitMQ)',
   url: () => RABBIT_URL,
   capabilities: { rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true },
   before: requireRabbitMQ,
-  after: (prefix) => deleteRabbitObjectsWithPrefix(prefix),
+  onTransport: (t) => void transports.push(t),
+  async after(prefix) {
+    await deleteRabbitObjectsWithPrefix(prefix);
+    const replyQueues = transports.map((t) => (t.driver as { replyQueue?: string }).replyQueue).filter((q): q is string => !!q);
+    await deleteRabbitQueues(replyQueues);
+  },
   timeScale: 2,
 });

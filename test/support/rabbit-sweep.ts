@@ -33,3 +33,16 @@ export async function deleteRabbitObjectsWithPrefix(prefix: string, url = 'amqp:
   }
   return { queues, exchanges };
 }
+
+/** Deletes the named queues (missing ones are fine: RabbitMQ answers delete-ok). */
+export async function deleteRabbitQueues(queues: readonly string[], url = 'amqp://guest:guest@127.0.0.1:5672/'): Promise<void> {
+  if (!queues.length) return;
+  const conn = await connect(url);
+  try {
+    const ch = await conn.createChannel();
+    for (const q of queues) await ch.deleteQueue(q);
+    await ch.close();
+  } finally {
+    await conn.close();
+  }
+}
