@@ -13,7 +13,7 @@ import { abortableSleep, throwIfAborted, withRetry } from '../../retry.js';
 import { AmqpListener } from './amqp-listener.js';
 import { AmqpConnection, type DriverEventEmitter } from './connection.js';
 import { resolveOptions, type ResolvedAmqpOptions } from './options.js';
-import { Publisher } from './publisher.js';
+import { exchangeKey, Publisher, queueKey } from './publisher.js';
 import { ReplyWaiter } from './reply-waiter.js';
 import { fanoutExchange, notificationSpecs, rpcServerSpecs, topicExchange, topicQueue, type ExchangeDecl } from './topology.js';
 
@@ -41,7 +41,9 @@ class ObsoleteReplyQueues {
 }
 
 interface PublishRequest {
-  exchange?: ExchangeDecl;
+  exchange: ExchangeDecl;
+  /** What must be declared before publishing (`exchangeKey` or `queueKey`). */
+  declareKey: string;
   /** Notifications also declare and bind their default queue. */
   notifyQueue?: string;
   routingKey: string;
@@ -70,6 +72,8 @@ export class AmqpDriver extends BaseDriver {
   private readonly starting = new Set<AmqpListener<any>>();
   private readonly obsoleteReplyQueues = new ObsoleteReplyQueues();
   private listenerCount = 0;
+  private readonly keyCache = new Map<string, string>();
+  private readonly queueKeyCache = new Map<string, Map<string, string>>();
   private closed = false;
   private cleaning?: Promise<void>;
 
@@ -111,7 +115,7 @@ export class AmqpDriver extends BaseDriver {
     const exchange = target.fanout ? fanoutExchange(topic) : topicExchange(this.exchangeFor(target), this.options);
     const routingKey = target.fanout ? '' : target.server ? `${topic}.${target.server}` : topic;
     if (!waiter || !msgId) {
-      await this.publish({ exchange, routingKey, content, retry: options.retry, signal: options.signal });
+      await this.publish({ exchange, declareKey: this.exchangeKeyOf(exchange.name), routingKey, content, retry: options.retry, signal: options.signal });
       return undefined;
     }
     const id = msgId;
@@ -126,6 +130,7 @@ export class AmqpDriver extends BaseDriver {
     // delivery); a failed confirm still retries the same body or fails the call.
     this.publish({
       exchange,
+      declareKey: this.exchangeKeyOf(exchange.name),
       routingKey,
       content,
       expiration: options.timeout,
@@ -147,7 +152,7 @@ export class AmqpDriver extends BaseDriver {
     const body = options.version === 1.0 ? msg : serializeEnvelope(msg);
     const content = Buffer.from(JSON.stringify(body));
     const exchange = topicExchange(this.exchangeFor(target), this.options);
-    await this.publish({ exchange, notifyQueue: topic, routingKey: topic, content, retry: options.retry });
+    await this.publish({ exchange, declareKey: this.queueKeyOf(exchange.name, topic), notifyQueue: topic, routingKey: topic, content, retry: options.retry });
   }
 
   async listen(target: Target, options: ListenOptions = {}): Promise<Listener<RpcIncomingMessage>> {
@@ -177,6 +182,31 @@ export class AmqpDriver extends BaseDriver {
     await this.publisher.drain(this.options.shutdownTimeout);
     await this.conn.close();
     this.logger.debug('AMQP driver cleaned up');
+  }
+
+  /** Declare-cache keys, memoised so the hot path does not build strings per message. */
+  private exchangeKeyOf(exchange: string): string {
+    let key = this.keyCache.get(exchange);
+    if (key === undefined) {
+      key = exchangeKey(exchange);
+      this.keyCache.set(exchange, key);
+    }
+    return key;
+  }
+
+  private queueKeyOf(exchange: string, topic: string): string {
+    let byTopic = this.queueKeyCache.get(exchange);
+    if (!byTopic) {
+      byTopic = new Map();
+      this.queueKeyCache.set(exchange, byTopic);
+    }
+    let key = byTopic.get(topic);
+    if (key === undefined) {
+      key = queueKey(exchange, topic, topic);
+      if (byTopic.size > 10_000) byTopic.clear();
+      byTopic.set(topic, key);
+    }
+    return key;
   }
 
   private assertOpen(): void {
@@ -241,21 +271,22 @@ export class AmqpDriver extends BaseDriver {
     });
   }
 
-  private async publishOnce(req: PublishRequest): Promise<void> {
-    if (req.isOver?.()) throw new AbortError('The call is over; not publishing its request again');
+  private publishOnce(req: PublishRequest): Promise<void> {
+    if (req.isOver?.()) return Promise.reject(new AbortError('The call is over; not publishing its request again'));
+    if (!req.before && this.publisher.isDeclared(req.declareKey)) {
+      return this.publisher.publish(req.exchange.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal });
+    }
+    return this.publishSlow(req);
+  }
+
+  private async publishSlow(req: PublishRequest): Promise<void> {
     if (req.before) await req.before();
     const ex = req.exchange;
-    if (ex) {
-      if (req.notifyQueue !== undefined) {
-        if (!this.publisher.isDeclared('q', ex.name, req.notifyQueue, req.routingKey)) {
-          await this.publisher.declareExchange(ex);
-          await this.publisher.declareBoundQueue(ex, topicQueue(req.notifyQueue, this.options), req.routingKey);
-        }
-      } else if (!this.publisher.isDeclared('x', ex.name)) {
-        await this.publisher.declareExchange(ex);
-      }
+    if (!this.publisher.isDeclared(req.declareKey)) {
+      await this.publisher.declareExchange(ex);
+      if (req.notifyQueue !== undefined) await this.publisher.declareBoundQueue(ex, topicQueue(req.notifyQueue, this.options), req.routingKey);
     }
-    await this.publisher.publish(ex?.name ?? '', req.routingKey, req.content, { expiration: req.expiration, signal: req.signal });
+    await this.publisher.publish(ex.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal });
   }
 
   /**

@@ -16,6 +16,9 @@ const BASE_PROPS: Readonly<Options.Publish> = Object.freeze({
   priority: 0,
 });
 
+/** Shared by every publish without expiration/mandatory; amqplib copies what it needs. */
+const PLAIN_PROPS: Readonly<Options.Publish> = Object.freeze({ ...BASE_PROPS, headers: Object.freeze({}) });
+
 interface InFlight {
   resolve: () => void;
   reject: (err: Error) => void;
@@ -68,13 +71,29 @@ export class Publisher {
    * retries with the same body), MessageUndeliverable for a returned mandatory message,
    * MessageDeliveryFailure when the broker nacks or the confirm/blocked wait exceeds `publishTimeout`.
    */
-  async publish(exchange: string, routingKey: string, content: Buffer, opts: PublishOptions = {}): Promise<void> {
+  publish(exchange: string, routingKey: string, content: Buffer, opts: PublishOptions = {}): Promise<void> {
+    const ch = this.channel;
+    // Hot path: no await before the write when the channel is up and nothing holds us back.
+    if (ch && this.channelGeneration === this.conn.current?.generation && !this.conn.isBlocked && !this.needsDrain) {
+      return this.write(ch, exchange, routingKey, content, opts);
+    }
+    return this.publishSlow(exchange, routingKey, content, opts);
+  }
+
+  private async publishSlow(exchange: string, routingKey: string, content: Buffer, opts: PublishOptions): Promise<void> {
     const ch = this.channel && this.channelGeneration === this.conn.current?.generation ? this.channel : await this.openChannel();
     if (this.conn.isBlocked) await this.conn.waitUnblocked(this.options.publishTimeout, opts.signal);
     if (this.needsDrain) await new Promise<void>((r) => this.drainWaiters.push(r));
-    const props: Options.Publish = { ...BASE_PROPS, headers: {} };
-    if (opts.expiration !== undefined) props.expiration = String(Math.max(0, Math.ceil(opts.expiration)));
-    if (opts.mandatory) props.mandatory = true;
+    return this.write(ch, exchange, routingKey, content, opts);
+  }
+
+  private write(ch: ConfirmChannel, exchange: string, routingKey: string, content: Buffer, opts: PublishOptions): Promise<void> {
+    let props: Options.Publish = PLAIN_PROPS;
+    if (opts.expiration !== undefined || opts.mandatory) {
+      props = { ...BASE_PROPS, headers: {} };
+      if (opts.expiration !== undefined) props.expiration = String(Math.max(0, Math.ceil(opts.expiration)));
+      if (opts.mandatory) props.mandatory = true;
+    }
     return new Promise<void>((resolve, reject) => {
       const rec: InFlight = { resolve, reject, deadline: this.options.publishTimeout > 0 ? Date.now() + this.options.publishTimeout : Infinity };
       if (opts.mandatory) {
@@ -104,22 +123,22 @@ export class Publisher {
 
   /** Declares an exchange once per connection generation. */
   declareExchange(ex: ExchangeDecl): Promise<void> {
-    return this.declareOnce(`x\0${ex.name}`, async (ch) => {
+    return this.declareOnce(exchangeKey(ex.name), async (ch) => {
       await ch.assertExchange(ex.name, ex.type, ex.options);
     }, 'exchange', ex.name);
   }
 
   /** Declares a queue bound to an exchange once per connection generation (the notifier's default queue). */
   declareBoundQueue(ex: ExchangeDecl, queue: QueueDecl, routingKey: string): Promise<void> {
-    return this.declareOnce(`q\0${ex.name}\0${queue.name}\0${routingKey}`, async (ch) => {
+    return this.declareOnce(queueKey(ex.name, queue.name, routingKey), async (ch) => {
       await ch.assertQueue(queue.name, queue.options);
       await ch.bindQueue(queue.name, ex.name, routingKey);
     }, 'queue', queue.name);
   }
 
-  /** True when `key` is already declared on the current connection: lets hot paths skip an await. */
-  isDeclared(kind: 'x' | 'q', ...parts: string[]): boolean {
-    return this.declaredGeneration === this.conn.current?.generation && this.declared.has(`${kind}\0${parts.join('\0')}`);
+  /** True when `key` (see `exchangeKey`/`queueKey`) is declared on the current connection: lets hot paths skip an await. */
+  isDeclared(key: string): boolean {
+    return this.declaredGeneration === this.conn.current?.generation && this.declared.has(key);
   }
 
   /** Waits (bounded) for in-flight confirms, then forgets the channels; the connection is closed by its owner. */
@@ -270,4 +289,14 @@ export class Publisher {
     this.needsDrain = false;
     for (const w of this.drainWaiters.splice(0)) w();
   }
+}
+
+/** Declare-cache key of an exchange. */
+export function exchangeKey(exchange: string): string {
+  return `x\0${exchange}`;
+}
+
+/** Declare-cache key of a queue bound to an exchange. */
+export function queueKey(exchange: string, queue: string, routingKey: string): string {
+  return `q\0${exchange}\0${queue}\0${routingKey}`;
 }
