@@ -209,6 +209,11 @@ export class AmqpDriver extends BaseDriver {
     return key;
   }
 
+  /** `util.inspect` shows the redacted form only. */
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return this.toString();
+  }
+
   private assertOpen(): void {
     if (this.closed) throw new InvalidState('The transport was cleaned up; create a new one');
   }

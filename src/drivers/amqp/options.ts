@@ -293,14 +293,16 @@ export function resolveOptions(url: TransportURL, driverOptions: Readonly<Record
   if (opts.intervalMax < 1) throw new InvalidArgument('intervalMax', 'at least 1 ms', opts.intervalMax);
   if (opts.dedupWindow < 1) throw new InvalidArgument('dedupWindow', 'a positive integer', opts.dedupWindow);
   const defaultPort = opts.ssl ? 5671 : 5672;
-  const hosts: AmqpHost[] = url.hosts.map((h) => ({
-    hostname: h.hostname ?? 'localhost',
-    port: h.port ?? defaultPort,
-    username: h.username ?? 'guest',
-    password: h.password ?? (h.username === undefined ? 'guest' : ''),
-  }));
-  if (hosts.length === 0) hosts.push({ hostname: 'localhost', port: defaultPort, username: 'guest', password: 'guest' });
+  const hosts: AmqpHost[] = url.hosts.map((h) => hostWithHiddenPassword(h.hostname ?? 'localhost', h.port ?? defaultPort, h.username ?? 'guest', h.password ?? (h.username === undefined ? 'guest' : '')));
+  if (hosts.length === 0) hosts.push(hostWithHiddenPassword('localhost', defaultPort, 'guest', 'guest'));
   // oslo: `…:5672/` gives '' (broker default vhost '/'), `…:5672//` gives '/'.
   const vhost = url.virtualHost ? url.virtualHost : '/';
   return Object.freeze({ ...opts, hosts: Object.freeze(hosts), vhost });
+}
+
+/** The password is non-enumerable so that logging or inspecting options never shows it. */
+function hostWithHiddenPassword(hostname: string, port: number, username: string, password: string): AmqpHost {
+  const host = { hostname, port, username } as AmqpHost;
+  Object.defineProperty(host, 'password', { value: password, enumerable: false });
+  return Object.freeze(host);
 }

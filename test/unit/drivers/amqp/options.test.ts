@@ -31,7 +31,8 @@ describe('amqp options', () => {
 
   it('defaults to guest:guest@localhost:5672 and vhost / without hosts', () => {
     const o = parse('rabbit://');
-    expect(o.hosts).toEqual([{ hostname: 'localhost', port: 5672, username: 'guest', password: 'guest' }]);
+    expect(o.hosts).toEqual([{ hostname: 'localhost', port: 5672, username: 'guest' }]);
+    expect(o.hosts[0].password).toBe('guest');
     expect(o.vhost).toBe('/');
   });
 
@@ -44,9 +45,9 @@ describe('amqp options', () => {
 
   it('keeps several hosts with their own credentials and default ports', () => {
     const o = parse('rabbit://u1:p1@h1:5673,u2:p2@h2/');
-    expect(o.hosts).toEqual([
-      { hostname: 'h1', port: 5673, username: 'u1', password: 'p1' },
-      { hostname: 'h2', port: 5672, username: 'u2', password: 'p2' },
+    expect(o.hosts.map((h) => [h.hostname, h.port, h.username, h.password])).toEqual([
+      ['h1', 5673, 'u1', 'p1'],
+      ['h2', 5672, 'u2', 'p2'],
     ]);
   });
 
@@ -116,6 +117,14 @@ describe('amqp options', () => {
 
   it('refuses ha and quorum queues together, as oslo does', () => {
     expect(() => parse('rabbit://h/?rabbit_ha_queues=true&rabbit_quorum_queue=true')).toThrow(InvalidArgument);
+  });
+
+  it('keeps passwords out of JSON and inspection of the options', async () => {
+    const o = parse('rabbit://user:s3cr3t@h/');
+    expect(o.hosts[0].password).toBe('s3cr3t');
+    expect(JSON.stringify(o)).not.toContain('s3cr3t');
+    const { inspect } = await import('node:util');
+    expect(inspect(o, { depth: 5 })).not.toContain('s3cr3t');
   });
 
   it('never puts a password in an error message', () => {
