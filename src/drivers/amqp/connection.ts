@@ -187,7 +187,6 @@ export class AmqpConnection {
       await model.close().catch(() => undefined);
       throw new InvalidState('The AMQP connection was closed (transport cleaned up)');
     }
-    coalesceWrites(model);
     const generation = ++this.generation;
     const info = { connection: this.role, host: hostLabel, generation };
     model.on('error', (err: Error) => this.logger.warn('AMQP connection error', { connection: this.role, host: hostLabel, err }));
@@ -318,36 +317,6 @@ export class AmqpConnection {
     });
     return this.tls;
   }
-}
-
-/**
- * amqplib writes every frame (publish, ack, ...) to the socket with its own write(), and with
- * noDelay each one is a syscall that, on loopback, also runs the broker's receive path. Corking
- * the socket on the first write of a tick and uncorking on the next tick sends everything written
- * in that tick (one mux pass of several channels, an ack with the next publish) in one writev.
- * Bytes and their order are unchanged. amqplib keeps the socket in the undocumented
- * `connection.stream`; when that is not a corkable stream, nothing is changed.
- */
-export function coalesceWrites(model: ChannelModel): void {
-  const stream = (model.connection as { stream?: unknown }).stream as
-    | { write: (...args: unknown[]) => boolean; cork?: () => void; uncork?: () => void }
-    | undefined;
-  if (process.env.NO_CORK) return;
-  if (!stream || typeof stream.write !== 'function' || typeof stream.cork !== 'function' || typeof stream.uncork !== 'function') return;
-  const write = stream.write;
-  let corked = false;
-  const uncork = () => {
-    corked = false;
-    stream.uncork!();
-  };
-  stream.write = function (this: unknown, ...args: unknown[]): boolean {
-    if (!corked) {
-      corked = true;
-      stream.cork!();
-      process.nextTick(uncork);
-    }
-    return write.apply(this, args);
-  };
 }
 
 function shuffle<T>(list: T[]): void {
