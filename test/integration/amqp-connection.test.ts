@@ -14,7 +14,7 @@ import { Target } from '../../src/target.js';
 import { getRpcTransport } from '../../src/transport.js';
 import { TransportURL } from '../../src/transport-url.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
-import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-sweep.js';
+import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
 import { uniqueName, waitFor } from '../support/wait.js';
 
 const run = promisify(execFile);

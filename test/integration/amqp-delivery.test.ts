@@ -10,7 +10,7 @@ import { createMemoryLogger, type MemoryLogger } from '../../src/logger.js';
 import { Target } from '../../src/target.js';
 import { TransportURL } from '../../src/transport-url.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
-import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-sweep.js';
+import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
 import { deferred, uniqueName, waitFor } from '../support/wait.js';
 
 const PREFIX = uniqueName('t-amqpdel');

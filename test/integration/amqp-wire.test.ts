@@ -13,7 +13,7 @@ import { defaultRemoteErrorRegistry } from '../../src/driver/remote-error.js';
 import { Target } from '../../src/target.js';
 import { TransportURL } from '../../src/transport-url.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
-import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-sweep.js';
+import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
 import { uniqueName, waitFor } from '../support/wait.js';
 
 const run = promisify(execFile);
