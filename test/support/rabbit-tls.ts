@@ -13,9 +13,10 @@ export const RABBIT_MTLS_PORT = Number(process.env.TIDINGS_RABBIT_MTLS_PORT ?? 5
 
 /**
  * The broker keeps reading the PEM files after the listener started, so they live in one
- * stable directory per user rather than a per-test temp dir that is deleted afterwards.
+ * stable directory per user rather than a per-test temp dir that is deleted afterwards. The
+ * broker (user rabbitmq) must be able to read it: set TIDINGS_RABBIT_TLS_DIR when its /tmp is private.
  */
-const MATERIAL_DIR = join(tmpdir(), `tidings-rabbit-tls-${process.getuid?.() ?? 'u'}`);
+const MATERIAL_DIR = process.env.TIDINGS_RABBIT_TLS_DIR ?? join(tmpdir(), `tidings-rabbit-tls-${process.getuid?.() ?? 'u'}`);
 
 export interface RabbitTls {
   material: TlsMaterial;
