@@ -35,6 +35,12 @@ export interface ConformanceSubject {
    * starts with, so that a broker with persistent queues can remove what the run left.
    */
   after?(namePrefix: string): Promise<unknown>;
+  /**
+   * Publishes `body` as-is, bypassing tidings, to `exchange` with `routingKey` on the broker
+   * of `url` (the test's URL): how the suite injects malformed messages. Drivers without
+   * exchanges map the pair onto their own addressing (e.g. the routing key as the stream).
+   */
+  publishRaw(url: string, exchange: string, routingKey: string, body: string): Promise<void>;
   /** Multiplies waits and time bounds for slow brokers. @default 1 */
   timeScale?: number;
 }

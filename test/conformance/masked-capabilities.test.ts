@@ -2,7 +2,8 @@
 // checks: memory:// with every optional capability masked off on the driver instance must
 // refuse fanout, requeue, pools and call monitoring at once with NotSupportedError.
 import type { DriverCapabilities } from '../../src/driver/capabilities.js';
-import type { Transport } from '../../src/index.js';
+import { getMemoryBroker } from '../../src/drivers/memory/memory-broker.js';
+import { TransportURL, type Transport } from '../../src/index.js';
 import { uniqueName } from '../support/wait.js';
 import { runConformanceSuite } from './suite.js';
 
@@ -12,6 +13,9 @@ runConformanceSuite({
   name: 'memory with optional capabilities masked off',
   url: () => `memory:///${uniqueName('masked')}`,
   capabilities: MASKED,
+  async publishRaw(url, exchange, routingKey, body) {
+    getMemoryBroker(TransportURL.parse(url).virtualHost ?? '').publishRaw(exchange, routingKey, body);
+  },
   onTransport(transport: Transport) {
     Object.defineProperty(transport.driver, 'capabilities', { value: MASKED });
   },

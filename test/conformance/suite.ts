@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { batchTests } from './batch.js';
 import { useConformanceEnv, type ConformanceSubject } from './harness.js';
 import { lifecycleTests } from './lifecycle.js';
+import { malformedTests } from './malformed.js';
 import { notifyTests } from './notify.js';
 import { rpcNotSupportedTests, rpcTests } from './rpc.js';
 
@@ -31,5 +32,6 @@ export function runConformanceSuite(subject: ConformanceSubject): void {
     notifyTests(env);
     batchTests(env);
     lifecycleTests(env);
+    malformedTests(env);
   });
 }

@@ -3,7 +3,7 @@
 // queues, test exchanges) is swept by name prefix; reply queues (x-expires 30 min) by name.
 import type { Transport } from '../../src/index.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
-import { deleteRabbitObjectsWithPrefix, deleteRabbitQueues } from '../support/rabbit-sweep.js';
+import { deleteRabbitObjectsWithPrefix, deleteRabbitQueues, publishRawToRabbit } from '../support/rabbit-admin.js';
 import { runConformanceSuite } from '../conformance/suite.js';
 
 const transports: Transport[] = [];
@@ -19,5 +19,6 @@ runConformanceSuite({
     const replyQueues = transports.map((t) => (t.driver as { replyQueue?: string }).replyQueue).filter((q): q is string => !!q);
     await deleteRabbitQueues(replyQueues);
   },
+  publishRaw: (_url, exchange, routingKey, body) => publishRawToRabbit(exchange, routingKey, body),
   timeScale: 2,
 });

@@ -1,6 +1,6 @@
-// Removes RabbitMQ queues and exchanges a test run created, by name prefix, so that runs
-// against the shared broker leave nothing behind (oslo declares topic and notification
-// queues without auto-delete or expiry, and no driver should delete them on cleanup).
+// Direct RabbitMQ access for tests, bypassing tidings: sweeping what a run left (oslo declares
+// topic and notification queues without auto-delete or expiry, and no driver should delete them
+// on cleanup) and publishing raw bodies to inject malformed messages.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { connect } from 'amqplib';
@@ -41,6 +41,19 @@ export async function deleteRabbitQueues(queues: readonly string[], url = 'amqp:
   try {
     const ch = await conn.createChannel();
     for (const q of queues) await ch.deleteQueue(q);
+    await ch.close();
+  } finally {
+    await conn.close();
+  }
+}
+
+/** Publishes `body` as-is (content type JSON, like oslo) for tests that inject malformed messages. */
+export async function publishRawToRabbit(exchange: string, routingKey: string, body: string, url = 'amqp://guest:guest@127.0.0.1:5672/'): Promise<void> {
+  const conn = await connect(url);
+  try {
+    const ch = await conn.createConfirmChannel();
+    ch.publish(exchange, routingKey, Buffer.from(body), { contentType: 'application/json', contentEncoding: 'utf-8', deliveryMode: 2 });
+    await ch.waitForConfirms();
     await ch.close();
   } finally {
     await conn.close();
