@@ -51,14 +51,14 @@ function rabbitmqctl(args: string[], timeoutMs = 60_000): { ok: boolean; out: st
  * 127.0.0.1:`port`: `already` when it does, `started` after starting it (replacing a listener
  * on that port with other options), or an `{error, ...}` term.
  */
-function listenerExpr(port: number, m: TlsMaterial, requireClientCert: boolean): string {
+function listenerExpr(port: number, m: TlsMaterial, requireClientCert: boolean, restart: boolean): string {
   const opts = `[{cacertfile,${erlString(m.caCert)}},{certfile,${erlString(m.serverCert)}},{keyfile,${erlString(m.serverKey)}},` +
     `{verify,verify_peer},{fail_if_no_peer_cert,${requireClientCert}}]`;
   return [
     `Port = ${port}`,
     `Want = ${opts}`,
     `Existing = [L || L <- rabbit_networking:active_listeners(), element(2, L) =:= node(), element(6, L) =:= Port]`,
-    `Same = [L || L <- Existing, element(3, L) =:= 'amqp/ssl', lists:all(fun(O) -> lists:member(O, element(7, L)) end, Want)]`,
+    `Same = [L || L <- Existing, not ${restart}, element(3, L) =:= 'amqp/ssl', lists:all(fun(O) -> lists:member(O, element(7, L)) end, Want)]`,
     `case {Same, Existing} of
        {[_ | _], _} -> already;
        {[], _} ->
@@ -74,12 +74,11 @@ function listenerExpr(port: number, m: TlsMaterial, requireClientCert: boolean):
   ].join(',\n');
 }
 
-function ensureListener(port: number, m: TlsMaterial, requireClientCert: boolean): void {
-  const expr = listenerExpr(port, m, requireClientCert);
+function ensureListener(port: number, m: TlsMaterial, requireClientCert: boolean, restart: boolean): void {
   let last = '';
   // A concurrent setup may win the race to start it; the second look then sees `already`.
   for (let attempt = 0; attempt < 2; attempt++) {
-    const r = rabbitmqctl(['eval', expr]);
+    const r = rabbitmqctl(['eval', listenerExpr(port, m, requireClientCert, restart && attempt === 0)]);
     last = r.out;
     if (r.ok && /^(already|started)$/m.test(r.out)) return;
   }
@@ -88,10 +87,14 @@ function ensureListener(port: number, m: TlsMaterial, requireClientCert: boolean
   );
 }
 
-/** The test PKI in the stable directory, generated once (atomically, so parallel setups agree). */
-function material(): TlsMaterial {
+/**
+ * The test PKI in the stable directory, generated once (atomically, so parallel setups agree).
+ * `fresh` says it was just generated: a listener still running with files of the same names
+ * holds the old certificates in the broker's PEM cache and must be restarted.
+ */
+function material(): { m: TlsMaterial; fresh: boolean } {
   const existing = loadTlsMaterial(MATERIAL_DIR);
-  if (existing) return existing;
+  if (existing) return { m: existing, fresh: false };
   const staging = `${MATERIAL_DIR}.${process.pid}.${Date.now()}`;
   generateTlsMaterial(staging);
   try {
@@ -101,7 +104,7 @@ function material(): TlsMaterial {
   }
   const m = loadTlsMaterial(MATERIAL_DIR);
   if (!m) throw new Error(`TLS material in ${MATERIAL_DIR} is incomplete; delete the directory and retry`);
-  return m;
+  return { m, fresh: true };
 }
 
 /**
@@ -110,8 +113,8 @@ function material(): TlsMaterial {
  */
 export function ensureRabbitTls(): RabbitTls {
   requireOpenssl();
-  const m = material();
-  ensureListener(RABBIT_TLS_PORT, m, false);
-  ensureListener(RABBIT_MTLS_PORT, m, true);
+  const { m, fresh } = material();
+  ensureListener(RABBIT_TLS_PORT, m, false, fresh);
+  ensureListener(RABBIT_MTLS_PORT, m, true, fresh);
   return { material: m, port: RABBIT_TLS_PORT, mtlsPort: RABBIT_MTLS_PORT };
 }
