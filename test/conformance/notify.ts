@@ -64,6 +64,7 @@ export function notifyTests(env: ConformanceEnv): void {
       await waitFor(() => log.length >= PRIORITIES.length + 1, { timeoutMs: env.ms(10_000), message: 'all priorities received' });
       for (const s of log) {
         expect(s.who).toBe(s.priority);
+        expect(s.metadata.priority).toBe(s.priority);
         expect(s.eventType).toBe(s.priority === 'warn' && s.payload.p === 'warning' ? 'ev.warning' : `ev.${s.priority}`);
       }
       expect(log.map((s) => s.priority).sort()).toEqual([...PRIORITIES, 'warn'].sort());
@@ -101,6 +102,8 @@ export function notifyTests(env: ConformanceEnv): void {
       expect(first.ctx).toMatchObject(ctx);
       expect(first.metadata.message_id).toMatch(UUID_WITH_DASHES);
       expect(first.metadata.timestamp).toMatch(OSLO_TIMESTAMP);
+      // oslo's metadata shape: exactly these enumerable keys (tidings extras are non-enumerable).
+      expect(Object.keys(first.metadata).sort()).toEqual(['message_id', 'timestamp']);
       // Naive UTC: within a minute of now.
       const ts = Date.parse(first.metadata.timestamp.replace(' ', 'T') + 'Z');
       expect(Math.abs(ts - before)).toBeLessThan(60_000);
