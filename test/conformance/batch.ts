@@ -1,6 +1,6 @@
 // Conformance: batch notification listeners (batch sizes, the single batch stopwatch).
 import { describe, expect, it } from 'vitest';
-import { getBatchNotificationListener, Target, type Transport } from '../../src/index.js';
+import { getBatchNotificationListener, NotificationResult, Target, type Transport } from '../../src/index.js';
 import { waitFor } from '../support/wait.js';
 import { since, started, type ConformanceEnv } from './harness.js';
 import { notifier } from './notify.js';
@@ -13,10 +13,18 @@ interface BatchItem {
   metadata: any;
 }
 
-function startBatchListener(env: ConformanceEnv, nt: Transport, topic: string, batches: BatchItem[][], options: { batchSize: number; batchTimeout: number }) {
+function startBatchListener(
+  env: ConformanceEnv,
+  nt: Transport,
+  topic: string,
+  batches: BatchItem[][],
+  options: { batchSize: number; batchTimeout: number; allowRequeue?: boolean },
+  result?: (messages: BatchItem[]) => unknown,
+) {
   const endpoint = {
     info(messages: BatchItem[]) {
       batches.push(messages);
+      return result?.(messages);
     },
   };
   return started(env, getBatchNotificationListener(nt, [new Target({ topic })], [endpoint], options as never));
@@ -59,5 +67,50 @@ export function batchTests(env: ConformanceEnv): void {
       // Per-message timeouts would take up to 2 x batchTimeout; one stopwatch stays below it.
       expect(elapsed).toBeLessThan(env.ms(2 * batchTimeout));
     });
+
+    it('a batch is grouped by priority: each method gets only its own priority', async () => {
+      const nt = await env.notificationTransport();
+      const topic = env.name('topic');
+      const got: Array<{ method: string; priorities: string[] }> = [];
+      const endpoint = {
+        info(messages: BatchItem[]) {
+          got.push({ method: 'info', priorities: messages.map((m) => m.eventType) });
+        },
+        error(messages: BatchItem[]) {
+          got.push({ method: 'error', priorities: messages.map((m) => m.eventType) });
+        },
+      };
+      await started(env, getBatchNotificationListener(nt, [new Target({ topic })], [endpoint], { batchSize: 10, batchTimeout: env.ms(500) } as never));
+      const n = notifier(nt, topic);
+      for (let i = 0; i < 3; i++) {
+        await n.info({}, 'info', { i });
+        await n.error({}, 'error', { i });
+      }
+      await waitFor(() => got.reduce((sum, g) => sum + g.priorities.length, 0) >= 6, { timeoutMs: env.ms(10_000) });
+      for (const g of got) expect(g.priorities.every((p) => p === g.method)).toBe(true);
+    });
+
+    if (env.caps.requeue) {
+      it('REQUEUE from a batch endpoint redelivers the whole batch when allowRequeue', async () => {
+        const nt = await env.notificationTransport();
+        const topic = env.name('topic');
+        const batches: BatchItem[][] = [];
+        let first = true;
+        await startBatchListener(env, nt, topic, batches, { batchSize: 5, batchTimeout: env.ms(1000), allowRequeue: true }, () => {
+          if (!first) return NotificationResult.HANDLED;
+          first = false;
+          return NotificationResult.REQUEUE;
+        });
+        const n = notifier(nt, topic);
+        await Promise.all([0, 1, 2, 3, 4].map((id) => n.info({}, 'ev', { id })));
+        const count = () => batches.flat().length;
+        await waitFor(() => batches.length > 0 && count() >= 5 + batches[0].length, { timeoutMs: env.ms(15_000), message: 'the first batch delivered again' });
+        const seen = batches.flat().map((m) => m.payload.id as number);
+        // The first batch came back in full; after that everything was handled exactly once more.
+        for (const id of batches[0].map((m) => m.payload.id as number)) expect(seen.filter((x) => x === id)).toHaveLength(2);
+        expect(new Set(seen)).toEqual(new Set([0, 1, 2, 3, 4]));
+        expect(count()).toBe(5 + batches[0].length);
+      });
+    }
   });
 }
