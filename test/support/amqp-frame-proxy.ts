@@ -45,7 +45,7 @@ interface Frame {
 
 /** Splits a byte stream into whole frames; keeps the partial tail for the next chunk. */
 class FrameReader {
-  private buf = Buffer.alloc(0);
+  private buf: Buffer = Buffer.alloc(0);
   constructor(private skip = 0) {}
 
   /** Returns the leading non-frame bytes (protocol header) and the complete frames so far. */
