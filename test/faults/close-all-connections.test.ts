@@ -3,9 +3,10 @@
 // calls. Every confirmed notification reaches the listener exactly once, calls succeed or fail
 // with MessagingTimeout, and traffic resumes in the same process.
 //
-// Only this process's connections are closed (by client port), so test files running in
-// parallel on the same broker are not disturbed; TIDINGS_FAULTS_CLOSE_ALL=1 uses the literal
-// `rabbitmqctl close_all_connections` instead (run this file alone then).
+// The test command runs test/faults after every other file, one file at a time, with
+// TIDINGS_FAULTS_CLOSE_ALL=1 (vitest.config.ts): the literal `rabbitmqctl close_all_connections`.
+// Without it (a developer running this file beside others) only this process's connections are
+// closed, so test files running in parallel on the same broker are not disturbed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   getNotificationListener,
