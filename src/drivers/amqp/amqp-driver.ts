@@ -279,7 +279,7 @@ export class AmqpDriver extends BaseDriver {
   private publishOnce(req: PublishRequest): Promise<void> {
     if (req.isOver?.()) return Promise.reject(new AbortError('The call is over; not publishing its request again'));
     if (!req.before && this.publisher.isDeclared(req.declareKey)) {
-      return this.publisher.publish(req.exchange.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal });
+      return this.publisher.publish(req.exchange.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal, isOver: req.isOver });
     }
     return this.publishSlow(req);
   }
@@ -291,7 +291,7 @@ export class AmqpDriver extends BaseDriver {
       await this.publisher.declareExchange(ex);
       if (req.notifyQueue !== undefined) await this.publisher.declareBoundQueue(ex, topicQueue(req.notifyQueue, this.options), req.routingKey);
     }
-    await this.publisher.publish(ex.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal });
+    await this.publisher.publish(ex.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal, isOver: req.isOver });
   }
 
   /**

@@ -1,7 +1,7 @@
 // Confirmed publishing on the send connection: many publishes in flight on one ConfirmChannel,
 // each awaiting its own confirm; declares cached per connection; blocked/drain back-pressure.
 import type { Channel, ChannelModel, ConfirmChannel, Message, Options } from 'amqplib';
-import { ConnectionError, MessageDeliveryFailure, MessageUndeliverable } from '../../errors.js';
+import { AbortError, ConnectionError, MessageDeliveryFailure, MessageUndeliverable } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { AmqpConnection } from './connection.js';
 import { declareMismatch, isPreconditionFailed, toMessagingError } from './errors.js';
@@ -36,6 +36,8 @@ export interface PublishOptions {
   /** Replies: the broker returns the message if no queue takes it. */
   mandatory?: boolean;
   signal?: AbortSignal;
+  /** Calls: true once the call has its outcome (e.g. timed out); a publish that waited MUST then not be written. */
+  isOver?: () => boolean;
 }
 
 export class Publisher {
@@ -84,6 +86,8 @@ export class Publisher {
     const ch = this.channel && this.channelGeneration === this.conn.current?.generation ? this.channel : await this.openChannel();
     if (this.conn.isBlocked) await this.conn.waitUnblocked(this.options.publishTimeout, opts.signal);
     if (this.needsDrain) await new Promise<void>((r) => this.drainWaiters.push(r));
+    // A call that timed out while the broker blocked us must not reach a server after the unblock.
+    if (opts.isOver?.()) throw new AbortError('The call is over; not publishing its request');
     return this.write(ch, exchange, routingKey, content, opts);
   }
 
