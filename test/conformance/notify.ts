@@ -126,6 +126,17 @@ export function notifyTests(env: ConformanceEnv): void {
       await waitFor(() => la.length === 1 && lb.length === 1, { timeoutMs: env.ms(10_000) });
     });
 
+    it('one listener on several targets receives from each', async () => {
+      const nt = await env.notificationTransport();
+      const [a, b] = [env.name('topica'), env.name('topicb')];
+      const log: Seen[] = [];
+      await startListener(env, nt, [a, b], [recordingEndpoint('l', log, ['info', 'error'])]);
+      await notifier(nt, a).info({}, 'from.a', { id: 1 });
+      await notifier(nt, b).error({}, 'from.b', { id: 2 });
+      await waitFor(() => log.length >= 2, { timeoutMs: env.ms(10_000) });
+      expect(log.map((s) => `${s.priority}:${s.eventType}`).sort()).toEqual(['error:from.b', 'info:from.a']);
+    });
+
     it('un-pooled listeners of a topic share its messages (each > 0, union = all, no duplicates)', async () => {
       const nt = await env.notificationTransport();
       const topic = env.name('topic');
