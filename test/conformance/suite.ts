@@ -8,6 +8,7 @@ import { lifecycleTests } from './lifecycle.js';
 import { malformedTests } from './malformed.js';
 import { notifyTests } from './notify.js';
 import { rpcNotSupportedTests, rpcTests } from './rpc.js';
+import { rpcDispatchTests } from './rpc-dispatch.js';
 
 export type { ConformanceSubject } from './harness.js';
 
@@ -27,8 +28,12 @@ export function runConformanceSuite(subject: ConformanceSubject): void {
       await subject.after?.(runPrefix);
     });
     const env = useConformanceEnv(subject, runPrefix);
-    if (subject.capabilities.rpc) rpcTests(env);
-    else rpcNotSupportedTests(env);
+    if (subject.capabilities.rpc) {
+      rpcTests(env);
+      rpcDispatchTests(env);
+    } else {
+      rpcNotSupportedTests(env);
+    }
     notifyTests(env);
     batchTests(env);
     lifecycleTests(env);
