@@ -9,6 +9,7 @@ import type { DriverMessage } from '../../driver/types.js';
 import { MalformedMessage } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import { withRetry } from '../../retry.js';
+import { AckBatcher } from './ack-batcher.js';
 import { AmqpNotificationMessage, AmqpRpcIncomingMessage, type NotificationSettler, type ReplySender } from './amqp-message.js';
 import type { AmqpConnection } from './connection.js';
 import { declareMismatch, isPreconditionFailed, toMessagingError } from './errors.js';
@@ -30,6 +31,8 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
   private readonly inFlight = new Set<string>();
   /** Notifications delivered to the buffer and not yet acked or requeued. */
   private unsettled = 0;
+  /** Notification acks coalesced per channel, by channel id; a closed channel's entry is gone. */
+  private readonly batchers = new Map<number, AckBatcher>();
 
   constructor(
     readonly kind: ListenerKind,
@@ -89,6 +92,7 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
       for (const spec of this.specs) {
         if (spec.deleteOnCleanup) await ch.deleteQueue(spec.queue.name).catch(() => undefined);
       }
+      this.batchers.get(this.channelId)?.flush();
       this.channel = undefined;
       await ch.close().catch(() => undefined);
     }
@@ -98,13 +102,14 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
   ack(message: AmqpNotificationMessage): void {
     this.settle(message);
     if (message.uniqueId) this.dedup.add(message.uniqueId);
-    if (this.channel && message.channelId === this.channelId) this.channel.ack(message.raw);
+    const acks = this.batchers.get(message.channelId);
+    if (acks) acks.ack(message.raw);
     else this.logger.debug('Acknowledged a notification whose channel is gone; its redelivery is dropped as a duplicate', { msgId: message.msgId });
   }
 
   requeue(message: AmqpNotificationMessage): void {
     this.settle(message);
-    if (this.channel && message.channelId === this.channelId) this.channel.nack(message.raw, false, true);
+    this.batchers.get(message.channelId)?.requeue(message.raw);
   }
 
   private settle(message: AmqpNotificationMessage): void {
@@ -125,6 +130,7 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
       throw toMessagingError(err, 'Could not open a listener channel');
     }
     const id = ++this.channelId;
+    if (this.kind === 'notification') this.batchers.set(id, new AckBatcher(ch, this.logger));
     ch.on('error', (err: Error) => this.logger.warn('AMQP listener channel error', { queues: this.queueNames(), err }));
     ch.on('close', () => this.onChannelClosed(ch, id));
     const tags: string[] = [];
@@ -146,6 +152,7 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
         tags.push(consumerTag);
       }
     } catch (err) {
+      this.batchers.delete(id);
       ch.close().catch(() => undefined);
       throw toMessagingError(err, `Could not subscribe to ${this.queueNames().join(', ')}`);
     }
@@ -167,6 +174,7 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
   }
 
   private onChannelClosed(ch: Channel, id: number): void {
+    this.batchers.delete(id);
     if (this.channel !== ch) return;
     this.channel = undefined;
     this.consumerTags = [];
@@ -227,6 +235,7 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
     const msgId = typeof body.message_id === 'string' ? body.message_id : undefined;
     if (uniqueId !== undefined) this.inFlight.add(uniqueId);
     this.unsettled++;
+    this.batchers.get(id)?.track(raw);
     this.deliver(new AmqpNotificationMessage(ctx, body, msgId, raw, uniqueId, id, this, this.logger) as unknown as M);
   }
 
