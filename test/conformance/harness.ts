@@ -202,26 +202,10 @@ export function expectNotSupported(action: () => unknown): Promise<NotSupportedE
   return expectFailure(action, NotSupportedError, { withinMs: 2000 });
 }
 
-export function describeError(error: unknown): string {
+function describeError(error: unknown): string {
   if (error instanceof MessagingError) return `${error.name} (${error.code}): ${error.message}`;
   if (error instanceof Error) return `${error.name}: ${error.message}`;
   return String(error);
-}
-
-/** A promise's settled state, without awaiting it forever. */
-export function settledState(promise: Promise<unknown>): { readonly state: 'pending' | 'fulfilled' | 'rejected'; readonly value?: unknown } {
-  const box: { state: 'pending' | 'fulfilled' | 'rejected'; value?: unknown } = { state: 'pending' };
-  promise.then(
-    (value) => {
-      box.state = 'fulfilled';
-      box.value = value;
-    },
-    (err) => {
-      box.state = 'rejected';
-      box.value = err;
-    },
-  );
-  return box;
 }
 
 /** Time since `t0` in ms. */
