@@ -72,6 +72,33 @@ describe('amqp driver connections (RabbitMQ)', () => {
     expect(attempts).toBe(3);
   });
 
+  it('a call whose request never reached the broker times out saying so, with the connection error as cause', async () => {
+    const driver = makeDriver('rabbit://guest:s3cret@127.0.0.1:1/', { retryInterval: 50, retryBackoff: 0 });
+    drivers.push(driver);
+    const err = await driver.send(new Target({ topic: 't' }), {}, { method: 'm', args: {} }, { waitForReply: true, timeout: 500 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(MessagingTimeout);
+    expect((err as Error).message).toMatch(/never reached the broker/);
+    expect((err as Error).message).not.toContain('s3cret');
+    expect((err as Error).cause).toBeInstanceOf(Error);
+  });
+
+  it('cleanup stops sends that are waiting to retry instead of leaving them (and the process) hanging', async () => {
+    const driver = makeDriver('rabbit://127.0.0.1:1/', { retryInterval: 60_000, retryBackoff: 0 });
+    let failures = 0;
+    driver.events.on('connect-failed', () => failures++);
+    const cast = driver.send(new Target({ topic: 't' }), {}, { method: 'm', args: {} });
+    const settled = cast.then(
+      () => 'resolved',
+      (e: unknown) => e,
+    );
+    await waitFor(() => failures > 0, { message: 'a first failed connection attempt' });
+    await driver.cleanup();
+    // The retry wait was 60 s: only an abort on cleanup settles it within the deadline.
+    const outcome = await Promise.race([settled, new Promise((r) => setTimeout(() => r('still pending'), 10_000))]);
+    expect(outcome).toBeInstanceOf(Error);
+    expect((outcome as Error).name).toMatch(/AbortError|MessageDeliveryFailure|InvalidState/);
+  });
+
   it('fails over to the next host of a multi-host URL', async () => {
     const driver = makeDriver('rabbit://guest:guest@127.0.0.1:1,guest:guest@127.0.0.1:5672/', { retryInterval: 10, retryBackoff: 0 });
     drivers.push(driver);

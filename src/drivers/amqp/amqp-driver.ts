@@ -7,7 +7,7 @@ import { newHexId, packContext, serializeEnvelope } from '../../driver/envelope.
 import type { IncomingMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
 import { PollStyleListenerAdapter, type Listener } from '../../driver/listener.js';
 import type { Context, DriverMessage } from '../../driver/types.js';
-import { AbortError, InvalidState, MessageDeliveryFailure, MessageUndeliverable, MessagingError } from '../../errors.js';
+import { AbortError, InvalidState, MessageDeliveryFailure, MessageUndeliverable, MessagingError, MessagingTimeout } from '../../errors.js';
 import type { Target } from '../../target.js';
 import { abortableSleep, throwIfAborted, withRetry } from '../../retry.js';
 import { AmqpListener } from './amqp-listener.js';
@@ -54,6 +54,8 @@ interface PublishRequest {
   before?: () => Promise<void>;
   /** For calls: true once the call has its outcome, so retries stop. */
   isOver?: () => boolean;
+  /** Told of each failed attempt (a call's timeout then says why its request never left). */
+  onAttemptFailed?: (error: unknown) => void;
 }
 
 export class AmqpDriver extends BaseDriver {
@@ -76,6 +78,8 @@ export class AmqpDriver extends BaseDriver {
   private readonly queueKeyCache = new Map<string, Map<string, string>>();
   private closed = false;
   private cleaning?: Promise<void>;
+  /** Aborted by cleanup(): publish retries and reply resends stop waiting at once. */
+  private readonly closing = new AbortController();
 
   constructor(init: DriverInit) {
     super(init);
@@ -120,7 +124,15 @@ export class AmqpDriver extends BaseDriver {
     }
     const id = msgId;
     const replyWaiter = waiter;
-    const result = replyWaiter.wait(id, { timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal });
+    let undelivered: unknown;
+    const result = replyWaiter.wait(id, { timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal }).catch((err: unknown) => {
+      // A timeout whose request never reached the broker should say so, not blame the server.
+      if (err instanceof MessagingTimeout && undelivered !== undefined) {
+        const why = undelivered instanceof Error ? undelivered.message : String(undelivered);
+        throw new MessagingTimeout(`${err.message}; the request never reached the broker: ${why}`, { cause: undelivered });
+      }
+      throw err;
+    });
     let over = false;
     result.then(
       () => (over = true),
@@ -138,9 +150,13 @@ export class AmqpDriver extends BaseDriver {
       signal: options.signal,
       isOver: () => over,
       before: () => replyWaiter.ensureConsuming(),
-    }).catch((err) => {
-      if (!over) replyWaiter.fail(id, err instanceof MessagingError ? err : new MessageDeliveryFailure(String(err), { cause: err }));
-    });
+      onAttemptFailed: (err) => (undelivered = err),
+    }).then(
+      () => (undelivered = undefined),
+      (err) => {
+        if (!over) replyWaiter.fail(id, err instanceof MessagingError ? err : new MessageDeliveryFailure(String(err), { cause: err }));
+      },
+    );
     return result;
   }
 
@@ -175,6 +191,7 @@ export class AmqpDriver extends BaseDriver {
 
   private async doCleanup(): Promise<void> {
     this.closed = true;
+    this.closing.abort();
     await Promise.all([...this.starting].map((l) => l.cleanup().catch(() => undefined)));
     await Promise.all([...this.adapters].map((a) => a.cleanup().catch((err) => this.logger.warn('Listener cleanup failed', { err }))));
     this.adapters.clear();
@@ -264,9 +281,13 @@ export class AmqpDriver extends BaseDriver {
     // Fast path without retry machinery; the first failure enters withRetry as its attempt 0.
     return this.publishOnce(req).catch((first: unknown) => {
       const o = this.options;
-      return withRetry((attempt) => (attempt === 0 ? Promise.reject(first) : this.publishOnce(req)), {
+      req.onAttemptFailed?.(first);
+      return withRetry((attempt) => (attempt === 0 ? Promise.reject(first) : this.publishOnce(req).catch((err: unknown) => {
+        req.onAttemptFailed?.(err);
+        throw err;
+      })), {
         retry: req.retry,
-        signal: req.signal,
+        signal: req.signal ? AbortSignal.any([req.signal, this.closing.signal]) : this.closing.signal,
         intervalMs: o.retryInterval,
         backoffMs: o.retryBackoff,
         maxIntervalMs: o.intervalMax,
@@ -318,7 +339,12 @@ export class AmqpDriver extends BaseDriver {
           this.logger.warn(missing ? 'The reply queue is gone; dropping the reply' : 'Could not send a reply', { replyQueue, msgId: reply._msg_id, err });
           return;
         }
-        await abortableSleep(missing ? 250 : Math.min(this.conn.retryDelay(attempt), Math.max(0, deadline - Date.now())));
+        try {
+          await abortableSleep(missing ? 250 : Math.min(this.conn.retryDelay(attempt), Math.max(0, deadline - Date.now())), this.closing.signal);
+        } catch {
+          this.logger.debug('Transport cleaned up; reply not sent', { replyQueue, msgId: reply._msg_id });
+          return;
+        }
       }
     }
   };
