@@ -2,7 +2,7 @@
 // checks: memory:// with every optional capability masked off on the driver instance must
 // refuse fanout, requeue, pools and call monitoring at once with NotSupportedError.
 import type { DriverCapabilities } from '../../src/driver/capabilities.js';
-import { getMemoryBroker } from '../../src/drivers/memory/memory-broker.js';
+import { getMemoryBroker } from '../../src/drivers/memory/index.js';
 import { TransportURL, type Transport } from '../../src/index.js';
 import { uniqueName } from '../support/wait.js';
 import { runConformanceSuite } from './suite.js';

@@ -1,5 +1,5 @@
 // The conformance suite against the embedded memory:// broker; each test gets its own vhost.
-import { getMemoryBroker } from '../../src/drivers/memory/memory-broker.js';
+import { getMemoryBroker } from '../../src/drivers/memory/index.js';
 import { TransportURL } from '../../src/index.js';
 import { runConformanceSuite } from '../conformance/suite.js';
 import { uniqueName } from '../support/wait.js';

@@ -21,7 +21,7 @@ import {
   type MemoryLogger,
   type Transport,
 } from '../../src/index.js';
-import { getMemoryBroker } from '../../src/drivers/memory/memory-broker.js';
+import { getMemoryBroker } from '../../src/drivers/memory/index.js';
 import { expectFailure, type Startable } from '../conformance/harness.js';
 import { uniqueName, waitFor } from '../support/wait.js';
 
