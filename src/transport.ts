@@ -14,6 +14,9 @@ const LOADERS: Record<string, () => Promise<DriverModule>> = {
   amqps: () => import('./drivers/amqp/index.js'),
 };
 
+/** Schemes of drivers that are planned but not shipped yet: a clearer error than "unknown". */
+const PLANNED = ['redis', 'rediss', 'kafka'];
+
 /** Where the URL comes from when none is given. */
 export const DEFAULT_TRANSPORT_URL = 'memory://';
 
@@ -75,6 +78,9 @@ export function getNotificationTransport(url?: string | TransportURL, options: T
 async function createTransport(kind: TransportKind, url: string | TransportURL | undefined, options: TransportOptions): Promise<Transport> {
   const parsed = TransportURL.parse(url ?? process.env.TIDINGS_TRANSPORT_URL ?? DEFAULT_TRANSPORT_URL);
   const load = LOADERS[parsed.driver];
+  if (!load && PLANNED.includes(parsed.driver)) {
+    throw new DriverLoadFailure(`The ${parsed.driver} driver is not part of this version of tidings yet (${parsed.toString()}); available schemes: ${Object.keys(LOADERS).join(', ')}`);
+  }
   if (!load) {
     throw new InvalidTransportURL(`Unknown transport URL scheme ${JSON.stringify(parsed.scheme)} in ${parsed.toString()}; known schemes: ${Object.keys(LOADERS).join(', ')}`);
   }
