@@ -1,16 +1,13 @@
 // `tidings call` and `tidings cast`: one RPC from the command line, result as JSON on stdout.
-import { parseArgs } from 'node:util';
 import { MessagingTimeout, TransportURL, getRpcClient, getRpcTransport, type Transport } from '../index.js';
 import {
   COMMON_HELP,
   EXIT,
   EXIT_HELP,
   loggerFor,
-  COMMON_OPTIONS,
-  parsingUsage,
+  parseCommandLine,
   parseJsonObject,
   parsePositiveInt,
-  rejectExtraPositionals,
   requireTopic,
   resolveUrl,
   UsageError,
@@ -72,12 +69,11 @@ function rpcCommand(kind: 'call' | 'cast'): Command {
     summary: kind === 'call' ? 'call an RPC method and print its result as JSON' : 'cast an RPC method (no reply)',
     help: helpFor(kind),
     async run(argv: readonly string[], io: CliIO): Promise<number> {
-      const { values, positionals } = parsingUsage(() => parseArgs({ args: [...argv], options: { ...COMMON_OPTIONS, ...OPTIONS }, allowPositionals: true, strict: true }));
+      const { values, positionals } = parseCommandLine(argv, OPTIONS, 2, `tidings ${kind} <method> [json-args]`);
       if (values.help) {
         io.out(helpFor(kind));
         return EXIT.OK;
       }
-      rejectExtraPositionals(positionals, 2, `tidings ${kind} <method> [json-args]`);
       const [method, rawArgs] = positionals;
       if (!method) throw new UsageError(`missing <method> (usage: tidings ${kind} <method> [json-args] --topic <topic>)`);
       const args = parseJsonObject('json-args', rawArgs);

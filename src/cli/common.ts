@@ -1,6 +1,6 @@
 // Shared plumbing of the `tidings` commands: argument parsing on node:util parseArgs, exit
 // codes, one-line error reporting and the I/O seam the commands write through.
-import type { ParseArgsConfig } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { hostname } from 'node:os';
 import {
   InvalidArgument,
@@ -72,16 +72,26 @@ export const COMMON_HELP = `Common options:
 export const EXIT_HELP = `Exit status: 0 ok, 1 failure, 2 bad input, 3 timeout, 4 remote error.
 Errors are reported as one line on stderr.`;
 
+type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
+
 /**
- * Runs `parse` (a node:util parseArgs call, strict, with COMMON_OPTIONS spread in) and turns
- * its errors into UsageError. Commands call parseArgs themselves so its inferred types stay local.
+ * Parses a command's argv strictly with COMMON_OPTIONS spread in; parse errors and more than
+ * `maxPositionals` positionals (unless --help) become UsageError naming `usage`.
  */
-export function parsingUsage<T>(parse: () => T): T {
+export function parseCommandLine<const O extends OptionsConfig>(
+  argv: readonly string[],
+  options: O,
+  maxPositionals: number,
+  usage: string,
+): ReturnType<typeof parseArgs<{ args: string[]; options: typeof COMMON_OPTIONS & O; allowPositionals: true; strict: true }>> {
+  let parsed;
   try {
-    return parse();
+    parsed = parseArgs({ args: [...argv], options: { ...COMMON_OPTIONS, ...options }, allowPositionals: true, strict: true });
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+  if (!(parsed.values as { help?: boolean }).help) rejectExtraPositionals(parsed.positionals, maxPositionals, usage);
+  return parsed;
 }
 
 /** The transport URL to use: --url, else $TIDINGS_TRANSPORT_URL, else memory://. */
@@ -134,7 +144,7 @@ export function requireTopic(topic: string | undefined, command: string): string
   return topic;
 }
 
-export function rejectExtraPositionals(positionals: readonly string[], max: number, usage: string): void {
+function rejectExtraPositionals(positionals: readonly string[], max: number, usage: string): void {
   if (positionals.length > max) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[max])} (usage: ${usage})`);
 }
 

@@ -1,6 +1,5 @@
 // `tidings demo`: RPC and notifications end to end on memory://, printed as a transcript.
 // It doubles as a smoke test of the whole stack: any step that misbehaves fails the command.
-import { parseArgs } from 'node:util';
 import {
   MessagingTimeout,
   NoSuchMethod,
@@ -16,7 +15,7 @@ import {
   getRpcTransport,
   type Context,
 } from '../index.js';
-import { COMMON_OPTIONS, EXIT, parsingUsage, rejectExtraPositionals, UsageError, type CliIO, type Command } from './common.js';
+import { EXIT, parseCommandLine, UsageError, type CliIO, type Command } from './common.js';
 
 const HELP = `Usage: tidings demo
 
@@ -173,12 +172,11 @@ export const demoCommand: Command = {
   summary: 'RPC and notifications end to end on memory://, as a transcript',
   help: HELP,
   async run(argv: readonly string[], io: CliIO): Promise<number> {
-    const { values, positionals } = parsingUsage(() => parseArgs({ args: [...argv], options: COMMON_OPTIONS, allowPositionals: true, strict: true }));
+    const { values } = parseCommandLine(argv, {}, 0, 'tidings demo');
     if (values.help) {
       io.out(HELP);
       return EXIT.OK;
     }
-    rejectExtraPositionals(positionals, 0, 'tidings demo');
     if (values.url !== undefined) throw new UsageError('demo always runs on memory:// (it needs no broker); --url is not accepted');
     const say = (line: string) => io.out(line);
     say('tidings demo: RPC and notifications end to end on memory://');

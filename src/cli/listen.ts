@@ -1,6 +1,5 @@
 // `tidings listen`: prints one JSON line per notification on stdout until --count, --timeout
 // or a signal; status lines go to stderr so stdout stays machine-readable.
-import { parseArgs } from 'node:util';
 import {
   MessagingTimeout,
   NotificationResult,
@@ -18,10 +17,8 @@ import {
   EXIT,
   EXIT_HELP,
   loggerFor,
-  COMMON_OPTIONS,
-  parsingUsage,
+  parseCommandLine,
   parsePositiveInt,
-  rejectExtraPositionals,
   resolveUrl,
   shutdownRequested,
   UsageError,
@@ -67,12 +64,11 @@ export const listenCommand: Command = {
   summary: 'print notifications as JSON lines',
   help: HELP,
   async run(argv: readonly string[], io: CliIO): Promise<number> {
-    const { values, positionals } = parsingUsage(() => parseArgs({ args: [...argv], options: { ...COMMON_OPTIONS, ...OPTIONS }, allowPositionals: true, strict: true }));
+    const { values } = parseCommandLine(argv, OPTIONS, 0, 'tidings listen [options]');
     if (values.help) {
       io.out(HELP);
       return EXIT.OK;
     }
-    rejectExtraPositionals(positionals, 0, 'tidings listen [options]');
     const topic = values.topic ?? DEFAULT_NOTIFICATION_TOPIC;
     if (topic === '') throw new UsageError('--topic must not be empty');
     const priorities: Priority[] = values.priority

@@ -1,5 +1,4 @@
 // `tidings notify`: publishes one notification, as oslo-messaging-send-notification does.
-import { parseArgs } from 'node:util';
 import { hostname } from 'node:os';
 import { Notifier, PRIORITIES, TransportURL, getNotificationTransport, type Priority } from '../index.js';
 import { CLI_RETRY } from './call.js';
@@ -8,11 +7,9 @@ import {
   EXIT,
   EXIT_HELP,
   loggerFor,
-  COMMON_OPTIONS,
-  parsingUsage,
+  parseCommandLine,
   parseJsonObject,
   parseJsonValue,
-  rejectExtraPositionals,
   resolveUrl,
   UsageError,
   type CliIO,
@@ -61,12 +58,11 @@ export const notifyCommand: Command = {
   summary: 'publish one notification',
   help: HELP,
   async run(argv: readonly string[], io: CliIO): Promise<number> {
-    const { values, positionals } = parsingUsage(() => parseArgs({ args: [...argv], options: { ...COMMON_OPTIONS, ...OPTIONS }, allowPositionals: true, strict: true }));
+    const { values, positionals } = parseCommandLine(argv, OPTIONS, 2, 'tidings notify <event-type> [json-payload]');
     if (values.help) {
       io.out(HELP);
       return EXIT.OK;
     }
-    rejectExtraPositionals(positionals, 2, 'tidings notify <event-type> [json-payload]');
     const [eventType, rawPayload] = positionals;
     if (!eventType) throw new UsageError('missing <event-type> (usage: tidings notify <event-type> [json-payload])');
     const payload = parseJsonValue('json-payload', rawPayload, {});

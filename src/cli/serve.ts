@@ -1,6 +1,5 @@
 // `tidings serve`: an RPC server with the built-in endpoints, for smoke tests and health
 // checks. Runs until SIGINT/SIGTERM, then stops taking messages and lets in-flight ones finish.
-import { parseArgs } from 'node:util';
 import { Target, TransportURL, getRpcServer, getRpcTransport } from '../index.js';
 import { BUILTIN_METHODS, MAX_SLEEP_MS, createBuiltinEndpoints } from './builtin-endpoints.js';
 import {
@@ -9,9 +8,7 @@ import {
   EXIT_HELP,
   defaultServerName,
   loggerFor,
-  COMMON_OPTIONS,
-  parsingUsage,
-  rejectExtraPositionals,
+  parseCommandLine,
   requireTopic,
   resolveUrl,
   shutdownRequested,
@@ -56,12 +53,11 @@ export const serveCommand: Command = {
   summary: 'run an RPC server with echo/add/sleep/fail/whoami/ping',
   help: HELP,
   async run(argv: readonly string[], io: CliIO): Promise<number> {
-    const { values, positionals } = parsingUsage(() => parseArgs({ args: [...argv], options: { ...COMMON_OPTIONS, ...OPTIONS }, allowPositionals: true, strict: true }));
+    const { values } = parseCommandLine(argv, OPTIONS, 0, 'tidings serve --topic <topic>');
     if (values.help) {
       io.out(HELP);
       return EXIT.OK;
     }
-    rejectExtraPositionals(positionals, 0, 'tidings serve --topic <topic>');
     const topic = requireTopic(values.topic, 'serve');
     const serverName = values.server ?? defaultServerName();
     const url = TransportURL.parse(resolveUrl(values.url, io));
