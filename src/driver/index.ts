@@ -9,4 +9,5 @@ export * from './stopwatch.js';
 export * from './envelope.js';
 export * from './remote-error.js';
 export * from './dedup.js';
+export * from './wire.js';
 export * from './types.js';

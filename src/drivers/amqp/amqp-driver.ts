@@ -319,12 +319,12 @@ export class AmqpDriver extends BaseDriver {
    * Sends a reply (mandatory, to the default exchange). A missing reply queue is retried
    * every 250 ms up to `missingConsumerRetryTimeout`, then remembered as obsolete. Never throws.
    */
-  private readonly sendReply = async (replyQueue: string, reply: DriverMessage): Promise<void> => {
+  private readonly sendReply = async (replyQueue: string, msgId: string, body: string): Promise<void> => {
     if (this.obsoleteReplyQueues.has(replyQueue)) {
-      this.logger.debug('Dropping a reply to an obsolete reply queue', { replyQueue, msgId: reply._msg_id });
+      this.logger.debug('Dropping a reply to an obsolete reply queue', { replyQueue, msgId });
       return;
     }
-    const content = Buffer.from(JSON.stringify(serializeEnvelope(reply)));
+    const content = Buffer.from(body);
     const deadline = Date.now() + this.options.missingConsumerRetryTimeout;
     for (let attempt = 1; ; attempt++) {
       try {
@@ -336,13 +336,13 @@ export class AmqpDriver extends BaseDriver {
         const retriable = missing || (err instanceof MessagingError && err.retriable);
         if (!retriable || Date.now() >= deadline) {
           if (missing) this.obsoleteReplyQueues.add(replyQueue);
-          this.logger.warn(missing ? 'The reply queue is gone; dropping the reply' : 'Could not send a reply', { replyQueue, msgId: reply._msg_id, err });
+          this.logger.warn(missing ? 'The reply queue is gone; dropping the reply' : 'Could not send a reply', { replyQueue, msgId, err });
           return;
         }
         try {
           await abortableSleep(missing ? 250 : Math.min(this.conn.retryDelay(attempt), Math.max(0, deadline - Date.now())), this.closing.signal);
         } catch {
-          this.logger.debug('Transport cleaned up; reply not sent', { replyQueue, msgId: reply._msg_id });
+          this.logger.debug('Transport cleaned up; reply not sent', { replyQueue, msgId });
           return;
         }
       }

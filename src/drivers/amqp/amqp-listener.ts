@@ -2,11 +2,10 @@
 // reconnect), rejects malformed bodies, dedupes on `_unique_id`, and buffers for polling.
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
 import { DuplicateMessageChecker } from '../../driver/dedup.js';
-import { decodeBody, isPlainObject, unpackContext } from '../../driver/envelope.js';
+import { decodeBody } from '../../driver/envelope.js';
 import type { IncomingMessage } from '../../driver/incoming-message.js';
 import { BufferedPollStyleListener } from '../../driver/poll-style-listener.js';
-import type { DriverMessage } from '../../driver/types.js';
-import { MalformedMessage } from '../../errors.js';
+import { parseNotification, parseRpcRequest, type ParsedNotification, type ParsedRpcRequest } from '../../driver/wire.js';
 import type { Logger } from '../../logger.js';
 import { withRetry } from '../../retry.js';
 import { AckBatcher } from './ack-batcher.js';
@@ -210,10 +209,10 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
       ch.close().catch(() => undefined);
       return;
     }
-    let body: DriverMessage;
+    let parsed: ParsedRpcRequest | ParsedNotification;
     try {
-      body = decodeBody(raw.content);
-      this.validate(body);
+      const body = decodeBody(raw.content);
+      parsed = this.kind === 'rpc' ? parseRpcRequest(body) : parseNotification(body);
     } catch (err) {
       this.logger.warn('Rejecting a malformed message (not requeued)', {
         exchange: raw.fields.exchange,
@@ -224,60 +223,31 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
       safely(() => ch.reject(raw, false));
       return;
     }
-    const uniqueId = take(body, '_unique_id');
-    if (this.kind === 'rpc') return this.onRequest(ch, raw, body, uniqueId);
+    if (this.kind === 'rpc') return this.onRequest(ch, raw, parsed as ParsedRpcRequest);
+    const { message, ctx, uniqueId, messageId } = parsed as ParsedNotification;
     if (uniqueId !== undefined && (this.dedup.has(uniqueId) || this.inFlight.has(uniqueId))) {
       this.logger.debug('Dropping a duplicate notification', { uniqueId });
       safely(() => ch.ack(raw));
       return;
     }
-    const ctx = unpackContext(body);
-    const msgId = typeof body.message_id === 'string' ? body.message_id : undefined;
     if (uniqueId !== undefined) this.inFlight.add(uniqueId);
     this.unsettled++;
     this.batchers.get(id)?.track(raw);
-    this.deliver(new AmqpNotificationMessage(ctx, body, msgId, raw, uniqueId, id, this, this.logger) as unknown as M);
+    this.deliver(new AmqpNotificationMessage(ctx, message, messageId, raw, uniqueId, id, this, this.logger) as unknown as M);
   }
 
-  private onRequest(ch: Channel, raw: ConsumeMessage, body: DriverMessage, uniqueId: string | undefined): void {
+  private onRequest(ch: Channel, raw: ConsumeMessage, req: ParsedRpcRequest): void {
     // oslo acks RPC requests before dispatch; if the ack fails the request is dropped.
     if (!safely(() => ch.ack(raw))) return;
-    if (uniqueId !== undefined) {
-      if (this.dedup.has(uniqueId)) {
-        this.logger.debug('Dropping a duplicate RPC message', { uniqueId });
+    if (req.uniqueId !== undefined) {
+      if (this.dedup.has(req.uniqueId)) {
+        this.logger.debug('Dropping a duplicate RPC message', { uniqueId: req.uniqueId });
         return;
       }
-      this.dedup.add(uniqueId);
+      this.dedup.add(req.uniqueId);
     }
-    const msgId = take(body, '_msg_id');
-    const replyQueue = take(body, '_reply_q');
-    const rawTimeout = body._timeout;
-    delete body._timeout;
-    const timeout = typeof rawTimeout === 'number' && Number.isFinite(rawTimeout) ? rawTimeout : null;
-    const ctx = unpackContext(body);
-    ctx.client_timeout = timeout;
-    if (body.args === undefined || body.args === null) body.args = {};
-    this.deliver(new AmqpRpcIncomingMessage(ctx, body, uniqueId, raw, msgId, replyQueue, timeout, this.sendReply) as unknown as M);
+    this.deliver(new AmqpRpcIncomingMessage(req, raw, this.sendReply, this.logger) as unknown as M);
   }
-
-  /** The keys without which a message cannot be dispatched. */
-  private validate(body: DriverMessage): void {
-    if (this.kind === 'rpc') {
-      if (typeof body.method !== 'string' || body.method === '') throw new MalformedMessage('RPC message without a "method" string');
-      if (body.args !== undefined && body.args !== null && !isPlainObject(body.args)) throw new MalformedMessage('RPC message "args" is not an object');
-    } else {
-      if (typeof body.event_type !== 'string') throw new MalformedMessage('Notification without an "event_type" string');
-      if (typeof body.priority !== 'string') throw new MalformedMessage('Notification without a "priority" string');
-      if (!('payload' in body)) throw new MalformedMessage('Notification without a "payload"');
-    }
-  }
-}
-
-function take(body: DriverMessage, key: string): string | undefined {
-  const v = body[key];
-  if (v === undefined) return undefined;
-  delete body[key];
-  return typeof v === 'string' ? v : v === null ? undefined : String(v);
 }
 
 /** amqplib throws synchronously on a closed channel; an ack that cannot be sent is not fatal. */

@@ -1,14 +1,13 @@
 // Received messages of the RabbitMQ driver: RPC requests (acked on receipt, replies via the
 // driver's publisher) and notifications (acked or requeued by the listener's decision).
 import type { ConsumeMessage } from 'amqplib';
-import { newHexId } from '../../driver/envelope.js';
 import { IncomingMessage, RpcIncomingMessage, type RpcReply } from '../../driver/incoming-message.js';
-import { serializeFailure } from '../../driver/remote-error.js';
+import { encodeReply, type ParsedRpcRequest } from '../../driver/wire.js';
 import type { Context, DriverMessage } from '../../driver/types.js';
 import type { Logger } from '../../logger.js';
 
-/** Publishes a reply dict (already complete) to a reply queue. MUST NOT throw. */
-export type ReplySender = (replyQueue: string, reply: DriverMessage) => Promise<void>;
+/** Publishes an encoded reply body to a reply queue. MUST NOT throw. */
+export type ReplySender = (replyQueue: string, msgId: string, body: string) => Promise<void>;
 
 export class AmqpRpcIncomingMessage extends RpcIncomingMessage {
   readonly callMonitorTimeout?: number;
@@ -16,36 +15,25 @@ export class AmqpRpcIncomingMessage extends RpcIncomingMessage {
   private replied = false;
 
   constructor(
-    ctx: Context,
-    message: DriverMessage,
-    uniqueId: string | undefined,
+    private readonly request: ParsedRpcRequest,
     private readonly raw: ConsumeMessage,
-    private readonly replyMsgId: string | undefined,
-    private readonly replyQueue: string | undefined,
-    timeoutSeconds: number | null,
     private readonly send: ReplySender,
+    private readonly logger: Logger,
   ) {
-    super(ctx, message, uniqueId);
-    this.expectsReply = replyMsgId !== undefined && replyQueue !== undefined;
-    if (timeoutSeconds !== null) this.callMonitorTimeout = timeoutSeconds * 1000;
+    super(request.ctx, request.message, request.uniqueId);
+    this.expectsReply = request.msgId !== undefined && request.replyQueue !== undefined;
+    this.callMonitorTimeout = request.callMonitorTimeout;
   }
 
   async reply(reply: RpcReply): Promise<void> {
     if (!this.expectsReply || this.replied) return;
     this.replied = true;
-    const isFailure = reply.failure !== undefined;
-    await this.send(this.replyQueue!, {
-      result: isFailure ? null : (reply.result ?? null),
-      failure: isFailure ? serializeFailure(reply.failure) : null,
-      ending: true,
-      _msg_id: this.replyMsgId,
-      _unique_id: newHexId(),
-    });
+    await this.send(this.request.replyQueue!, this.request.msgId!, encodeReply(this.request.msgId!, reply, this.logger));
   }
 
   async heartbeat(): Promise<void> {
     if (!this.expectsReply || this.replied) return;
-    await this.send(this.replyQueue!, { result: null, failure: null, ending: false, _msg_id: this.replyMsgId, _unique_id: newHexId() });
+    await this.send(this.request.replyQueue!, this.request.msgId!, encodeReply(this.request.msgId!, 'heartbeat'));
   }
 
   /** RPC requests are acknowledged on receipt, before dispatch (oslo): nothing left to do. */

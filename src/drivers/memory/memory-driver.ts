@@ -5,13 +5,13 @@ import type { DriverCapabilities } from '../../driver/capabilities.js';
 import { decodeBody, newHexId, packContext, serializeEnvelope } from '../../driver/envelope.js';
 import type { IncomingMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
 import { PollStyleListenerAdapter, type Listener } from '../../driver/listener.js';
-import { deserializeRemoteError, serializeFailure } from '../../driver/remote-error.js';
+import { deserializeRemoteError } from '../../driver/remote-error.js';
 import { isPriority, type Context, type DriverMessage } from '../../driver/types.js';
 import { AbortError, InvalidArgument, InvalidState, InvalidTarget, MessageDeliveryFailure, MessagingTimeout } from '../../errors.js';
 import type { Target } from '../../target.js';
 import { getMemoryBroker, type MemoryBroker, type MemoryConsumer, type MemoryDelivery } from './memory-broker.js';
 import { MemoryNotificationListener, MemoryRpcListener, type DetachableListener, type MemoryListener, type MemoryListenerDeps } from './memory-listener.js';
-import type { ReplyBody, ReplySender } from './memory-message.js';
+import type { ReplySender } from './memory-message.js';
 import { resolveMemoryOptions, type MemoryDriverOptions } from './options.js';
 
 const CAPABILITIES: DriverCapabilities = Object.freeze({
@@ -154,27 +154,10 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
   }
 
   /** @internal Publishes a reply or heartbeat to a caller's reply queue; never throws. */
-  sendReply(replyQueue: string, msgId: string, reply: ReplyBody): void {
+  sendReply(replyQueue: string, msgId: string, body: string): void {
     if (this.closed) {
       this.logger.debug('reply dropped: the server transport is cleaned up', { msgId });
       return;
-    }
-    const inner: DriverMessage = {
-      result: reply.result,
-      failure: reply.failure ? serializeFailure(reply.failure.error) : null,
-      ending: reply.ending,
-      _msg_id: msgId,
-      _unique_id: newHexId(),
-    };
-    let body: string;
-    try {
-      body = JSON.stringify(serializeEnvelope(inner));
-    } catch (err) {
-      // The caller must not hang on a result that cannot travel: send it a failure instead.
-      this.logger.error('RPC result is not JSON-serialisable; replying with a failure', { msgId, reason: (err as Error).message });
-      inner.result = null;
-      inner.failure = serializeFailure(new InvalidArgument('result', 'a JSON-serialisable value', reply.result, { cause: err }));
-      body = JSON.stringify(serializeEnvelope(inner));
     }
     if (this.broker.publish('', replyQueue, body) === 0) {
       this.logger.warn('reply queue does not exist; reply dropped (the caller is gone)', { replyQueue, msgId });

@@ -5,7 +5,8 @@ import { DuplicateMessageChecker } from '../../driver/dedup.js';
 import { decodeBody, newHexId } from '../../driver/envelope.js';
 import type { IncomingMessage } from '../../driver/incoming-message.js';
 import { BufferedPollStyleListener } from '../../driver/poll-style-listener.js';
-import type { Context, DriverMessage } from '../../driver/types.js';
+import type { DriverMessage } from '../../driver/types.js';
+import { parseNotification, parseRpcRequest, type ParsedNotification, type ParsedRpcRequest } from '../../driver/wire.js';
 import type { Logger } from '../../logger.js';
 import type { MemoryBroker, MemoryConsumer, MemoryDelivery } from './memory-broker.js';
 import { MemoryNotificationMessage, MemoryRpcIncomingMessage, type ReplySender } from './memory-message.js';
@@ -152,31 +153,17 @@ export class MemoryRpcListener extends MemoryListener<MemoryRpcIncomingMessage> 
   protected onDelivery(consumer: MemoryConsumer, delivery: MemoryDelivery): void {
     const raw = this.decode(consumer, delivery);
     if (!raw) return;
-    if (typeof raw.method !== 'string' || raw.method === '') {
-      this.rejectMalformed(consumer, delivery, 'RPC request has no method name');
+    let req: ParsedRpcRequest;
+    try {
+      req = parseRpcRequest(raw);
+    } catch (err) {
+      this.rejectMalformed(consumer, delivery, (err as Error).message);
       return;
     }
-    const { message, ctx, wire } = splitWireKeys(raw);
-    const uniqueId = typeof wire._unique_id === 'string' ? wire._unique_id : undefined;
-    if (uniqueId !== undefined && this.dropDuplicate(consumer, delivery, uniqueId, true)) return;
+    if (req.uniqueId !== undefined && this.dropDuplicate(consumer, delivery, req.uniqueId, true)) return;
     // At-most-once, as oslo: the request is acknowledged before anyone handles it.
     consumer.ack(delivery.deliveryTag);
-    if (message.args === undefined || message.args === null) message.args = {};
-    const { _msg_id: msgId, _reply_q: replyQueue, _timeout: monitor } = wire;
-    const incoming = new MemoryRpcIncomingMessage(
-      ctx,
-      message,
-      uniqueId,
-      delivery,
-      {
-        msgId: typeof msgId === 'string' ? msgId : undefined,
-        replyQueue: typeof replyQueue === 'string' ? replyQueue : undefined,
-        // `_timeout` is in seconds on the wire (oslo); the contract speaks milliseconds.
-        callMonitorTimeout: typeof monitor === 'number' && monitor > 0 ? monitor * 1000 : undefined,
-      },
-      this.deps.replier,
-      this.deps.logger,
-    );
+    const incoming = new MemoryRpcIncomingMessage(req.ctx, req.message, req.uniqueId, delivery, req, this.deps.replier, this.deps.logger);
     this.deliver(incoming);
   }
 }
@@ -212,31 +199,15 @@ export class MemoryNotificationListener extends MemoryListener<MemoryNotificatio
   protected onDelivery(consumer: MemoryConsumer, delivery: MemoryDelivery): void {
     const raw = this.decode(consumer, delivery);
     if (!raw) return;
-    const { message, ctx, wire } = splitWireKeys(raw);
-    const uniqueId = typeof wire._unique_id === 'string' ? wire._unique_id : undefined;
+    let parsed: ParsedNotification;
+    try {
+      parsed = parseNotification(raw);
+    } catch (err) {
+      this.rejectMalformed(consumer, delivery, (err as Error).message);
+      return;
+    }
+    const { message, ctx, uniqueId, messageId: msgId } = parsed;
     if (uniqueId !== undefined && this.dropDuplicate(consumer, delivery, uniqueId, false)) return;
-    const msgId = typeof message.message_id === 'string' ? message.message_id : uniqueId;
     this.deliver(new MemoryNotificationMessage(ctx, message, msgId, delivery, consumer, uniqueId, this.dedup, this.deps.logger));
   }
-}
-
-const CONTEXT_PREFIX = '_context_';
-const WIRE_KEYS = new Set(['_unique_id', '_msg_id', '_reply_q', '_timeout']);
-
-/**
- * Splits a decoded body in one pass into the message, the `_context_*` context and the wire
- * keys. Same result as `unpackContext` + deletes, without `delete` (which slows V8 objects down).
- */
-function splitWireKeys(raw: DriverMessage): { message: DriverMessage; ctx: Context; wire: Record<string, unknown> } {
-  const message: DriverMessage = {};
-  const ctx: Context = {};
-  const wire: Record<string, unknown> = {};
-  for (const key in raw) {
-    // A `__proto__` key from the wire would become a prototype assignment here: drop it.
-    if (key === '__proto__') continue;
-    if (key.startsWith(CONTEXT_PREFIX)) ctx[key.slice(CONTEXT_PREFIX.length)] = raw[key];
-    else if (WIRE_KEYS.has(key)) wire[key] = raw[key];
-    else message[key] = raw[key];
-  }
-  return { message, ctx, wire };
 }

@@ -3,29 +3,13 @@
 import type { DuplicateMessageChecker } from '../../driver/dedup.js';
 import { IncomingMessage, RpcIncomingMessage, type RpcReply } from '../../driver/incoming-message.js';
 import type { Context, DriverMessage } from '../../driver/types.js';
+import { encodeReply, type ParsedRpcRequest } from '../../driver/wire.js';
 import type { Logger } from '../../logger.js';
 import type { MemoryConsumer, MemoryDelivery } from './memory-broker.js';
 
-/** What an RPC reply carries on the wire (oslo §1.7), before `_msg_id`/`_unique_id` are added. */
-export interface ReplyBody {
-  result: unknown;
-  /** Remote error for the caller, serialised by the replier with `serializeFailure`. */
-  failure?: { error: unknown };
-  ending: boolean;
-}
-
-/** The driver side that publishes replies; it MUST NOT throw. */
+/** The driver side that publishes encoded replies; it MUST NOT throw. */
 export interface ReplySender {
-  sendReply(replyQueue: string, msgId: string, reply: ReplyBody): void;
-}
-
-export interface RpcRequestInfo {
-  /** `_msg_id` of a call; undefined for a cast. */
-  msgId?: string;
-  /** `_reply_q` of a call. */
-  replyQueue?: string;
-  /** Call-monitor window in ms, from `_timeout` (seconds). */
-  callMonitorTimeout?: number;
+  sendReply(replyQueue: string, msgId: string, body: string): void;
 }
 
 /** An RPC request from memory://. Acknowledged by the listener on receipt (at-most-once, as oslo). */
@@ -39,7 +23,7 @@ export class MemoryRpcIncomingMessage extends RpcIncomingMessage {
     message: DriverMessage,
     uniqueId: string | undefined,
     private readonly delivery: MemoryDelivery,
-    private readonly request: RpcRequestInfo,
+    private readonly request: Pick<ParsedRpcRequest, 'msgId' | 'replyQueue' | 'callMonitorTimeout'>,
     private readonly replier: ReplySender,
     private readonly logger: Logger,
   ) {
@@ -63,17 +47,12 @@ export class MemoryRpcIncomingMessage extends RpcIncomingMessage {
       return;
     }
     this.replied = true;
-    const failed = reply.failure !== undefined;
-    this.replier.sendReply(this.request.replyQueue!, this.request.msgId!, {
-      result: failed ? null : (reply.result ?? null),
-      failure: failed ? { error: reply.failure } : undefined,
-      ending: true,
-    });
+    this.replier.sendReply(this.request.replyQueue!, this.request.msgId!, encodeReply(this.request.msgId!, reply, this.logger));
   }
 
   async heartbeat(): Promise<void> {
     if (!this.expectsReply || this.replied) return;
-    this.replier.sendReply(this.request.replyQueue!, this.request.msgId!, { result: null, ending: false });
+    this.replier.sendReply(this.request.replyQueue!, this.request.msgId!, encodeReply(this.request.msgId!, 'heartbeat'));
   }
 
   override unwrap(): MemoryDelivery {

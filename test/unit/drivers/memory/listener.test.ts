@@ -38,7 +38,7 @@ describe('memory driver: malformed messages', () => {
       'Message body is not valid JSON',
       expect.stringContaining('Unsupported envelope version'),
       'Envelope oslo.message is not valid JSON',
-      'RPC request has no method name',
+      'RPC message without a "method" string',
       expect.stringContaining('not a JSON object'),
     ]);
     expect(JSON.stringify(logger.records)).not.toContain(secret);
@@ -51,7 +51,7 @@ describe('memory driver: malformed messages', () => {
     const topic = uniqueName();
     const seen = record(await server.listenForNotifications([[new Target({ topic }), 'info']]), (m) => m.acknowledge());
     getMemoryBroker(vhost).publishRaw('openstack', `${topic}.info`, '{"truncated": ');
-    await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'ok', payload: {} });
+    await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'ok', priority: 'INFO', payload: {} });
     await waitFor(() => seen.messages.length === 1);
     expect(seen.messages[0].message.event_type).toBe('ok');
     expect(logger.records.filter((r) => r.level === 'warn' && r.msg === 'rejected a malformed message')).toHaveLength(1);
@@ -95,7 +95,7 @@ describe('memory driver: prefetch and batches', () => {
       sizes.push(batch.length);
       held.push(...batch);
     });
-    for (let i = 0; i < 7; i++) await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', payload: i });
+    for (let i = 0; i < 7; i++) await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', priority: 'INFO', payload: i });
     await waitFor(() => held.length === 3);
     const broker = getMemoryBroker(vhost);
     expect(broker.queueStats(`${topic}.info`)).toMatchObject({ unacked: 3, ready: 4 });
@@ -112,7 +112,7 @@ describe('memory driver: prefetch and batches', () => {
     const { client, server } = makePair();
     const topic = uniqueName();
     const listener = await server.listenForNotifications([[new Target({ topic }), 'info']], { batchSize: 100, batchTimeout: 200 });
-    for (let i = 0; i < 205; i++) await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', payload: i });
+    for (let i = 0; i < 205; i++) await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', priority: 'INFO', payload: i });
     const seen = record(listener, (m) => m.acknowledge());
     await waitFor(() => seen.messages.length === 205);
     expect(seen.batches.map((b) => b.length)).toEqual([100, 100, 5]);
@@ -123,7 +123,7 @@ describe('memory driver: prefetch and batches', () => {
     const { client, server } = makePair();
     const topic = uniqueName();
     const seen = record(await server.listenForNotifications([[new Target({ topic }), 'info']], { batchSize: 50, batchTimeout: 100 }), (m) => m.acknowledge());
-    for (let i = 0; i < 3; i++) await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', payload: i });
+    for (let i = 0; i < 3; i++) await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', priority: 'INFO', payload: i });
     await waitFor(() => seen.messages.length === 3, { timeoutMs: 5000 });
     expect(seen.batches.every((b) => b.length <= 3)).toBe(true);
   });
@@ -161,7 +161,7 @@ describe('memory driver: delivery loop', () => {
       deliveries++;
       return m.requeue();
     });
-    await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', payload: 1 });
+    await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', priority: 'INFO', payload: 1 });
     // If redelivery ran on microtasks only, this timer (and waitFor's own) would never fire.
     await new Promise<void>((resolve) => setTimeout(resolve, 50));
     await waitFor(() => deliveries > 10);
@@ -180,11 +180,11 @@ describe('memory driver: stop and cleanup', () => {
       handled.push(m.message.payload);
       await m.acknowledge();
     });
-    for (let i = 0; i < 5; i++) await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', payload: i });
+    for (let i = 0; i < 5; i++) await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', priority: 'INFO', payload: i });
     const broker = getMemoryBroker(vhost);
     await waitFor(() => broker.queueStats(`${topic}.info`)?.unacked === 5);
     const stopped = listener.stop();
-    await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', payload: 'after-stop' });
+    await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', priority: 'INFO', payload: 'after-stop' });
     gate.resolve();
     await stopped;
     expect(handled).toEqual([0, 1, 2, 3, 4]);
@@ -214,7 +214,7 @@ describe('memory driver: stop and cleanup', () => {
     first.start(([m]) => {
       got.push(m); // never acknowledged
     });
-    await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', payload: 1 });
+    await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', priority: 'INFO', payload: 1 });
     await waitFor(() => got.length === 1);
     await first.cleanup();
     expect(getMemoryBroker(vhost).queueDepth(`${topic}.info`)).toBe(1);
@@ -228,7 +228,7 @@ describe('memory driver: stop and cleanup', () => {
     const topic = uniqueName();
     const seen = record(await server.listenForNotifications([[new Target({ topic }), 'info']]), (m) => m.acknowledge());
     await server.cleanup();
-    await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', payload: 1 });
+    await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', priority: 'INFO', payload: 1 });
     await new Promise((r) => setImmediate(r));
     expect(getMemoryBroker(vhost).queueDepth(`${topic}.info`)).toBe(1);
     expect(seen.messages).toHaveLength(0);

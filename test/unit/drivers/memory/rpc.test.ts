@@ -31,7 +31,7 @@ describe('memory driver: call and cast', () => {
     const topic = uniqueName();
     await echoServer(server, topic);
     const result = await client.send(new Target({ topic }), { user: 'u1', roles: ['a'] }, { method: 'echo', args: { x: [1, 'a'] } }, call);
-    expect(result).toEqual({ echo: { x: [1, 'a'] }, ctx: { user: 'u1', roles: ['a'] }, method: 'echo', server: 'host-1' });
+    expect(result).toEqual({ echo: { x: [1, 'a'] }, ctx: { user: 'u1', roles: ['a'], client_timeout: null }, method: 'echo', server: 'host-1' });
   });
 
   it('hands the server the message without wire keys and with the envelope fields removed', async () => {
@@ -41,7 +41,7 @@ describe('memory driver: call and cast', () => {
     await client.send(new Target({ topic, namespace: 'ns', version: '1.2' }), { u: 1 }, { method: 'm', args: { a: 1 }, namespace: 'ns', version: '1.2' }, call);
     const m = seen.messages[0];
     expect(m.message).toEqual({ method: 'm', args: { a: 1 }, namespace: 'ns', version: '1.2' });
-    expect(m.ctx).toEqual({ u: 1 });
+    expect(m.ctx).toEqual({ u: 1, client_timeout: null });
     expect(m.expectsReply).toBe(true);
     expect(m.callMonitorTimeout).toBeUndefined();
     expect(m.msgId).toMatch(/^[0-9a-f]{32}$/);
@@ -333,7 +333,7 @@ describe('memory driver: JSON wire', () => {
     const seen = record(await server.listen(new Target({ topic, server: 's' })), (m) => m.reply({ result: m.message.args }));
     const result = await client.send(new Target({ topic }), { gone: undefined, kept: 1 }, { method: 'm', args: { a: undefined, f: () => 1, d: new Date(0), arr: [undefined] } }, call);
     expect(result).toEqual({ d: '1970-01-01T00:00:00.000Z', arr: [null] });
-    expect(seen.messages[0].ctx).toEqual({ kept: 1 });
+    expect(seen.messages[0].ctx).toEqual({ kept: 1, client_timeout: null });
   });
 });
 

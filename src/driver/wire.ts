@@ -1,0 +1,111 @@
+// The oslo message shapes every driver reads and writes (oslo-wire.md §1.6, §1.7, §1.10): one
+// place to split a decoded body into message, context and wire keys, validate it, and build replies.
+import { InvalidArgument, MalformedMessage } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { isPlainObject, newHexId, serializeEnvelope } from './envelope.js';
+import type { RpcReply } from './incoming-message.js';
+import { serializeFailure } from './remote-error.js';
+import type { Context, DriverMessage } from './types.js';
+
+const CONTEXT_PREFIX = '_context_';
+const WIRE_KEYS = new Set(['_unique_id', '_msg_id', '_reply_q', '_timeout']);
+
+/**
+ * Splits a decoded body in one pass into the message, the `_context_*` context and the wire
+ * keys (`_unique_id`, `_msg_id`, `_reply_q`, `_timeout`). Builds new objects instead of
+ * deleting keys (which slows V8 objects down); a `__proto__` key from the wire is dropped.
+ */
+export function splitWireKeys(raw: DriverMessage): { message: DriverMessage; ctx: Context; wire: Record<string, unknown> } {
+  const message: DriverMessage = {};
+  const ctx: Context = {};
+  const wire: Record<string, unknown> = {};
+  for (const key in raw) {
+    if (key === '__proto__') continue;
+    if (key.startsWith(CONTEXT_PREFIX)) ctx[key.slice(CONTEXT_PREFIX.length)] = raw[key];
+    else if (WIRE_KEYS.has(key)) wire[key] = raw[key];
+    else message[key] = raw[key];
+  }
+  return { message, ctx, wire };
+}
+
+/** A received RPC request, split and validated. */
+export interface ParsedRpcRequest {
+  /** `{method, args, namespace?, version?}`; `args` defaults to `{}`. */
+  message: DriverMessage;
+  /** The context, plus oslo's `client_timeout` (the raw `_timeout`, seconds or null). */
+  ctx: Context;
+  uniqueId?: string;
+  /** `_msg_id` of a call; undefined for a cast. */
+  msgId?: string;
+  /** `_reply_q` of a call. */
+  replyQueue?: string;
+  /** Call-monitor window in ms, from `_timeout` (seconds on the wire); undefined when none. */
+  callMonitorTimeout?: number;
+}
+
+/** Validates and splits an RPC request body. Throws MalformedMessage when it cannot be dispatched. */
+export function parseRpcRequest(raw: DriverMessage): ParsedRpcRequest {
+  if (typeof raw.method !== 'string' || raw.method === '') throw new MalformedMessage('RPC message without a "method" string');
+  if (raw.args !== undefined && raw.args !== null && !isPlainObject(raw.args)) throw new MalformedMessage('RPC message "args" is not an object');
+  const { message, ctx, wire } = splitWireKeys(raw);
+  if (message.args === undefined || message.args === null) message.args = {};
+  const timeout = typeof wire._timeout === 'number' && Number.isFinite(wire._timeout) ? wire._timeout : null;
+  ctx.client_timeout = timeout;
+  return {
+    message,
+    ctx,
+    uniqueId: optionalString(wire._unique_id),
+    msgId: optionalString(wire._msg_id),
+    replyQueue: optionalString(wire._reply_q),
+    callMonitorTimeout: timeout !== null && timeout > 0 ? timeout * 1000 : undefined,
+  };
+}
+
+/** A received notification, split and validated. */
+export interface ParsedNotification {
+  /** The oslo 1.10 dict without wire and context keys. */
+  message: DriverMessage;
+  ctx: Context;
+  uniqueId?: string;
+  /** `message_id`, else `_unique_id`. */
+  messageId?: string;
+}
+
+/** Validates and splits a notification body. Throws MalformedMessage when it cannot be dispatched. */
+export function parseNotification(raw: DriverMessage): ParsedNotification {
+  if (typeof raw.event_type !== 'string') throw new MalformedMessage('Notification without an "event_type" string');
+  if (typeof raw.priority !== 'string') throw new MalformedMessage('Notification without a "priority" string');
+  if (!('payload' in raw)) throw new MalformedMessage('Notification without a "payload"');
+  const { message, ctx, wire } = splitWireKeys(raw);
+  const uniqueId = optionalString(wire._unique_id);
+  return { message, ctx, uniqueId, messageId: optionalString(message.message_id) ?? uniqueId };
+}
+
+/**
+ * The enveloped JSON body of a reply (`'heartbeat'`: a non-final empty one). Always carries
+ * `result`, `failure` (null or oslo's JSON string) and `ending`, as Python clients require. A
+ * result JSON cannot carry becomes a failure reply, so the caller never hangs on it.
+ */
+export function encodeReply(msgId: string, reply: RpcReply | 'heartbeat', logger?: Logger): string {
+  if (reply === 'heartbeat') return JSON.stringify(serializeEnvelope({ result: null, failure: null, ending: false, _msg_id: msgId, _unique_id: newHexId() }));
+  const failed = reply.failure !== undefined;
+  const inner: DriverMessage = {
+    result: failed ? null : (reply.result ?? null),
+    failure: failed ? serializeFailure(reply.failure) : null,
+    ending: true,
+    _msg_id: msgId,
+    _unique_id: newHexId(),
+  };
+  try {
+    return JSON.stringify(serializeEnvelope(inner));
+  } catch (err) {
+    logger?.error('RPC result is not JSON-serialisable; replying with a failure', { msgId, reason: (err as Error).message });
+    inner.result = null;
+    inner.failure = serializeFailure(new InvalidArgument('result', 'a JSON-serialisable value', reply.result, { cause: err }));
+    return JSON.stringify(serializeEnvelope(inner));
+  }
+}
+
+function optionalString(v: unknown): string | undefined {
+  return typeof v === 'string' ? v : undefined;
+}

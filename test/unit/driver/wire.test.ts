@@ -1,0 +1,74 @@
+// wire.ts: the oslo request/notification/reply shapes shared by every driver.
+import { describe, expect, it } from 'vitest';
+import { deserializeEnvelope } from '../../../src/driver/envelope.js';
+import { encodeReply, parseNotification, parseRpcRequest, splitWireKeys } from '../../../src/driver/wire.js';
+import { MalformedMessage } from '../../../src/errors.js';
+import { createMemoryLogger } from '../../../src/logger.js';
+
+describe('parseRpcRequest', () => {
+  it('splits message, context (with client_timeout) and wire keys; _timeout seconds become ms', () => {
+    const req = parseRpcRequest({ method: 'echo', args: { x: 1 }, version: '1.2', _msg_id: 'm1', _reply_q: 'reply_1', _timeout: 4, _unique_id: 'u1', _context_user_id: 'u' });
+    expect(req.message).toEqual({ method: 'echo', args: { x: 1 }, version: '1.2' });
+    expect(req.ctx).toEqual({ user_id: 'u', client_timeout: 4 });
+    expect(req).toMatchObject({ msgId: 'm1', replyQueue: 'reply_1', uniqueId: 'u1', callMonitorTimeout: 4000 });
+  });
+
+  it('a cast has no reply coordinates; missing args become {}; null _timeout means no call monitor', () => {
+    const req = parseRpcRequest({ method: 'm', _timeout: null });
+    expect(req.message.args).toEqual({});
+    expect(req.ctx).toEqual({ client_timeout: null });
+    expect(req.msgId).toBeUndefined();
+    expect(req.callMonitorTimeout).toBeUndefined();
+  });
+
+  it('refuses a request without a method string or with non-object args', () => {
+    expect(() => parseRpcRequest({ args: {} })).toThrow(MalformedMessage);
+    expect(() => parseRpcRequest({ method: '' })).toThrow(MalformedMessage);
+    expect(() => parseRpcRequest({ method: 'm', args: [1] })).toThrow(MalformedMessage);
+  });
+});
+
+describe('parseNotification', () => {
+  it('splits a notification and takes message_id (else _unique_id) as its id', () => {
+    const n = parseNotification({ message_id: 'id-1', event_type: 'e', priority: 'INFO', payload: {}, timestamp: 't', _unique_id: 'u', _context_a: 1 });
+    expect(n).toEqual({ message: { message_id: 'id-1', event_type: 'e', priority: 'INFO', payload: {}, timestamp: 't' }, ctx: { a: 1 }, uniqueId: 'u', messageId: 'id-1' });
+    expect(parseNotification({ event_type: 'e', priority: 'INFO', payload: null, _unique_id: 'u2' }).messageId).toBe('u2');
+  });
+
+  it('refuses a notification missing event_type, priority or payload', () => {
+    expect(() => parseNotification({ priority: 'INFO', payload: 1 })).toThrow(MalformedMessage);
+    expect(() => parseNotification({ event_type: 'e', payload: 1 })).toThrow(MalformedMessage);
+    expect(() => parseNotification({ event_type: 'e', priority: 'INFO' })).toThrow(MalformedMessage);
+  });
+});
+
+describe('splitWireKeys', () => {
+  it('drops a __proto__ key from the wire instead of assigning a prototype', () => {
+    const raw = JSON.parse('{"method":"m","__proto__":{"polluted":true}}');
+    const { message } = splitWireKeys(raw);
+    expect(Object.getPrototypeOf(message)).toBe(Object.prototype);
+    expect((message as { polluted?: unknown }).polluted).toBeUndefined();
+  });
+});
+
+describe('encodeReply', () => {
+  const inner = (body: string) => deserializeEnvelope(JSON.parse(body));
+
+  it('always carries result, failure and ending (oslo clients read all three)', () => {
+    expect(inner(encodeReply('m1', { result: 3 }))).toMatchObject({ result: 3, failure: null, ending: true, _msg_id: 'm1' });
+    expect(inner(encodeReply('m1', { result: undefined }))).toMatchObject({ result: null, failure: null, ending: true });
+    expect(inner(encodeReply('m1', 'heartbeat'))).toMatchObject({ result: null, failure: null, ending: false, _msg_id: 'm1' });
+    const failed = inner(encodeReply('m1', { failure: new TypeError('bad') }));
+    expect(failed.result).toBeNull();
+    expect(JSON.parse(failed.failure as string)).toMatchObject({ class: 'TypeError', module: 'builtins', message: 'bad' });
+    expect(inner(encodeReply('m1', { result: 1 }))._unique_id).toMatch(/^[0-9a-f]{32}$/);
+  });
+
+  it('turns a result JSON cannot carry into a failure reply and logs it without the value', () => {
+    const logger = createMemoryLogger();
+    const body = inner(encodeReply('m1', { result: { n: 10n } }, logger));
+    expect(body.result).toBeNull();
+    expect(JSON.parse(body.failure as string).class).toBe('InvalidArgument');
+    expect(logger.records.map((r) => r.level)).toEqual(['error']);
+  });
+});
