@@ -43,6 +43,8 @@ export class Transport {
     readonly kind: TransportKind,
     /** The driver. Façades use it; applications should not need to. */
     readonly driver: BaseDriver,
+    /** The logger given to the transport; servers, listeners and notifiers default to it. */
+    readonly logger: Logger = silentLogger,
   ) {}
 
   /** The redacted URL. */
@@ -107,5 +109,5 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
     logger,
     options: { ...(options.driverOptions ?? {}) },
   });
-  return new Transport(kind, driver);
+  return new Transport(kind, driver, options.logger ?? silentLogger);
 }

@@ -29,7 +29,7 @@ export interface NotificationListenerOptions<Ctx = Context> {
   executorSize?: number;
   /** Rebuilds the context and payload from the wire. @default NoOpSerializer */
   serializer?: Serializer<Ctx>;
-  /** @default silent */
+  /** Where dispatch errors are logged. @default the transport's logger */
   logger?: Logger;
 }
 
@@ -93,7 +93,7 @@ export class NotificationListener {
       this.batchSize = 1;
       this.batchTimeout = undefined;
     }
-    this.logger = (options.logger ?? silentLogger).child({ component: batch ? 'batch-notification-listener' : 'notification-listener', pool: this.pool });
+    this.logger = (options.logger ?? transport.logger ?? silentLogger).child({ component: batch ? 'batch-notification-listener' : 'notification-listener', pool: this.pool });
     const Dispatcher = batch ? BatchNotificationDispatcher : NotificationDispatcher;
     this.dispatcher = new Dispatcher(endpoints, {
       serializer: options.serializer,

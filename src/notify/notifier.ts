@@ -35,7 +35,7 @@ export interface NotifierOptions<Ctx = Context> {
   retry?: number;
   /** Turns the context and payload into JSON values. @default NoOpSerializer */
   serializer?: Serializer<Ctx>;
-  /** Where the `log` driver writes and failures are reported. @default silent */
+  /** Where the `log` driver writes and failures are reported. @default the transport's logger */
   logger?: Logger;
   /** The list the `test` driver appends to. @default a new sink per Notifier */
   testSink?: TestNotificationSink;
@@ -96,7 +96,7 @@ export class Notifier<Ctx = Context> {
     this.retry = checkRetry(options.retry);
     const topics = checkTopics(options.topics ?? NOTIFIER_DEFAULTS.topics);
     const serializer = options.serializer ?? (new NoOpSerializer() as unknown as Serializer<Ctx>);
-    const logger = options.logger ?? silentLogger;
+    const logger = options.logger ?? transport.logger ?? silentLogger;
     this.testNotifications = options.testSink ?? new TestNotificationSink();
     this.events = new EventEmitter<NotifierEvents>();
     const requested = options.driver ?? NOTIFIER_DEFAULTS.driver;

@@ -21,7 +21,7 @@ export interface RpcServerOptions {
   accessPolicy?: RpcAccessPolicy | (new () => RpcAccessPolicy);
   /** Context/entity hooks. @default new NoOpSerializer() */
   serializer?: Serializer<any>;
-  /** @default silentLogger */
+  /** Where dispatch errors are logged. @default the transport's logger */
   logger?: Logger;
   /** Adds oslo's `oslo_rpc_server_ping` endpoint that returns `"pong"`. @default false */
   rpcPingEnabled?: boolean;
@@ -88,7 +88,7 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
     if (!Number.isInteger(size) || size < 1) throw new InvalidArgument('executorSize', 'a positive integer', size);
     this.executorSize = size;
     this.executor = new BoundedExecutor(size);
-    this.logger = (options.logger ?? silentLogger).child({ component: 'rpc-server', topic: this.target.topic, server: this.target.server });
+    this.logger = (options.logger ?? transport.logger ?? silentLogger).child({ component: 'rpc-server', topic: this.target.topic, server: this.target.server });
     this.dispatcher = new RpcDispatcher(endpoints, {
       accessPolicy: options.accessPolicy,
       serializer: options.serializer,

@@ -108,7 +108,10 @@ export class ReplyWaiter {
     const ch = this.channel;
     this.acks?.flush();
     this.channel = undefined;
-    if (ch) await ch.close().catch(() => undefined);
+    if (!ch) return;
+    // The queue is this transport's alone: delete it rather than leave it to x-expires (30 min).
+    await ch.deleteQueue(this.queue).catch(() => undefined);
+    await ch.close().catch(() => undefined);
   }
 
   private async setup(model: ChannelModel, generation: number): Promise<void> {
