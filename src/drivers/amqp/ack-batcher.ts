@@ -1,6 +1,5 @@
-// Acks of one consumer channel (notifications, RPC requests, replies), coalesced: one
-// basic.ack(multiple) per event-loop turn for the deliveries settled in that turn, instead of one
-// frame and one socket write each, sent after the frames the turn's work produced.
+// Notification acks of one listener channel, coalesced: one basic.ack(multiple) per event-loop
+// turn for the deliveries settled in that turn, instead of one frame and one socket write each.
 import type { Channel, Message } from 'amqplib';
 import type { Logger } from '../../logger.js';
 

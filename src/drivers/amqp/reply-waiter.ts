@@ -6,7 +6,6 @@ import { deserializeRemoteError, type RemoteErrorRegistry } from '../../driver/r
 import { AbortError, MessagingTimeout } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { AmqpConnection } from './connection.js';
-import { AckBatcher } from './ack-batcher.js';
 import { toMessagingError } from './errors.js';
 import type { ResolvedAmqpOptions } from './options.js';
 import { replyQueueName, transientQueue } from './topology.js';
@@ -34,7 +33,6 @@ export class ReplyWaiter {
   /** Created once, reused for the transport's lifetime (oslo `reply_<uuid hex>`). */
   readonly queue = replyQueueName();
   private channel?: Channel;
-  private acks?: AckBatcher;
   private channelGeneration = -1;
   private settingUp?: Promise<void>;
   private removeHook?: () => void;
@@ -106,7 +104,6 @@ export class ReplyWaiter {
     this.removeHook?.();
     for (const id of [...this.calls.keys()]) this.finish(id, err);
     const ch = this.channel;
-    this.acks?.flush();
     this.channel = undefined;
     if (!ch) return;
     // The queue is this transport's alone: delete it rather than leave it to x-expires (30 min).
@@ -123,9 +120,7 @@ export class ReplyWaiter {
       ch.on('close', () => this.onChannelClosed(ch));
       const q = transientQueue(this.queue, this.options);
       await ch.assertQueue(q.name, q.options);
-      const acks = new AckBatcher(ch, this.logger);
-      await ch.consume(q.name, (m) => this.onMessage(ch, acks, m), { noAck: false, ...this.consumeArgs() });
-      this.acks = acks;
+      await ch.consume(q.name, (m) => this.onMessage(ch, m), { noAck: false, ...this.consumeArgs() });
     } catch (err) {
       throw toMessagingError(err, `Could not consume the reply queue ${this.queue}`);
     }
@@ -148,15 +143,18 @@ export class ReplyWaiter {
     }, 100).unref?.();
   }
 
-  private onMessage(ch: Channel, acks: AckBatcher, raw: ConsumeMessage | null): void {
+  private onMessage(ch: Channel, raw: ConsumeMessage | null): void {
     if (raw === null) {
       // Cancelled by the broker (queue deleted): consume again on a fresh channel.
       this.logger.warn('Reply consumer cancelled by the broker; re-declaring', { queue: this.queue });
       ch.close().catch(() => undefined);
       return;
     }
-    // One ack (multiple) per turn, written after the next request's frames.
-    acks.ack(raw);
+    try {
+      ch.ack(raw);
+    } catch {
+      // channel closing: the reply is redelivered or lost with it
+    }
     let data: Record<string, unknown>;
     try {
       data = decodeBody(raw.content);
