@@ -3,7 +3,7 @@
 // `npx tsx bench/amqp-protocol-cost.ts [amqp://guest:guest@127.0.0.1:5672/]`; see bench/README.md.
 import { randomUUID } from 'node:crypto';
 import { connect, type ChannelModel, type Options } from 'amqplib';
-import { PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight } from './scenarios.js';
+import { CONCURRENCY, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight } from './scenarios.js';
 
 const url = process.argv[2] ?? 'amqp://guest:guest@127.0.0.1:5672/';
 const ROUNDS = 5;
@@ -80,6 +80,7 @@ async function rpcCost(): Promise<void> {
       ['+ topic exchange, oslo properties', { confirmRequest: true, confirmReply: true, replyOwnConnection: true, topicAndOsloProps: true }],
     ];
     const p50s = new Map<string, number[]>();
+    const rates = new Map<string, number[]>();
     for (let round = 0; round < ROUNDS; round++) {
       for (const [name, variant] of variants) {
         v = variant;
@@ -91,10 +92,15 @@ async function rpcCost(): Promise<void> {
           lat.push(performance.now() - t0);
         }
         (p50s.get(name) ?? p50s.set(name, []).get(name)!).push(median(lat) * 1000);
+        const t0 = performance.now();
+        const done = await keepInFlight(4 * CALLS, CONCURRENCY, () => true, call);
+        (rates.get(name) ?? rates.set(name, []).get(name)!).push((done * 1000) / (performance.now() - t0));
       }
     }
     console.log(`sequential call p50, µs (median of ${ROUNDS} rounds of ${CALLS})`);
     for (const [name, xs] of p50s) console.log(`  ${name.padEnd(36)} ${median(xs).toFixed(0).padStart(5)}   rounds ${xs.map((x) => x.toFixed(0)).join(' ')}`);
+    console.log(`calls/s with ${CONCURRENCY} in flight (median of ${ROUNDS} rounds of ${4 * CALLS})`);
+    for (const [name, xs] of rates) console.log(`  ${name.padEnd(36)} ${median(xs).toFixed(0).padStart(6)}   rounds ${xs.map((x) => x.toFixed(0)).join(' ')}`);
     await server.deleteQueue(queue);
   } finally {
     await Promise.all([serverConn, serverPub, clientConn].map((c: ChannelModel) => c.close().catch(() => undefined)));
