@@ -105,10 +105,9 @@ export class ReplyWaiter {
     for (const id of [...this.calls.keys()]) this.finish(id, err);
     const ch = this.channel;
     this.channel = undefined;
-    if (!ch) return;
-    // The queue is this transport's alone: delete it rather than leave it to x-expires (30 min).
-    await ch.deleteQueue(this.queue).catch(() => undefined);
-    await ch.close().catch(() => undefined);
+    // The queue is left to its x-expires, as oslo does: deleting it would make servers still
+    // answering our calls retry their replies for missing_consumer_retry_timeout (60 s).
+    if (ch) await ch.close().catch(() => undefined);
   }
 
   private async setup(model: ChannelModel, generation: number): Promise<void> {
