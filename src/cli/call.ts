@@ -70,10 +70,6 @@ function rpcCommand(kind: 'call' | 'cast'): Command {
     help: helpFor(kind),
     async run(argv: readonly string[], io: CliIO): Promise<number> {
       const { values, positionals } = parseCommandLine(argv, OPTIONS, 2, `tidings ${kind} <method> [json-args]`);
-      if (values.help) {
-        io.out(helpFor(kind));
-        return EXIT.OK;
-      }
       const [method, rawArgs] = positionals;
       if (!method) throw new UsageError(`missing <method> (usage: tidings ${kind} <method> [json-args] --topic <topic>)`);
       const args = parseJsonObject('json-args', rawArgs);

@@ -173,10 +173,6 @@ export const demoCommand: Command = {
   help: HELP,
   async run(argv: readonly string[], io: CliIO): Promise<number> {
     const { values } = parseCommandLine(argv, {}, 0, 'tidings demo');
-    if (values.help) {
-      io.out(HELP);
-      return EXIT.OK;
-    }
     if (values.url !== undefined) throw new UsageError('demo always runs on memory:// (it needs no broker); --url is not accepted');
     const say = (line: string) => io.out(line);
     say('tidings demo: RPC and notifications end to end on memory://');

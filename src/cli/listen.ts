@@ -65,10 +65,6 @@ export const listenCommand: Command = {
   help: HELP,
   async run(argv: readonly string[], io: CliIO): Promise<number> {
     const { values } = parseCommandLine(argv, OPTIONS, 0, 'tidings listen [options]');
-    if (values.help) {
-      io.out(HELP);
-      return EXIT.OK;
-    }
     const topic = values.topic ?? DEFAULT_NOTIFICATION_TOPIC;
     if (topic === '') throw new UsageError('--topic must not be empty');
     const priorities: Priority[] = values.priority

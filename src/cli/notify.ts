@@ -59,10 +59,6 @@ export const notifyCommand: Command = {
   help: HELP,
   async run(argv: readonly string[], io: CliIO): Promise<number> {
     const { values, positionals } = parseCommandLine(argv, OPTIONS, 2, 'tidings notify <event-type> [json-payload]');
-    if (values.help) {
-      io.out(HELP);
-      return EXIT.OK;
-    }
     const [eventType, rawPayload] = positionals;
     if (!eventType) throw new UsageError('missing <event-type> (usage: tidings notify <event-type> [json-payload])');
     const payload = parseJsonValue('json-payload', rawPayload, {});

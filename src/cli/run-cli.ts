@@ -40,6 +40,13 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO): Pr
     io.err(`tidings: unknown command ${JSON.stringify(name)}; commands: ${COMMANDS.map((c) => c.name).join(', ')} (see tidings --help)`);
     return EXIT.USAGE;
   }
+  // Every command's --help is answered here, before its own parsing.
+  const dashDash = rest.indexOf('--');
+  const flags = dashDash >= 0 ? rest.slice(0, dashDash) : rest;
+  if (flags.includes('--help') || flags.includes('-h')) {
+    io.out(command.help);
+    return EXIT.OK;
+  }
   try {
     return await command.run(rest, io);
   } catch (err) {

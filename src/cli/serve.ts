@@ -54,10 +54,6 @@ export const serveCommand: Command = {
   help: HELP,
   async run(argv: readonly string[], io: CliIO): Promise<number> {
     const { values } = parseCommandLine(argv, OPTIONS, 0, 'tidings serve --topic <topic>');
-    if (values.help) {
-      io.out(HELP);
-      return EXIT.OK;
-    }
     const topic = requireTopic(values.topic, 'serve');
     const serverName = values.server ?? defaultServerName();
     const url = TransportURL.parse(resolveUrl(values.url, io));
