@@ -5,12 +5,10 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IncomingMessage } from '../../src/driver/incoming-message.js';
 import type { Listener } from '../../src/driver/listener.js';
-import { defaultRemoteErrorRegistry } from '../../src/driver/remote-error.js';
-import { createDriver, type AmqpDriver } from '../../src/drivers/amqp/index.js';
-import { createMemoryLogger } from '../../src/logger.js';
+import type { AmqpDriver } from '../../src/drivers/amqp/index.js';
+import { makeAmqpDriver } from '../support/amqp-driver.js';
 import { Target } from '../../src/target.js';
-import { TransportURL } from '../../src/transport-url.js';
-import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
+import { requireRabbitMQ } from '../support/brokers.js';
 import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
 import { uniqueName, waitFor } from '../support/wait.js';
 
@@ -35,7 +33,7 @@ describe('amqp notification ack batching (RabbitMQ)', () => {
 
   beforeAll(async () => {
     await requireRabbitMQ();
-    driver = createDriver({ url: TransportURL.parse(RABBIT_URL), defaultExchange: `${PREFIX}-x`, allowedRemoteExmods: [], remoteErrors: defaultRemoteErrorRegistry, logger: createMemoryLogger(), options: {} }) as AmqpDriver;
+    driver = makeAmqpDriver(`${PREFIX}-x`);
   });
 
   afterAll(async () => {

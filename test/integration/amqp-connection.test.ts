@@ -6,13 +6,12 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IncomingMessage, RpcIncomingMessage } from '../../src/driver/incoming-message.js';
 import type { Listener } from '../../src/driver/listener.js';
-import { defaultRemoteErrorRegistry } from '../../src/driver/remote-error.js';
-import { createDriver, type AmqpDriver } from '../../src/drivers/amqp/index.js';
+import type { AmqpDriver } from '../../src/drivers/amqp/index.js';
 import { InvalidArgument, InvalidState, InvalidTransportURL, MessageDeliveryFailure, MessagingTimeout } from '../../src/errors.js';
 import { createMemoryLogger, type MemoryLogger } from '../../src/logger.js';
 import { Target } from '../../src/target.js';
 import { getRpcTransport } from '../../src/transport.js';
-import { TransportURL } from '../../src/transport-url.js';
+import { cleanupAmqpDrivers, makeAmqpDriver, sampleNotification } from '../support/amqp-driver.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
 import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
 import { uniqueName, waitFor } from '../support/wait.js';
@@ -21,9 +20,7 @@ const run = promisify(execFile);
 const PREFIX = uniqueName('t-amqpconn');
 const EXCHANGE = `${PREFIX}-x`;
 
-function makeDriver(url = RABBIT_URL, options: Record<string, unknown> = {}, logger: MemoryLogger = createMemoryLogger()): AmqpDriver {
-  return createDriver({ url: TransportURL.parse(url), defaultExchange: EXCHANGE, allowedRemoteExmods: [], remoteErrors: defaultRemoteErrorRegistry, logger, options }) as AmqpDriver;
-}
+const makeDriver = (url = RABBIT_URL, options: Record<string, unknown> = {}, logger: MemoryLogger = createMemoryLogger()): AmqpDriver => makeAmqpDriver(EXCHANGE, options, logger, url);
 
 /** Closes, broker side, every AMQP connection opened by this test process (not other test files'). */
 async function closeOurConnections(): Promise<number> {
@@ -37,7 +34,7 @@ async function closeOurConnections(): Promise<number> {
   return pids.length;
 }
 
-const notification = (i: number) => ({ message_id: `m-${i}`, publisher_id: 'p', event_type: 'e.t', priority: 'INFO', payload: { i }, timestamp: '2026-01-01 00:00:00' });
+const notification = sampleNotification;
 
 describe('amqp driver connections (RabbitMQ)', () => {
   const drivers: AmqpDriver[] = [];
@@ -46,9 +43,8 @@ describe('amqp driver connections (RabbitMQ)', () => {
   beforeAll(requireRabbitMQ);
 
   afterAll(async () => {
-    for (const l of listeners) await l.cleanup().catch(() => undefined);
     const replyQueues = drivers.map((d) => d.replyQueue).filter((q): q is string => !!q);
-    for (const d of drivers) await d.cleanup();
+    await cleanupAmqpDrivers(drivers, listeners);
     await deleteRabbitObjectsWithPrefix(PREFIX);
     for (const q of replyQueues) await deleteRabbitObjectsWithPrefix(q).catch(() => undefined);
   });

@@ -1,26 +1,22 @@
 // Driver-level delivery behaviour on a real RabbitMQ: concurrent confirmed publishes, duplicate
 // suppression on `_unique_id`, prefetch, malformed bodies, requeue and redelivery.
-import { connect, type Channel, type ChannelModel } from 'amqplib';
+import type { Channel, ChannelModel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IncomingMessage } from '../../src/driver/incoming-message.js';
 import type { Listener } from '../../src/driver/listener.js';
-import { defaultRemoteErrorRegistry } from '../../src/driver/remote-error.js';
-import { createDriver, type AmqpDriver } from '../../src/drivers/amqp/index.js';
+import type { AmqpDriver } from '../../src/drivers/amqp/index.js';
 import { createMemoryLogger, type MemoryLogger } from '../../src/logger.js';
 import { Target } from '../../src/target.js';
-import { TransportURL } from '../../src/transport-url.js';
-import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
+import { cleanupAmqpDrivers, makeAmqpDriver, openRawChannel, sampleNotification } from '../support/amqp-driver.js';
+import { requireRabbitMQ } from '../support/brokers.js';
 import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
 import { deferred, uniqueName, waitFor } from '../support/wait.js';
 
 const PREFIX = uniqueName('t-amqpdel');
 const EXCHANGE = `${PREFIX}-x`;
 
-function makeDriver(options: Record<string, unknown> = {}, logger: MemoryLogger = createMemoryLogger()): AmqpDriver {
-  return createDriver({ url: TransportURL.parse(RABBIT_URL), defaultExchange: EXCHANGE, allowedRemoteExmods: [], remoteErrors: defaultRemoteErrorRegistry, logger, options }) as AmqpDriver;
-}
-
-const notification = (i: number) => ({ message_id: `m-${i}`, publisher_id: 'p', event_type: 'e.t', priority: 'INFO', payload: { i }, timestamp: '2026-01-01 00:00:00' });
+const makeDriver = (options: Record<string, unknown> = {}, logger: MemoryLogger = createMemoryLogger()): AmqpDriver => makeAmqpDriver(EXCHANGE, options, logger);
+const notification = sampleNotification;
 
 describe('amqp driver delivery (RabbitMQ)', () => {
   let raw: ChannelModel;
@@ -30,14 +26,11 @@ describe('amqp driver delivery (RabbitMQ)', () => {
 
   beforeAll(async () => {
     await requireRabbitMQ();
-    raw = await connect({ hostname: '127.0.0.1', port: 5672, username: 'guest', password: 'guest' });
-    ch = await raw.createChannel();
+    ({ raw, ch } = await openRawChannel());
   });
 
   afterAll(async () => {
-    for (const l of listeners) await l.cleanup().catch(() => undefined);
-    for (const d of drivers) await d.cleanup();
-    for (const q of drivers.map((d) => d.replyQueue).filter(Boolean)) await ch.deleteQueue(q!).catch(() => undefined);
+    await cleanupAmqpDrivers(drivers, listeners, ch);
     await raw?.close().catch(() => undefined);
     await deleteRabbitObjectsWithPrefix(PREFIX);
   });

@@ -2,33 +2,23 @@
 // message properties (§1.4) and bodies (§1.5-1.7, §1.10), read back with a raw amqplib consumer.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { connect, type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
+import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BaseDriver } from '../../src/driver/base-driver.js';
 import type { RpcIncomingMessage } from '../../src/driver/incoming-message.js';
 import type { Listener } from '../../src/driver/listener.js';
-import { createDriver, type AmqpDriver } from '../../src/drivers/amqp/index.js';
+import type { AmqpDriver } from '../../src/drivers/amqp/index.js';
 import { silentLogger } from '../../src/logger.js';
-import { defaultRemoteErrorRegistry } from '../../src/driver/remote-error.js';
 import { Target } from '../../src/target.js';
-import { TransportURL } from '../../src/transport-url.js';
-import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
+import { cleanupAmqpDrivers, makeAmqpDriver, openRawChannel } from '../support/amqp-driver.js';
+import { requireRabbitMQ } from '../support/brokers.js';
 import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
 import { uniqueName, waitFor } from '../support/wait.js';
 
 const run = promisify(execFile);
 const PREFIX = uniqueName('t-amqpwire');
 
-function makeDriver(options: Record<string, unknown> = {}, exchange = `${PREFIX}-x`): AmqpDriver {
-  return createDriver({
-    url: TransportURL.parse(RABBIT_URL),
-    defaultExchange: exchange,
-    allowedRemoteExmods: [],
-    remoteErrors: defaultRemoteErrorRegistry,
-    logger: silentLogger,
-    options,
-  }) as AmqpDriver;
-}
+const makeDriver = (options: Record<string, unknown> = {}, exchange = `${PREFIX}-x`): AmqpDriver => makeAmqpDriver(exchange, options, silentLogger);
 
 interface QueueInfo {
   name: string;
@@ -74,15 +64,11 @@ describe('amqp driver wire format (RabbitMQ)', () => {
 
   beforeAll(async () => {
     await requireRabbitMQ();
-    raw = await connect({ hostname: '127.0.0.1', port: 5672, username: 'guest', password: 'guest' });
-    ch = await raw.createChannel();
+    ({ raw, ch } = await openRawChannel());
   });
 
   afterAll(async () => {
-    for (const l of listeners) await l.cleanup().catch(() => undefined);
-    const replyQueues = drivers.map((d) => (d as AmqpDriver).replyQueue).filter((q): q is string => !!q);
-    for (const d of drivers) await d.cleanup();
-    for (const q of replyQueues) await ch.deleteQueue(q).catch(() => undefined);
+    await cleanupAmqpDrivers(drivers as AmqpDriver[], listeners, ch);
     await raw?.close().catch(() => undefined);
     await deleteRabbitObjectsWithPrefix(PREFIX);
   });
