@@ -1,8 +1,10 @@
 // How much of the tidings/raw gap on RabbitMQ is oslo's wire protocol rather than tidings' code:
 // raw amqplib doing the bench's work, then adding oslo's protocol choices one at a time.
 // `npx tsx bench/amqp-protocol-cost.ts [amqp://guest:guest@127.0.0.1:5672/]`; see bench/README.md.
+// The bench's raw-oslo column (raw-amqp-oslo.ts) is the last step of each ladder, per scenario.
 import { randomUUID } from 'node:crypto';
 import { connect, type ChannelModel, type Options } from 'amqplib';
+import { OSLO_PROPS, osloNotification } from './raw-amqp-oslo.js';
 import { CONCURRENCY, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight } from './scenarios.js';
 
 const url = process.argv[2] ?? 'amqp://guest:guest@127.0.0.1:5672/';
@@ -10,17 +12,9 @@ const ROUNDS = 5;
 const CALLS = 2000;
 const PUBLISHES = 20_000;
 
-/** oslo's properties on every message, as tidings sends them. */
-const OSLO_PROPS: Options.Publish = { contentType: 'application/json', contentEncoding: 'utf-8', deliveryMode: 2, priority: 0, headers: {} };
 const small = (i: number) => Buffer.from(JSON.stringify({ i, text: PAYLOAD_TEXT }));
 /** A notification as tidings puts it on the wire: the 2.0 envelope around the oslo dict. */
-const enveloped = (i: number) =>
-  Buffer.from(
-    JSON.stringify({
-      'oslo.version': '2.0',
-      'oslo.message': JSON.stringify({ message_id: randomUUID(), publisher_id: 'bench', event_type: 'bench.event', priority: 'INFO', payload: { i, text: PAYLOAD_TEXT }, timestamp: '2026-11-21 00:00:00.000000', _unique_id: randomUUID().replace(/-/g, '') }),
-    }),
-  );
+const enveloped = osloNotification;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const open = () => connect(url, { noDelay: true });

@@ -1,24 +1,30 @@
-// Raw-client baselines, one module per broker, loaded lazily by URL driver so that a memory://
-// run never loads a broker library. A baseline module exports `baselines: BaselineSet` keyed by
-// the scenario names of scenarios.ts; scenarios without a baseline print "-".
+// Raw-client baselines, one module per broker and kind, loaded lazily by URL driver so that a
+// memory:// run never loads a broker library. A baseline module exports `baselines: BaselineSet`
+// keyed by the scenario names of scenarios.ts; scenarios without a baseline print "-". Two kinds:
+// `raw` (what a careful user of the client library writes for the same job) and `oslo` (the raw
+// client doing the work oslo's wire protocol requires, so tidings' own overhead shows).
 //
 // To add one (e.g. RabbitMQ with plain amqplib): write bench/raw-amqp.ts exporting
 // `export const baselines: BaselineSet = { 'call-sequential': async (ctx) => ..., ... }`
-// and add `rabbit: () => import('./raw-amqp.js')` (and the amqp/amqps/kombu aliases) below.
+// and add `rabbit: { raw: () => import('./raw-amqp.js') }` (and the amqp/amqps/kombu aliases) below.
 import type { BaselineSet } from './harness.js';
 
 type BaselineModule = { baselines: BaselineSet };
+type Loaders = { raw?: () => Promise<BaselineModule>; oslo?: () => Promise<BaselineModule> };
 
-export const BASELINE_LOADERS: Readonly<Record<string, () => Promise<BaselineModule>>> = {
+const RABBIT: Loaders = { raw: () => import('./raw-amqp.js'), oslo: () => import('./raw-amqp-oslo.js') };
+
+export const BASELINE_LOADERS: Readonly<Record<string, Loaders>> = {
   // memory:// has no raw client to compare with.
-  rabbit: () => import('./raw-amqp.js'),
-  amqp: () => import('./raw-amqp.js'),
-  amqps: () => import('./raw-amqp.js'),
-  kombu: () => import('./raw-amqp.js'),
+  rabbit: RABBIT,
+  amqp: RABBIT,
+  amqps: RABBIT,
+  kombu: RABBIT,
 };
 
-/** The baselines for a URL's driver, or none. */
-export async function loadBaselines(driver: string): Promise<BaselineSet> {
-  const load = BASELINE_LOADERS[driver];
-  return load ? (await load()).baselines : {};
+/** The baselines of both kinds for a URL's driver, or none. */
+export async function loadBaselines(driver: string): Promise<{ raw: BaselineSet; oslo: BaselineSet }> {
+  const loaders = BASELINE_LOADERS[driver];
+  const [raw, oslo] = await Promise.all([loaders?.raw?.(), loaders?.oslo?.()]);
+  return { raw: raw?.baselines ?? {}, oslo: oslo?.baselines ?? {} };
 }

@@ -1,5 +1,6 @@
-// The benchmark harness: named scenarios, each with an optional raw-client baseline measured in
-// the same run, summarised as a table and one machine-readable JSON line (always the last line).
+// The benchmark harness: named scenarios, each with up to two raw-client baselines measured in
+// the same run (plain "raw", and "raw-oslo": the raw client doing the oslo wire protocol's work),
+// summarised as a table and one machine-readable JSON line (always the last line).
 import { randomUUID } from 'node:crypto';
 import { TransportURL } from '../src/index.js';
 
@@ -57,6 +58,10 @@ export interface ScenarioResult extends Stats {
   baseline?: Stats;
   /** tidings ops/s divided by baseline ops/s. */
   ratio?: number;
+  /** The oslo-shaped raw baseline (the raw client doing the protocol work tidings must do), when registered. */
+  osloBaseline?: Stats;
+  /** tidings ops/s divided by osloBaseline ops/s: tidings' own overhead. */
+  osloRatio?: number;
 }
 
 export interface BenchReport {
@@ -79,6 +84,8 @@ export interface BenchOptions {
   only: readonly string[];
   scenarios: readonly Scenario[];
   baselines: BaselineSet;
+  /** oslo-shaped raw baselines, keyed by scenario name; run after `baselines`. @default {} */
+  osloBaselines?: BaselineSet;
   /** Where the table and the JSON line go. */
   print(line: string): void;
 }
@@ -124,7 +131,7 @@ export function selectScenarios(all: readonly Scenario[], only: readonly string[
   });
 }
 
-/** Runs the scenarios (each followed by its baseline), prints the table, then the JSON line. */
+/** Runs the scenarios (each followed by its baselines), prints the table, then the JSON line. */
 export async function runBench(options: BenchOptions): Promise<BenchReport> {
   const transportUrl = TransportURL.parse(options.url);
   const selected = selectScenarios(options.scenarios, options.only);
@@ -144,6 +151,11 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
       result.baseline = toStats(await baseline(contextFor(options, transportUrl)));
       if (result.baseline.opsPerSec > 0) result.ratio = round(result.opsPerSec / result.baseline.opsPerSec, 2);
     }
+    const osloBaseline = options.osloBaselines?.[scenario.name];
+    if (osloBaseline) {
+      result.osloBaseline = toStats(await osloBaseline(contextFor(options, transportUrl)));
+      if (result.osloBaseline.opsPerSec > 0) result.osloRatio = round(result.opsPerSec / result.osloBaseline.opsPerSec, 2);
+    }
     report.scenarios[scenario.name] = result;
   }
   for (const line of formatTable(report)) options.print(line);
@@ -153,7 +165,7 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
 
 /** The human-readable table. */
 export function formatTable(report: BenchReport): string[] {
-  const header = ['scenario', 'ops', 'ops/s', 'p50 ms', 'p99 ms', 'raw ops/s', 'tidings/raw'];
+  const header = ['scenario', 'ops', 'ops/s', 'p50 ms', 'p99 ms', 'raw ops/s', 'tidings/raw', 'raw-oslo ops/s', 'tidings/raw-oslo'];
   const rows = Object.entries(report.scenarios).map(([name, r]) => [
     name,
     String(r.ops),
@@ -162,6 +174,8 @@ export function formatTable(report: BenchReport): string[] {
     r.p99Ms?.toFixed(3) ?? '-',
     r.baseline ? String(r.baseline.opsPerSec) : '-',
     r.ratio !== undefined ? r.ratio.toFixed(2) : '-',
+    r.osloBaseline ? String(r.osloBaseline.opsPerSec) : '-',
+    r.osloRatio !== undefined ? r.osloRatio.toFixed(2) : '-',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');

@@ -30,7 +30,7 @@ const QUEUE_OPTIONS: Readonly<Options.AssertQueue> = Object.freeze({ durable: fa
 const body = (i: number) => Buffer.from(JSON.stringify({ i, text: PAYLOAD_TEXT }));
 
 /** One connection to the bench URL's first host, with Nagle off as tidings does. */
-function open(ctx: BenchContext): Promise<ChannelModel> {
+export function open(ctx: BenchContext): Promise<ChannelModel> {
   const host = ctx.transportUrl.hosts[0] ?? {};
   return connect(
     {
@@ -47,8 +47,8 @@ function open(ctx: BenchContext): Promise<ChannelModel> {
   );
 }
 
-/** Opens connections, runs `body`, then deletes `queues` and closes everything. */
-async function withConnections(ctx: BenchContext, n: number, queues: string[], run: (conns: ChannelModel[]) => Promise<Measurement>): Promise<Measurement> {
+/** Opens connections, runs `body`, then deletes `queues` (as they are when it ends) and closes everything. */
+export async function withConnections(ctx: BenchContext, n: number, queues: string[], run: (conns: ChannelModel[]) => Promise<Measurement>): Promise<Measurement> {
   const conns = await Promise.all(Array.from({ length: n }, () => open(ctx)));
   try {
     return await run(conns);
@@ -66,14 +66,26 @@ function confirmedPublish(ch: ConfirmChannel, queue: string, content: Buffer): P
   });
 }
 
+/** How a raw consumer reads: the plain baseline's choices here, the oslo-shaped ones in raw-amqp-oslo.ts. */
+export interface ConsumerShape {
+  /** Prefetch of a counting consumer; 0 = no limit (oslo's default `rabbit_qos_prefetch_count`). */
+  readonly prefetch: number;
+  /** Prefetch of the batch consumer. */
+  readonly batchPrefetch: number;
+  /** Decodes a body as the consumer must (plain JSON here; the 2.0 envelope for oslo). */
+  decode(content: Buffer): unknown;
+}
+
+const PLAIN_CONSUMER: ConsumerShape = { prefetch: CONSUMER_PREFETCH, batchPrefetch: 2 * BATCH_SIZE, decode: (c) => JSON.parse(c.toString('utf8')) };
+
 /** A consumer that acks each message and counts it. */
-async function countingConsumer(conn: ChannelModel, queue: string, prefetch: number): Promise<() => number> {
+export async function countingConsumer(conn: ChannelModel, queue: string, prefetch: number, decode: (content: Buffer) => unknown = PLAIN_CONSUMER.decode): Promise<() => number> {
   const ch = await conn.createChannel();
-  await ch.prefetch(prefetch);
+  if (prefetch > 0) await ch.prefetch(prefetch);
   let seen = 0;
   await ch.consume(queue, (m) => {
     if (!m) return;
-    JSON.parse(m.content.toString('utf8'));
+    decode(m.content);
     seen++;
     ch.ack(m);
   });
@@ -81,9 +93,9 @@ async function countingConsumer(conn: ChannelModel, queue: string, prefetch: num
 }
 
 /** A consumer that hands out batches of up to BATCH_SIZE (or what arrived within BATCH_TIMEOUT_MS) and acks each batch at once. */
-async function batchConsumer(conn: ChannelModel, queue: string): Promise<() => number> {
+async function batchConsumer(conn: ChannelModel, queue: string, shape: ConsumerShape): Promise<() => number> {
   const ch = await conn.createChannel();
-  await ch.prefetch(2 * BATCH_SIZE);
+  if (shape.batchPrefetch > 0) await ch.prefetch(shape.batchPrefetch);
   let seen = 0;
   let batch: ConsumeMessage[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -93,7 +105,7 @@ async function batchConsumer(conn: ChannelModel, queue: string): Promise<() => n
     if (batch.length === 0) return;
     const done = batch;
     batch = [];
-    for (const m of done) JSON.parse(m.content.toString('utf8'));
+    for (const m of done) shape.decode(m.content);
     seen += done.length;
     ch.ack(done[done.length - 1], true);
   };
@@ -150,20 +162,40 @@ async function withRawRpc(ctx: BenchContext, run: (rpc: RawRpc) => Promise<Measu
   });
 }
 
-/** Publishes with PUBLISH_WINDOW confirms in flight while `consumers` consume; as consumeScenario. */
-function rawConsume(consumers: number, mode: 'plain' | 'batch') {
-  return (ctx: BenchContext): Promise<Measurement> => {
+/** Where a raw consume scenario publishes, declared on the publisher's channel. */
+export interface PublishShape extends ConsumerShape {
+  /**
+   * Declares what publishing needs and returns the queue the consumers read (`pooled`: one
+   * shared by every consumer) and a confirmed publish of message `i`. Queues it declares go
+   * into `queues`, which are deleted afterwards.
+   */
+  prepare(ctx: BenchContext, pub: ConfirmChannel, pooled: boolean, queues: string[]): Promise<{ consumeFrom: string; publish: (i: number) => Promise<void> }>;
+}
+
+const PLAIN_PUBLISH: PublishShape = {
+  ...PLAIN_CONSUMER,
+  async prepare(ctx, pub, _pooled, queues) {
     const queue = ctx.unique('bench-raw-notify');
-    return withConnections(ctx, 1 + consumers, [queue], async ([pubConn, ...consumerConns]) => {
+    queues.push(queue);
+    await pub.assertQueue(queue, QUEUE_OPTIONS);
+    return { consumeFrom: queue, publish: (i) => confirmedPublish(pub, queue, body(i)) };
+  },
+};
+
+/** Publishes with PUBLISH_WINDOW confirms in flight while `consumers` consume; as consumeScenario. */
+export function rawConsume(consumers: number, mode: 'plain' | 'pooled' | 'batch', shape: PublishShape = PLAIN_PUBLISH) {
+  return (ctx: BenchContext): Promise<Measurement> => {
+    const queues: string[] = [];
+    return withConnections(ctx, 1 + consumers, queues, async ([pubConn, ...consumerConns]) => {
       const pub = await pubConn.createConfirmChannel();
-      await pub.assertQueue(queue, QUEUE_OPTIONS);
-      const counters = await Promise.all(consumerConns.map((c) => (mode === 'batch' ? batchConsumer(c, queue) : countingConsumer(c, queue, CONSUMER_PREFETCH))));
+      const { consumeFrom, publish } = await shape.prepare(ctx, pub, mode === 'pooled', queues);
+      const counters = await Promise.all(consumerConns.map((c) => (mode === 'batch' ? batchConsumer(c, consumeFrom, shape) : countingConsumer(c, consumeFrom, shape.prefetch, shape.decode))));
       const consumed = () => counters.reduce((sum, f) => sum + f(), 0);
-      for (let i = 0; i < ctx.warmup; i++) await confirmedPublish(pub, queue, body(i));
+      for (let i = 0; i < ctx.warmup; i++) await publish(i);
       await waitUntil(() => consumed() >= ctx.warmup, 'raw warm-up consumed');
       const base = consumed();
       const start = performance.now();
-      const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => confirmedPublish(pub, queue, body(i)));
+      const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, publish);
       await waitUntil(() => consumed() - base >= sent, 'raw notifications consumed');
       return { ops: sent, elapsedMs: performance.now() - start };
     });
@@ -226,6 +258,6 @@ export const baselines: BaselineSet = {
   },
 
   'consume-plain': rawConsume(1, 'plain'),
-  'consume-pooled': rawConsume(2, 'plain'),
+  'consume-pooled': rawConsume(2, 'pooled'),
   'consume-batch': rawConsume(1, 'batch'),
 };

@@ -46,13 +46,15 @@ export async function main(argv: readonly string[], print: (line: string) => voi
   }
   const url = values.url ?? process.env.TIDINGS_TRANSPORT_URL ?? 'memory://';
   const driver = TransportURL.parse(url).driver;
+  const { raw, oslo } = await loadBaselines(driver);
   return runBench({
     url,
     count: positiveInt('--count', values.count, DEFAULT_COUNT) ?? DEFAULT_COUNT,
     durationMs: positiveInt('--duration', values.duration, null),
     only: values.scenarios ? values.scenarios.split(',').map((s) => s.trim()).filter(Boolean) : [],
     scenarios: SCENARIOS,
-    baselines: await loadBaselines(driver),
+    baselines: raw,
+    osloBaselines: oslo,
     print,
   });
 }

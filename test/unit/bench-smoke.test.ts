@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { main } from '../../bench/run.js';
 import { SCENARIOS } from '../../bench/scenarios.js';
 import { percentile, runBench } from '../../bench/harness.js';
+import { loadBaselines } from '../../bench/baselines.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
@@ -33,11 +34,11 @@ describe('bench harness', () => {
       expect(report.scenarios[name].p99Ms).toBeGreaterThanOrEqual(report.scenarios[name].p50Ms);
     }
     // The table: a title, a header, a rule and one row per scenario.
-    expect(out[1]).toMatch(/^scenario\s+ops\s+ops\/s\s+p50 ms\s+p99 ms\s+raw ops\/s\s+tidings\/raw$/);
+    expect(out[1]).toMatch(/^scenario\s+ops\s+ops\/s\s+p50 ms\s+p99 ms\s+raw ops\/s\s+tidings\/raw\s+raw-oslo ops\/s\s+tidings\/raw-oslo$/);
     expect(out).toHaveLength(3 + NAMES.length + 1);
   });
 
-  it('measures a registered baseline in the same run and prints the ratio', async () => {
+  it('measures both registered baselines in the same run and prints both ratios', async () => {
     const out: string[] = [];
     const report = await runBench({
       url: 'memory://',
@@ -46,11 +47,21 @@ describe('bench harness', () => {
       only: ['cast'],
       scenarios: SCENARIOS,
       baselines: { cast: async (ctx) => ({ ops: ctx.count, elapsedMs: 5 }) },
+      osloBaselines: { cast: async (ctx) => ({ ops: ctx.count, elapsedMs: 10 }) },
       print: (line) => out.push(line),
     });
     expect(report.scenarios.cast.baseline).toMatchObject({ ops: 10, opsPerSec: 2000 });
     expect(report.scenarios.cast.ratio).toBeCloseTo(report.scenarios.cast.opsPerSec / 2000, 1);
-    expect(out.find((l) => l.startsWith('cast '))).toMatch(/\s2000\s+\d+\.\d\d$/);
+    expect(report.scenarios.cast.osloBaseline).toMatchObject({ ops: 10, opsPerSec: 1000 });
+    expect(report.scenarios.cast.osloRatio).toBeCloseTo(report.scenarios.cast.opsPerSec / 1000, 1);
+    expect(out.find((l) => l.startsWith('cast '))).toMatch(/\s2000\s+\d+\.\d\d\s+1000\s+\d+\.\d\d$/);
+  });
+
+  it('loads both baseline kinds for RabbitMQ URLs and none for memory://', async () => {
+    const rabbit = await loadBaselines('rabbit');
+    expect(Object.keys(rabbit.raw)).toEqual(NAMES);
+    expect(Object.keys(rabbit.oslo)).toEqual(NAMES);
+    expect(await loadBaselines('memory')).toEqual({ raw: {}, oslo: {} });
   });
 
   it('refuses an unknown scenario name, naming the known ones', async () => {

@@ -1,0 +1,196 @@
+// The oslo-shaped raw baselines for RabbitMQ ("raw-oslo"): raw amqplib doing exactly the protocol
+// work tidings must do to interoperate with Python oslo.messaging, and nothing else. The gap
+// between tidings and these is tidings' own overhead; the gap between these and raw-amqp.ts is
+// the protocol's. Used by the bench (second baseline column) and by amqp-protocol-cost.ts.
+//
+// What every scenario here does, as tidings does it on the wire (oslo-wire.md §1):
+// - a topic exchange (unique per run, like the control exchange `openstack`), messages routed by
+//   topic; confirm channels for every publish; oslo's properties (persistent, JSON content type,
+//   priority 0, an empty headers table); the 2.0 envelope (the message JSON inside JSON) with
+//   `_unique_id` (and `_msg_id`, `_reply_q`, `_timeout` on calls); consumers decode both layers.
+// - RPC: the client publishes (expiration = the call timeout) and consumes its `reply_<hex>`
+//   queue on one connection, acking each reply; the server consumes on one connection, acks each
+//   request before handling it, and replies on a second (publisher) connection to the default
+//   exchange, mandatory, on a confirm channel. No prefetch limit, as oslo's default.
+// - notifications: `<topic>.info` declared and bound by the publisher (as the notifier does);
+//   a pool consumes its own queue bound to the same key (both queues get every message).
+import { randomUUID } from 'node:crypto';
+import type { Channel, ConfirmChannel, Options } from 'amqplib';
+import type { BaselineSet, BenchContext, Measurement } from './harness.js';
+import { rawConsume, withConnections, type PublishShape } from './raw-amqp.js';
+import { CONCURRENCY, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, waitUntil } from './scenarios.js';
+
+/** oslo's properties on every message, as tidings sends them. */
+export const OSLO_PROPS: Readonly<Options.Publish> = Object.freeze({ contentType: 'application/json', contentEncoding: 'utf-8', deliveryMode: 2, priority: 0, headers: {} });
+/** tidings' bench client timeout, sent as the request's `expiration`. */
+const CALL_TIMEOUT_MS = 30_000;
+/** As tidings declares `<topic>` and notification queues by default (amqp_durable_queues=false). */
+const QUEUE_OPTIONS: Readonly<Options.AssertQueue> = Object.freeze({ durable: false, autoDelete: false });
+
+/** A uuid4 in hex, as oslo writes `_msg_id`/`_unique_id`. */
+export const hexId = (): string => randomUUID().replace(/-/g, '');
+
+/** The 2.0 envelope of `message`, as bytes. */
+export const envelope = (message: Record<string, unknown>): Buffer => Buffer.from(JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify(message) }));
+
+/** Both layers of an enveloped body. */
+export const unenvelope = (content: Buffer): Record<string, unknown> =>
+  JSON.parse((JSON.parse(content.toString('utf8')) as Record<string, string>)['oslo.message']) as Record<string, unknown>;
+
+/** Python's `str(datetime.utcnow())`, as notifications carry it. */
+function timestamp(): string {
+  const iso = new Date().toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 23)}000`;
+}
+
+/** A notification as tidings' Notifier puts it on the wire (oslo-wire.md §1.10, enveloped). */
+export const osloNotification = (i: number): Buffer =>
+  envelope({ message_id: randomUUID(), publisher_id: 'bench', event_type: 'bench.event', priority: 'INFO', payload: { i, text: PAYLOAD_TEXT }, timestamp: timestamp(), _unique_id: hexId() });
+
+/** A publish resolving on its own confirm. */
+function confirmed(ch: ConfirmChannel, exchange: string, routingKey: string, content: Buffer, props: Options.Publish = OSLO_PROPS): Promise<void> {
+  return new Promise((resolve, reject) => {
+    ch.publish(exchange, routingKey, content, props, (err) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve()));
+  });
+}
+
+/** A topic exchange per run, deleted with its last binding. */
+async function declareExchange(ctx: BenchContext, ch: Channel): Promise<string> {
+  const exchange = ctx.unique('bench-oslo-x');
+  await ch.assertExchange(exchange, 'topic', { durable: false, autoDelete: true });
+  return exchange;
+}
+
+interface OsloRpc {
+  call(i: number): Promise<unknown>;
+  cast(i: number): Promise<void>;
+  handled(): number;
+}
+
+/** An oslo-shaped RPC server (listener + publisher connections) and client (one connection). */
+function withOsloRpc(ctx: BenchContext, run: (rpc: OsloRpc) => Promise<Measurement>): Promise<Measurement> {
+  const topic = ctx.unique('bench-oslo-rpc');
+  const replyQueue = `reply_${hexId()}`;
+  return withConnections(ctx, 3, [topic, replyQueue], async ([listenConn, serverPubConn, clientConn]) => {
+    const server = await listenConn.createChannel();
+    const exchange = await declareExchange(ctx, server);
+    await server.assertQueue(topic, QUEUE_OPTIONS);
+    await server.bindQueue(topic, exchange, topic);
+    const replies = await serverPubConn.createConfirmChannel();
+    let handled = 0;
+    await server.consume(topic, (m) => {
+      if (!m) return;
+      server.ack(m); // oslo acks a request before dispatching it
+      const req = unenvelope(m.content);
+      handled++;
+      if (typeof req._reply_q !== 'string') return;
+      const reply = envelope({ result: req.args, failure: null, ending: true, _msg_id: req._msg_id, _unique_id: hexId() });
+      replies.publish('', req._reply_q, reply, { ...OSLO_PROPS, mandatory: true }, () => undefined);
+    });
+
+    const requests = await clientConn.createConfirmChannel();
+    const replyCh = await clientConn.createChannel();
+    await replyCh.assertQueue(replyQueue, { durable: false, autoDelete: false, exclusive: false, arguments: { 'x-expires': 1_800_000 } });
+    const pending = new Map<string, (value: unknown) => void>();
+    await replyCh.consume(replyQueue, (m) => {
+      if (!m) return;
+      replyCh.ack(m);
+      const reply = unenvelope(m.content);
+      const resolve = pending.get(reply._msg_id as string);
+      if (!resolve) return;
+      pending.delete(reply._msg_id as string);
+      resolve(reply.result);
+    });
+    const callProps: Options.Publish = { ...OSLO_PROPS, expiration: String(CALL_TIMEOUT_MS) };
+    return run({
+      call: (i) =>
+        new Promise((resolve) => {
+          const msgId = hexId();
+          pending.set(msgId, resolve);
+          // The call resolves on its reply; the request's confirm is not awaited (as tidings).
+          const request = envelope({ method: 'echo', args: { i, text: PAYLOAD_TEXT }, _msg_id: msgId, _reply_q: replyQueue, _timeout: null, _unique_id: hexId() });
+          requests.publish(exchange, topic, request, callProps, () => undefined);
+        }),
+      cast: (i) => confirmed(requests, exchange, topic, envelope({ method: 'sink', args: { i, text: PAYLOAD_TEXT }, _unique_id: hexId() })),
+      handled: () => handled,
+    });
+  });
+}
+
+/** Notifications to `<topic>.info` through the run's topic exchange; a pool reads its own queue. */
+const OSLO_NOTIFY: PublishShape = {
+  prefetch: 0,
+  batchPrefetch: 0,
+  decode: unenvelope,
+  async prepare(ctx, pub, pooled, queues) {
+    const exchange = await declareExchange(ctx, pub);
+    const key = `${ctx.unique('bench-oslo-notify')}.info`;
+    queues.push(key);
+    await pub.assertQueue(key, QUEUE_OPTIONS);
+    await pub.bindQueue(key, exchange, key);
+    let consumeFrom = key;
+    if (pooled) {
+      consumeFrom = ctx.unique('bench-oslo-pool');
+      queues.push(consumeFrom);
+      await pub.assertQueue(consumeFrom, QUEUE_OPTIONS);
+      await pub.bindQueue(consumeFrom, exchange, key);
+    }
+    return { consumeFrom, publish: (i) => confirmed(pub, exchange, key, osloNotification(i)) };
+  },
+};
+
+async function sequentialCalls(ctx: BenchContext, call: (i: number) => Promise<unknown>): Promise<Measurement> {
+  for (let i = 0; i < ctx.warmup; i++) await call(i);
+  const latencies: number[] = [];
+  const start = performance.now();
+  for (let i = 0; i < ctx.count && ctx.inTime(); i++) {
+    const t0 = performance.now();
+    await call(i);
+    latencies.push(performance.now() - t0);
+  }
+  return { ops: latencies.length, elapsedMs: performance.now() - start, latenciesMs: latencies };
+}
+
+export const baselines: BaselineSet = {
+  'call-sequential': (ctx) => withOsloRpc(ctx, ({ call }) => sequentialCalls(ctx, call)),
+
+  'call-concurrent': (ctx) =>
+    withOsloRpc(ctx, async ({ call }) => {
+      for (let i = 0; i < ctx.warmup; i++) await call(i);
+      const latencies: number[] = [];
+      const start = performance.now();
+      await keepInFlight(ctx.count, CONCURRENCY, ctx.inTime, async (i) => {
+        const t0 = performance.now();
+        await call(i);
+        latencies.push(performance.now() - t0);
+      });
+      return { ops: latencies.length, elapsedMs: performance.now() - start, latenciesMs: latencies };
+    }),
+
+  cast: (ctx) =>
+    withOsloRpc(ctx, async ({ cast, handled }) => {
+      for (let i = 0; i < ctx.warmup; i++) await cast(i);
+      await waitUntil(() => handled() >= ctx.warmup, 'raw-oslo warm-up casts handled');
+      const base = handled();
+      const start = performance.now();
+      const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, cast);
+      await waitUntil(() => handled() - base >= sent, 'raw-oslo casts handled');
+      return { ops: sent, elapsedMs: performance.now() - start };
+    }),
+
+  'notify-publish': (ctx) => {
+    const queues: string[] = [];
+    return withConnections(ctx, 1, queues, async ([conn]) => {
+      const pub = await conn.createConfirmChannel();
+      const { publish } = await OSLO_NOTIFY.prepare(ctx, pub, false, queues);
+      for (let i = 0; i < ctx.warmup; i++) await publish(i);
+      const start = performance.now();
+      const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, publish);
+      return { ops: sent, elapsedMs: performance.now() - start };
+    });
+  },
+
+  'consume-plain': rawConsume(1, 'plain', OSLO_NOTIFY),
+  'consume-pooled': rawConsume(2, 'pooled', OSLO_NOTIFY),
+  'consume-batch': rawConsume(1, 'batch', OSLO_NOTIFY),
+};
