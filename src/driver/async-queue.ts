@@ -61,6 +61,11 @@ export class AsyncQueue<T> {
     });
   }
 
+  /** Takes the next buffered item without waiting; undefined when none is buffered. */
+  tryShift(): T | undefined {
+    return this.size > 0 ? this.take() : undefined;
+  }
+
   /** Takes every buffered item at once. */
   drain(): T[] {
     const out = this.items.slice(this.head);

@@ -103,8 +103,17 @@ export class PollStyleListenerAdapter<M extends IncomingMessage = IncomingMessag
     let delay = this.backoff.minMs;
     while (this.running) {
       try {
+        const options = { batchSize: this.options.batchSize ?? 1, batchTimeout: this.options.batchTimeout };
+        // Messages already buffered are taken without a poll's promises and timers.
+        const ready = this.source.pollReady(options);
+        if (ready !== undefined && ready.length > 0) {
+          const accepted = this.invoke(ready);
+          if (!(accepted === true || (accepted !== false && (await accepted)))) throw new CallbackFailed();
+          delay = this.backoff.minMs;
+          continue;
+        }
         const polledAt = performance.now();
-        const batch = await this.source.poll({ batchSize: this.options.batchSize ?? 1, batchTimeout: this.options.batchTimeout });
+        const batch = await this.source.poll(options);
         if (batch.length === 0) {
           if (!this.running) break;
           // An empty poll that waited (a batch window passed) just loops, after yielding once.
@@ -126,15 +135,23 @@ export class PollStyleListenerAdapter<M extends IncomingMessage = IncomingMessag
     }
   }
 
-  /** Returns false when the callback threw (already logged). */
-  private async invoke(batch: M[]): Promise<boolean> {
+  /** False when the callback threw or rejected (already logged); a promise only when the callback returned one. */
+  private invoke(batch: M[]): boolean | Promise<boolean> {
+    let accepted: Promise<void> | void;
     try {
-      await this.callback!(batch);
-      return true;
+      accepted = this.callback!(batch);
     } catch (err) {
       this.logError('listener callback failed', { err, messages: batch.length });
       return false;
     }
+    if (accepted === undefined || typeof (accepted as { then?: unknown }).then !== 'function') return true;
+    return Promise.resolve(accepted).then(
+      () => true,
+      (err: unknown) => {
+        this.logError('listener callback failed', { err, messages: batch.length });
+        return false;
+      },
+    );
   }
 
   /** A throwing logger must not kill the loop (nor surface as an unhandled rejection). */

@@ -32,12 +32,8 @@ export async function batchPoll<M>(
   pollOne: (timeoutMs: number | undefined) => Promise<M | undefined>,
   options: BatchPollOptions = {},
 ): Promise<M[]> {
-  // NaN or a fraction would make the loop below end at once; treat anything odd as 1.
-  let batchSize = Math.max(1, Math.floor(options.batchSize ?? 1) || 1);
-  if (options.prefetchSize !== undefined && options.prefetchSize > 0) batchSize = Math.min(batchSize, options.prefetchSize);
-  const { timeout, batchTimeout } = options;
-  const limit = timeout !== undefined && batchTimeout !== undefined ? Math.min(timeout, batchTimeout) : (batchTimeout ?? timeout);
-  const watch = new StopWatch(limit, options.now);
+  const batchSize = effectiveBatchSize(options);
+  const watch = new StopWatch(batchLimit(options), options.now);
   const out: M[] = [];
   while (out.length < batchSize) {
     const message = await pollOne(out.length === 0 ? watch.leftover() : (watch.leftover() ?? 0));
@@ -45,6 +41,17 @@ export async function batchPoll<M>(
     out.push(message);
   }
   return out;
+}
+
+/** `batchSize` as batchPoll applies it: NaN or a fraction (which would end a batch at once) count as 1; a positive prefetch caps it. */
+function effectiveBatchSize(options: BatchPollOptions): number {
+  const batchSize = Math.max(1, Math.floor(options.batchSize ?? 1) || 1);
+  return options.prefetchSize !== undefined && options.prefetchSize > 0 ? Math.min(batchSize, options.prefetchSize) : batchSize;
+}
+
+/** The one stopwatch limit of a batch: the shorter of `timeout` and `batchTimeout`. */
+function batchLimit({ timeout, batchTimeout }: PollOptions): number | undefined {
+  return timeout !== undefined && batchTimeout !== undefined ? Math.min(timeout, batchTimeout) : (batchTimeout ?? timeout);
 }
 
 /**
@@ -58,6 +65,15 @@ export abstract class PollStyleListener<M extends IncomingMessage = IncomingMess
 
   /** Resolves with 0..batchSize messages, per the single-stopwatch rules of batchPoll. */
   abstract poll(options?: PollOptions): Promise<M[]>;
+
+  /**
+   * The batch `poll(options)` would resolve with, when it is known at once (messages are ready
+   * and the batch rules would not wait for more); otherwise undefined, and the caller polls.
+   * Taking it is the same as polling it. MUST NOT wait or throw. The default knows nothing.
+   */
+  pollReady(_options?: PollOptions): M[] | undefined {
+    return undefined;
+  }
 
   /** Stops taking new messages from the broker; MUST wake a pending poll. Idempotent. */
   abstract stop(): Promise<void>;
@@ -80,6 +96,22 @@ export abstract class BufferedPollStyleListener<M extends IncomingMessage = Inco
 
   override poll(options: PollOptions = {}): Promise<M[]> {
     return batchPoll((t) => this.buffer.shift(t), { ...options, prefetchSize: this.prefetchSize });
+  }
+
+  /**
+   * What is buffered, when batchPoll would not wait for more: a full batch, or any without a
+   * deadline. A subclass that overrides poll() gets no answer here (its poll may differ).
+   */
+  override pollReady(options: PollOptions = {}): M[] | undefined {
+    const ready = this.buffer.size;
+    if (ready === 0 || this.poll !== BufferedPollStyleListener.prototype.poll) return undefined;
+    const batchSize = effectiveBatchSize({ batchSize: options.batchSize, prefetchSize: this.prefetchSize });
+    const limit = batchLimit(options);
+    if (ready < batchSize && limit !== undefined && limit > 0) return undefined;
+    const n = Math.min(ready, batchSize);
+    const out: M[] = [];
+    for (let i = 0; i < n; i++) out.push(this.buffer.tryShift() as M);
+    return out;
   }
 
   override async stop(): Promise<void> {

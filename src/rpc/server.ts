@@ -176,10 +176,22 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
       throw new ServerListenError(`Could not listen on ${this.target.toString()}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     this.listener = listener;
-    listener.start(async (messages) => {
-      for (const message of messages) await this.executor.submit(() => this.process(message));
+    listener.start((messages) => {
+      // Synchronous while slots are free: no promise per request on the hot path.
+      for (let i = 0; i < messages.length; i++) {
+        const message = messages[i];
+        if (!this.executor.tryStart(() => this.process(message))) return this.submitFrom(messages, i);
+      }
     });
     this.logger.debug('rpc server listening');
+  }
+
+  /** Back-pressure: resolves once `messages[from..]` all hold executor slots. */
+  private async submitFrom(messages: RpcIncomingMessage[], from: number): Promise<void> {
+    for (let i = from; i < messages.length; i++) {
+      const message = messages[i];
+      await this.executor.submit(() => this.process(message));
+    }
   }
 
   private async process(incoming: RpcIncomingMessage): Promise<void> {
@@ -218,8 +230,8 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
   }
 
   private report(info: RpcDispatchInfo): void {
-    const fields = { method: info.method, namespace: info.namespace, version: info.version, messageId: info.messageId, durationMs: Math.round(info.durationMs) };
     if (info.outcome === 'failure') {
+      const fields = { method: info.method, namespace: info.namespace, version: info.version, messageId: info.messageId, durationMs: Math.round(info.durationMs) };
       const err = summarise(info.error);
       if (info.expected) {
         this.logger.debug('expected exception during message handling', { ...fields, err });
