@@ -1,4 +1,5 @@
 // oslo's message envelope (2.0) and context flattening: the shapes every wire format shares.
+import { randomFillSync } from 'node:crypto';
 import { MalformedMessage } from '../errors.js';
 import type { Context, DriverMessage } from './types.js';
 
@@ -25,9 +26,7 @@ export function deserializeEnvelope(body: unknown): DriverMessage {
   if (!isPlainObject(body)) throw new MalformedMessage(`Message body is not a JSON object (got ${kind(body)})`);
   if (!(VERSION_KEY in body) || !(MESSAGE_KEY in body)) return body;
   const version = body[VERSION_KEY];
-  if (typeof version !== 'string' || !/^\d+\.\d+$/.test(version)) throw new MalformedMessage(`Unsupported envelope version ${JSON.stringify(version)}`);
-  const [major, minor] = version.split('.').map(Number);
-  if (major !== 2 || minor > 0) throw new MalformedMessage(`Unsupported envelope version ${version}; this side speaks ${ENVELOPE_VERSION}`);
+  if (version !== ENVELOPE_VERSION) checkEnvelopeVersion(version);
   const inner = body[MESSAGE_KEY];
   if (typeof inner !== 'string') throw new MalformedMessage('Envelope oslo.message is not a string');
   let parsed: unknown;
@@ -40,9 +39,16 @@ export function deserializeEnvelope(body: unknown): DriverMessage {
   return parsed;
 }
 
+/** Throws MalformedMessage unless `version` is compatible with 2.0 (same major, minor <= 0). */
+function checkEnvelopeVersion(version: unknown): void {
+  if (typeof version !== 'string' || !/^\d+\.\d+$/.test(version)) throw new MalformedMessage(`Unsupported envelope version ${JSON.stringify(version)}`);
+  const [major, minor] = version.split('.').map(Number);
+  if (major !== 2 || minor > 0) throw new MalformedMessage(`Unsupported envelope version ${version}; this side speaks ${ENVELOPE_VERSION}`);
+}
+
 /** Parses a raw body (bytes or string) into a message, enveloped or not. Throws MalformedMessage. */
 export function decodeBody(raw: Uint8Array | string): DriverMessage {
-  const text = typeof raw === 'string' ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8');
+  const text = typeof raw === 'string' ? raw : Buffer.isBuffer(raw) ? raw.toString('utf8') : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8');
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -72,9 +78,25 @@ export function unpackContext(message: DriverMessage): Context {
   return ctx;
 }
 
-/** A new random id as oslo writes `_msg_id`/`_unique_id`: uuid4 hex without dashes. */
+const ID_BYTES = 16;
+const ID_POOL_SIZE = ID_BYTES * 256;
+const idPool = Buffer.allocUnsafe(ID_POOL_SIZE);
+let idOffset = ID_POOL_SIZE;
+
+/**
+ * A new random id as oslo writes `_msg_id`/`_unique_id`: uuid4 hex without dashes. Random bytes
+ * come from a pool refilled 256 ids at a time (as randomUUID does): ids are made on every send.
+ */
 export function newHexId(): string {
-  return crypto.randomUUID().replace(/-/g, '');
+  if (idOffset >= ID_POOL_SIZE) {
+    randomFillSync(idPool);
+    idOffset = 0;
+  }
+  const at = idOffset;
+  idOffset += ID_BYTES;
+  idPool[at + 6] = (idPool[at + 6] & 0x0f) | 0x40; // version 4
+  idPool[at + 8] = (idPool[at + 8] & 0x3f) | 0x80; // RFC 4122 variant
+  return idPool.toString('hex', at, at + ID_BYTES);
 }
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
