@@ -39,7 +39,12 @@ export type DispatchOutcome = { ok: true; result: unknown } | { ok: false; failu
 interface BoundEndpoint {
   readonly endpoint: object;
   readonly target: Target;
+  /** versionIsCompatible(target.version, requested), memoised per requested version string. */
+  readonly compatible: Map<string, boolean>;
 }
+
+/** Requested version strings remembered per endpoint; they come off the wire, so the memo is bounded. */
+const VERSION_MEMO_SIZE = 64;
 
 /** Routes RPC requests to endpoint methods. */
 export class RpcDispatcher {
@@ -53,7 +58,7 @@ export class RpcDispatcher {
   constructor(endpoints: readonly object[], options: RpcDispatcherOptions = {}) {
     if (!Array.isArray(endpoints)) throw new InvalidArgument('endpoints', 'an array of endpoint objects', endpoints);
     const all = options.rpcPingEnabled ? [...endpoints, createPingEndpoint()] : [...endpoints];
-    this.bound = all.map((endpoint, i) => ({ endpoint, target: endpointTarget(endpoint, i) }));
+    this.bound = all.map((endpoint, i) => ({ endpoint, target: endpointTarget(endpoint, i), compatible: new Map<string, boolean>() }));
     this.endpoints = Object.freeze(all);
     const given = options.accessPolicy ?? new DefaultRpcAccessPolicy();
     const policy = typeof given === 'function' ? new given() : given;
@@ -80,8 +85,9 @@ export class RpcDispatcher {
   private async route(incoming: RpcIncomingMessage): Promise<DispatchOutcome> {
     const { method, namespace, version, args } = requestOf(incoming);
     let foundCompatible = false;
-    for (const { endpoint, target } of this.bound) {
-      if (!target.acceptedNamespaces.includes(namespace) || !versionIsCompatible(target.version, version)) continue;
+    for (const bound of this.bound) {
+      const { endpoint, target } = bound;
+      if (!target.acceptedNamespaces.includes(namespace) || !isCompatible(bound, version)) continue;
       foundCompatible = true;
       const fn = method === 'target' ? undefined : lookupEndpointMethod(endpoint, method);
       if (!fn || !this.accessPolicy.isAllowed(endpoint, method, fn)) continue;
@@ -134,6 +140,17 @@ export class RpcDispatcher {
     timer.unref?.();
     return () => clearInterval(timer);
   }
+}
+
+/** versionIsCompatible of the endpoint's version and `requested`, without re-parsing both per request. */
+function isCompatible(bound: BoundEndpoint, requested: string): boolean {
+  let ok = bound.compatible.get(requested);
+  if (ok === undefined) {
+    ok = versionIsCompatible(bound.target.version, requested);
+    if (bound.compatible.size >= VERSION_MEMO_SIZE) bound.compatible.clear();
+    bound.compatible.set(requested, ok);
+  }
+  return ok;
 }
 
 /** Reads and checks the request fields, with oslo's defaults (args {}, version 1.0, null namespace). */

@@ -18,6 +18,10 @@ const BASE_PROPS: Readonly<Options.Publish> = Object.freeze({
 
 /** Shared by every publish without expiration/mandatory; amqplib copies what it needs. */
 const PLAIN_PROPS: Readonly<Options.Publish> = Object.freeze({ ...BASE_PROPS, headers: Object.freeze({}) });
+/** Every reply is mandatory: one shared object instead of one per reply. */
+const MANDATORY_PROPS: Readonly<Options.Publish> = Object.freeze({ ...PLAIN_PROPS, mandatory: true });
+/** Call requests carry the call timeout as expiration; clients mostly use one or a few timeouts. */
+const EXPIRATION_PROPS_CACHE_SIZE = 32;
 
 interface InFlight {
   resolve: () => void;
@@ -55,6 +59,7 @@ export class Publisher {
   private drainWaiters: Array<() => void> = [];
   private needsDrain = false;
   private sweeper?: ReturnType<typeof setInterval>;
+  private readonly expirationCache = new Map<number, Readonly<Options.Publish>>();
 
   constructor(
     private readonly conn: AmqpConnection,
@@ -93,10 +98,10 @@ export class Publisher {
 
   private write(ch: ConfirmChannel, exchange: string, routingKey: string, content: Buffer, opts: PublishOptions): Promise<void> {
     let props: Options.Publish = PLAIN_PROPS;
-    if (opts.expiration !== undefined || opts.mandatory) {
-      props = { ...BASE_PROPS, headers: {} };
-      if (opts.expiration !== undefined) props.expiration = String(Math.max(0, Math.ceil(opts.expiration)));
-      if (opts.mandatory) props.mandatory = true;
+    if (opts.expiration !== undefined) {
+      props = this.expirationProps(opts.expiration, opts.mandatory === true);
+    } else if (opts.mandatory) {
+      props = MANDATORY_PROPS;
     }
     return new Promise<void>((resolve, reject) => {
       const rec: InFlight = { resolve, reject, deadline: this.options.publishTimeout > 0 ? Date.now() + this.options.publishTimeout : Infinity };
@@ -123,6 +128,19 @@ export class Publisher {
         ch.once('drain', () => this.releaseDrain());
       }
     });
+  }
+
+  /** Properties with `expiration` (ms, rounded up), shared per value: amqplib only reads them. */
+  private expirationProps(expiration: number, mandatory: boolean): Options.Publish {
+    const ms = Math.max(0, Math.ceil(expiration));
+    const key = mandatory ? -1 - ms : ms;
+    let props = this.expirationCache.get(key);
+    if (!props) {
+      props = Object.freeze({ ...(mandatory ? MANDATORY_PROPS : PLAIN_PROPS), expiration: String(ms) });
+      if (this.expirationCache.size >= EXPIRATION_PROPS_CACHE_SIZE) this.expirationCache.clear();
+      this.expirationCache.set(key, props);
+    }
+    return props;
   }
 
   /** Declares an exchange once per connection generation. */
