@@ -34,11 +34,23 @@ export class BoundedExecutor {
   /** Takes a slot (waiting if needed), then runs `task` in the background and frees the slot after it. */
   async submit(task: () => Promise<void>): Promise<void> {
     await this.acquire();
-    // Tasks handle their own failures; the catch only keeps a bug from becoming an unhandled rejection.
-    void task()
-      .catch(() => undefined)
-      .finally(() => this.release());
+    this.run(task);
   }
+
+  /** Runs `task` at once and returns true when a slot is free; otherwise starts nothing and returns false. */
+  tryStart(task: () => Promise<void>): boolean {
+    if (this.active >= this.size) return false;
+    this.active++;
+    this.run(task);
+    return true;
+  }
+
+  private run(task: () => Promise<void>): void {
+    // Tasks handle their own failures; the rejection handler only keeps a bug from becoming an unhandled rejection.
+    task().then(this.released, this.released);
+  }
+
+  private readonly released = (): void => this.release();
 
   /** Resolves once nothing runs and nothing waits for a slot. */
   idle(): Promise<void> {

@@ -181,14 +181,24 @@ export class NotificationListener {
     }
   }
 
-  /** The driver's callback: resolves once the messages hold executor slots (back-pressure). */
-  private async onMessages(messages: IncomingMessage[]): Promise<void> {
+  /** The driver's callback: returns once the messages hold executor slots (back-pressure); a promise only when it had to wait. */
+  private onMessages(messages: IncomingMessage[]): Promise<void> | void {
     if (messages.length === 0) return;
     if (this.batch) {
-      await this.executor.submit(() => this.processBatch(messages));
+      if (!this.executor.tryStart(() => this.processBatch(messages))) return this.executor.submit(() => this.processBatch(messages));
       return;
     }
-    for (const message of messages) await this.executor.submit(() => this.processBatch([message]));
+    for (let i = 0; i < messages.length; i++) {
+      const message = messages[i];
+      if (!this.executor.tryStart(() => this.processBatch([message]))) return this.submitFrom(messages, i);
+    }
+  }
+
+  private async submitFrom(messages: IncomingMessage[], from: number): Promise<void> {
+    for (let i = from; i < messages.length; i++) {
+      const message = messages[i];
+      await this.executor.submit(() => this.processBatch([message]));
+    }
   }
 
   private async processBatch(messages: IncomingMessage[]): Promise<void> {

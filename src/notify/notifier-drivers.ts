@@ -39,6 +39,8 @@ export const NOTIFIER_DRIVER_NAMES: readonly NotifierDriverName[] = Object.freez
 /** Sends to `<topic>.<priority>` for every topic, as the raw dict (1.0) or the envelope (2.0). */
 export class MessagingNotifierDriver implements NotifierDriver {
   readonly name: string;
+  /** The `<topic>.<priority>` targets of each priority, built once (Targets are immutable). */
+  private readonly targets = new Map<Priority, readonly Target[]>();
 
   constructor(
     private readonly transport: Transport,
@@ -49,11 +51,19 @@ export class MessagingNotifierDriver implements NotifierDriver {
   }
 
   async notify(ctx: Context, message: NotificationBody, priority: Priority, retry: number | undefined): Promise<void> {
-    await Promise.all(
-      this.topics.map((topic) =>
-        this.transport.driver.sendNotification(new Target({ topic: `${topic}.${priority}` }), ctx, message, { version: this.version, retry }),
-      ),
-    );
+    const targets = this.targetsOf(priority);
+    const options = { version: this.version, retry };
+    if (targets.length === 1) return this.transport.driver.sendNotification(targets[0], ctx, message, options);
+    await Promise.all(targets.map((target) => this.transport.driver.sendNotification(target, ctx, message, options)));
+  }
+
+  private targetsOf(priority: Priority): readonly Target[] {
+    let targets = this.targets.get(priority);
+    if (!targets) {
+      targets = Object.freeze(this.topics.map((topic) => new Target({ topic: `${topic}.${priority}` })));
+      this.targets.set(priority, targets);
+    }
+    return targets;
   }
 }
 

@@ -164,17 +164,28 @@ export class Notifier<Ctx = Context> {
     const wireCtx = this.core.sendSecretContextKeys ? serializedCtx : withoutSecrets(serializedCtx);
     checkJson('context', wireCtx, true);
     const { drivers, logger } = this.core;
-    const results = await Promise.allSettled(drivers.map((d) => d.notify(wireCtx, body, priority, this.retry)));
-    const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [{ driver: drivers[i].name, error: r.reason as unknown }] : []));
-    const event = { messageId: body.message_id, eventType, priority, publisherId: body.publisher_id };
+    let failures: Array<{ driver: string; error: unknown }> = [];
+    if (drivers.length === 1) {
+      // The usual single driver: no allSettled bookkeeping per notification.
+      const sending = drivers[0].notify(wireCtx, body, priority, this.retry);
+      try {
+        await sending;
+      } catch (error) {
+        failures = [{ driver: drivers[0].name, error }];
+      }
+    } else {
+      const results = await Promise.allSettled(drivers.map((d) => d.notify(wireCtx, body, priority, this.retry)));
+      failures = results.flatMap((r, i) => (r.status === 'rejected' ? [{ driver: drivers[i].name, error: r.reason as unknown }] : []));
+    }
     if (failures.length === 0) {
       if (this.events.listenerCount('sent') > 0 || sendChannel.hasSubscribers) {
-        const sent = { ...event, durationMs: performance.now() - startedAt };
+        const sent = { messageId: body.message_id, eventType, priority, publisherId: body.publisher_id, durationMs: performance.now() - startedAt };
         this.events.emit('sent', sent);
         if (sendChannel.hasSubscribers) sendChannel.publish(sent);
       }
       return;
     }
+    const event = { messageId: body.message_id, eventType, priority, publisherId: body.publisher_id };
     for (const f of failures) logger.error('notification not delivered', { err: f.error, driver: f.driver, ...event });
     const first = failures[0].error;
     const error =
@@ -199,9 +210,22 @@ export class Notifier<Ctx = Context> {
       event_type: eventType,
       priority: priority.toUpperCase() as WirePriority,
       payload: serialized,
-      timestamp: formatTimestamp(new Date()),
+      timestamp: currentTimestamp(),
     };
   }
+}
+
+let lastTimestampMs = NaN;
+let lastTimestamp = '';
+
+/** formatTimestamp of now; notifications sent within one millisecond share the formatted string. */
+function currentTimestamp(): string {
+  const now = Date.now();
+  if (now !== lastTimestampMs) {
+    lastTimestamp = formatTimestamp(new Date(now));
+    lastTimestampMs = now;
+  }
+  return lastTimestamp;
 }
 
 /** Python's `str(datetime.utcnow())`: `YYYY-MM-DD HH:MM:SS.ffffff`, the fraction omitted when it is 0. */

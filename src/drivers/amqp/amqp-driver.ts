@@ -75,6 +75,7 @@ export class AmqpDriver extends BaseDriver {
   private readonly obsoleteReplyQueues = new ObsoleteReplyQueues();
   private listenerCount = 0;
   private readonly keyCache = new Map<string, string>();
+  private readonly exchangeDecls = new Map<string, ExchangeDecl>();
   private readonly queueKeyCache = new Map<string, Map<string, string>>();
   private closed = false;
   private cleaning?: Promise<void>;
@@ -116,7 +117,7 @@ export class AmqpDriver extends BaseDriver {
     msg._unique_id = newHexId();
     packContext(msg, ctx);
     const content = Buffer.from(JSON.stringify(serializeEnvelope(msg)));
-    const exchange = target.fanout ? fanoutExchange(topic) : topicExchange(this.exchangeFor(target), this.options);
+    const exchange = target.fanout ? fanoutExchange(topic) : this.topicExchangeOf(this.exchangeFor(target));
     const routingKey = target.fanout ? '' : target.server ? `${topic}.${target.server}` : topic;
     if (!waiter || !msgId) {
       await this.publish({ exchange, declareKey: this.exchangeKeyOf(exchange.name), routingKey, content, retry: options.retry, signal: options.signal });
@@ -167,7 +168,7 @@ export class AmqpDriver extends BaseDriver {
     packContext(msg, ctx);
     const body = options.version === 1.0 ? msg : serializeEnvelope(msg);
     const content = Buffer.from(JSON.stringify(body));
-    const exchange = topicExchange(this.exchangeFor(target), this.options);
+    const exchange = this.topicExchangeOf(this.exchangeFor(target));
     await this.publish({ exchange, declareKey: this.queueKeyOf(exchange.name, topic), notifyQueue: topic, routingKey: topic, content, retry: options.retry });
   }
 
@@ -199,6 +200,17 @@ export class AmqpDriver extends BaseDriver {
     await this.publisher.drain(this.options.shutdownTimeout);
     await this.conn.close();
     this.logger.debug('AMQP driver cleaned up');
+  }
+
+  /** The topic exchange declaration of `name`, memoised (a pure function of the options) so sends do not build one per message. */
+  private topicExchangeOf(name: string): ExchangeDecl {
+    let decl = this.exchangeDecls.get(name);
+    if (decl === undefined) {
+      decl = topicExchange(name, this.options);
+      if (this.exchangeDecls.size > 10_000) this.exchangeDecls.clear();
+      this.exchangeDecls.set(name, decl);
+    }
+    return decl;
   }
 
   /** Declare-cache keys, memoised so the hot path does not build strings per message. */
