@@ -8,7 +8,7 @@ import type { Transport } from '../transport.js';
 import { isPlainObject } from '../driver/envelope.js';
 import type { Context, DriverMessage } from '../driver/types.js';
 import type { RpcArgs, RpcMethodName, RpcResult, UntypedApi } from './endpoint.js';
-import { traceRpc } from './instrumentation.js';
+import { isTracing, traceRpc } from './instrumentation.js';
 import { assertJsonSafe } from '../json-check.js';
 
 export interface RpcClientOptions {
@@ -130,17 +130,11 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
     const prepared = this.prepareSend(ctx, method, args, true);
     throwIfAborted(callOptions.signal);
     const driver = this.transport.driver;
-    const result = await traceRpc(
-      () => ({ ...this.traceContext('call', method), timeout }),
-      'call',
-      () => driver.send(this.target, prepared.ctx, prepared.message, {
-        waitForReply: true,
-        timeout,
-        callMonitorTimeout: this.options.callMonitorTimeout,
-        retry: this.options.retry,
-        signal: callOptions.signal,
-      }),
-    );
+    const sendOptions = { waitForReply: true, timeout, callMonitorTimeout: this.options.callMonitorTimeout, retry: this.options.retry, signal: callOptions.signal };
+    // Without a tracer, no closures for traceRpc.
+    const result = await (isTracing('call')
+      ? traceRpc(() => ({ ...this.traceContext('call', method), timeout }), 'call', () => driver.send(this.target, prepared.ctx, prepared.message, sendOptions))
+      : driver.send(this.target, prepared.ctx, prepared.message, sendOptions));
     return this.options.serializer.deserializeEntity(ctx, result) as RpcResult<Api, M>;
   }
 
@@ -150,11 +144,10 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
     const prepared = this.prepareSend(ctx, method, args, false);
     throwIfAborted(castOptions.signal);
     const driver = this.transport.driver;
-    await traceRpc(
-      () => this.traceContext('cast', method),
-      'cast',
-      () => driver.send(this.target, prepared.ctx, prepared.message, { waitForReply: false, retry: this.options.retry, signal: castOptions.signal }),
-    );
+    const sendOptions = { waitForReply: false, retry: this.options.retry, signal: castOptions.signal };
+    await (isTracing('cast')
+      ? traceRpc(() => this.traceContext('cast', method), 'cast', () => driver.send(this.target, prepared.ctx, prepared.message, sendOptions))
+      : driver.send(this.target, prepared.ctx, prepared.message, sendOptions));
   }
 
   /** Every check oslo does before sending, then the message itself. Throws; sends nothing. */
@@ -164,7 +157,7 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
     if (args !== undefined && !isPlainObject(args)) throw new InvalidArgument('args', 'a plain object of keyword arguments', args);
     const serializer = this.options.serializer;
     const serialisedArgs: Record<string, unknown> = {};
-    for (const [name, value] of Object.entries(args ?? {})) serialisedArgs[name] = serializer.serializeEntity(ctx, value);
+    if (args !== undefined) for (const name of Object.keys(args)) serialisedArgs[name] = serializer.serializeEntity(ctx, (args as Record<string, unknown>)[name]);
     assertJsonSafe(serialisedArgs, 'args');
     const message: DriverMessage = { method, args: serialisedArgs };
     if (this.target.namespace !== undefined) message.namespace = this.target.namespace;

@@ -82,7 +82,8 @@ export class RpcDispatcher {
     }
   }
 
-  private async route(incoming: RpcIncomingMessage): Promise<DispatchOutcome> {
+  /** Not async itself: the endpoint's promise passes straight through (a throw here is caught by dispatch). */
+  private route(incoming: RpcIncomingMessage): Promise<DispatchOutcome> {
     const { method, namespace, version, args } = requestOf(incoming);
     let foundCompatible = false;
     for (const bound of this.bound) {
@@ -93,7 +94,7 @@ export class RpcDispatcher {
       if (!fn || !this.accessPolicy.isAllowed(endpoint, method, fn)) continue;
       return this.invoke(incoming, endpoint, fn, { method, namespace, version, args });
     }
-    if (foundCompatible) return { ok: false, failure: new NoSuchMethod(method), expected: method.endsWith('_ignore_errors') };
+    if (foundCompatible) return Promise.resolve({ ok: false, failure: new NoSuchMethod(method), expected: method.endsWith('_ignore_errors') });
     throw new UnsupportedVersion(version, method);
   }
 
@@ -105,7 +106,7 @@ export class RpcDispatcher {
   ): Promise<DispatchOutcome> {
     const ctx = this.serializer.deserializeContext(incoming.ctx);
     const args: Record<string, unknown> = {};
-    for (const [name, value] of Object.entries(request.args)) args[name] = this.serializer.deserializeEntity(ctx, value);
+    for (const name of Object.keys(request.args)) args[name] = this.serializer.deserializeEntity(ctx, request.args[name]);
     const meta: RpcMeta = {
       messageId: incoming.msgId,
       method: request.method,
@@ -127,11 +128,11 @@ export class RpcDispatcher {
   /** oslo `_watchdog`: a heartbeat every floor(seconds)/2 s while the endpoint runs. */
   private startWatchdog(incoming: RpcIncomingMessage): () => void {
     const windowMs = incoming.callMonitorTimeout;
-    if (!incoming.expectsReply || windowMs === undefined || windowMs === null) return () => {};
+    if (!incoming.expectsReply || windowMs === undefined || windowMs === null) return NO_WATCHDOG;
     const intervalMs = Math.floor(windowMs / 1000) * 500;
     if (!(intervalMs >= MIN_HEARTBEAT_INTERVAL_MS)) {
       this.logger.warn('client call-monitor timeout too small for heartbeats; sending none', { callMonitorTimeout: windowMs, messageId: incoming.msgId });
-      return () => {};
+      return NO_WATCHDOG;
     }
     const timer = setInterval(() => {
       this.logger.debug('sending call-monitor heartbeat', { messageId: incoming.msgId, intervalMs });
@@ -152,6 +153,8 @@ function isCompatible(bound: BoundEndpoint, requested: string): boolean {
   }
   return ok;
 }
+
+const NO_WATCHDOG = (): void => {};
 
 /** Reads and checks the request fields, with oslo's defaults (args {}, version 1.0, null namespace). */
 function requestOf(incoming: RpcIncomingMessage): { method: string; namespace?: string; version: string; args: Record<string, unknown> } {

@@ -34,9 +34,14 @@ const channels = {
   dispatch: diagnostics.tracingChannel<unknown, RpcTraceContext>(RPC_CHANNELS.dispatch),
 };
 
+/** True when a tracer listens on the `kind` channel; hot paths check it before building closures for traceRpc. */
+export function isTracing(kind: RpcTraceContext['kind']): boolean {
+  const channel = channels[kind];
+  return channel.start.hasSubscribers || channel.end.hasSubscribers || channel.asyncEnd.hasSubscribers || channel.error.hasSubscribers;
+}
+
 /** Runs `fn` inside the tracing channel for `context.kind` when someone listens. */
 export function traceRpc<T>(context: () => RpcTraceContext, kind: RpcTraceContext['kind'], fn: () => Promise<T>): Promise<T> {
-  const channel = channels[kind];
-  if (!(channel.start.hasSubscribers || channel.end.hasSubscribers || channel.asyncEnd.hasSubscribers || channel.error.hasSubscribers)) return fn();
-  return channel.tracePromise(fn, context());
+  if (!isTracing(kind)) return fn();
+  return channels[kind].tracePromise(fn, context());
 }

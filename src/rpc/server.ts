@@ -12,7 +12,7 @@ import type { Listener } from '../driver/listener.js';
 import type { RpcAccessPolicy } from './access-policy.js';
 import { BoundedExecutor } from './bounded-executor.js';
 import { RpcDispatcher, type DispatchOutcome } from './dispatcher.js';
-import { traceRpc } from './instrumentation.js';
+import { isTracing, traceRpc } from './instrumentation.js';
 
 export interface RpcServerOptions {
   /** Requests handled at once (oslo `executor_thread_pool_size`). @default 64 */
@@ -210,11 +210,13 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
     try {
       // oslo acknowledges RPC requests before dispatch (at-most-once); drivers make this idempotent.
       await incoming.acknowledge();
-      outcome = await traceRpc(
-        () => ({ kind: 'dispatch', topic: this.target.topic, server: this.target.server, method: info.method, namespace: info.namespace, version: info.version, messageId: info.messageId, expectsReply: info.expectsReply }),
-        'dispatch',
-        () => this.dispatcher.dispatch(incoming),
-      );
+      outcome = await (isTracing('dispatch')
+        ? traceRpc(
+            () => ({ kind: 'dispatch', topic: this.target.topic, server: this.target.server, method: info.method, namespace: info.namespace, version: info.version, messageId: info.messageId, expectsReply: info.expectsReply }),
+            'dispatch',
+            () => this.dispatcher.dispatch(incoming),
+          )
+        : this.dispatcher.dispatch(incoming));
     } catch (failure) {
       outcome = { ok: false, failure, expected: false };
     }

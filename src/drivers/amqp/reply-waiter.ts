@@ -16,6 +16,8 @@ export interface WaitOptions {
   /** Call-monitor window, ms: restarted by each heartbeat. */
   callMonitorTimeout?: number;
   signal?: AbortSignal;
+  /** Why the request has not reached the broker yet, if it has not: a timeout then says so. */
+  undelivered?: () => unknown;
 }
 
 interface PendingCall {
@@ -27,6 +29,7 @@ interface PendingCall {
   monitorMs?: number;
   signal?: AbortSignal;
   onAbort?: () => void;
+  undelivered?: () => unknown;
 }
 
 export class ReplyWaiter {
@@ -56,9 +59,8 @@ export class ReplyWaiter {
    * Makes sure the reply queue exists and is consumed on the current connection. Calls MUST
    * await it before publishing, so that after a reconnect the consumer is back first.
    */
-  ensureConsuming(): Promise<void> {
-    const cur = this.conn.current;
-    if (cur && this.channel && this.channelGeneration === cur.generation) return Promise.resolve();
+  readonly ensureConsuming = (): Promise<void> => {
+    if (this.isConsuming()) return Promise.resolve();
     this.removeHook ??= this.conn.addOpenHook((model, generation) => this.setup(model, generation).catch((err) => this.logger.error('Could not restore the reply consumer', { queue: this.queue, err })));
     this.settingUp ??= (async () => {
       try {
@@ -70,14 +72,25 @@ export class ReplyWaiter {
       }
     })();
     return this.settingUp;
+  };
+
+  /** True when the reply queue is consumed on the current connection (`ensureConsuming` has nothing to do). */
+  readonly isConsuming = (): boolean => {
+    const cur = this.conn.current;
+    return cur !== undefined && this.channel !== undefined && this.channelGeneration === cur.generation;
+  };
+
+  /** True while the call `msgId` waits for its outcome. */
+  isWaiting(msgId: string): boolean {
+    return this.calls.has(msgId);
   }
 
   /** Registers a call before its request is published; resolves with the final result. */
   wait(msgId: string, opts: WaitOptions): Promise<unknown> {
     return new Promise<unknown>((resolve, reject) => {
-      const call: PendingCall = { resolve, reject, result: null };
+      const call: PendingCall = { resolve, reject, result: null, undelivered: opts.undelivered };
       if (opts.timeout !== undefined) {
-        call.timer = setTimeout(() => this.finish(msgId, new MessagingTimeout(`Timed out waiting for a reply to message ID ${msgId}`)), opts.timeout);
+        call.timer = setTimeout(() => this.finish(msgId, timeoutError(`Timed out waiting for a reply to message ID ${msgId}`, call)), opts.timeout);
       }
       if (opts.callMonitorTimeout !== undefined) {
         call.monitorMs = opts.callMonitorTimeout;
@@ -190,7 +203,8 @@ export class ReplyWaiter {
   }
 
   private onMonitorExpired(msgId: string): void {
-    this.finish(msgId, new MessagingTimeout(`Timed out waiting for a reply to message ID ${msgId}: no call-monitor heartbeat in time`));
+    const call = this.calls.get(msgId);
+    if (call) this.finish(msgId, timeoutError(`Timed out waiting for a reply to message ID ${msgId}: no call-monitor heartbeat in time`, call));
   }
 
   private finish(msgId: string, err?: Error, value?: unknown): void {
@@ -203,4 +217,12 @@ export class ReplyWaiter {
     if (err) call.reject(err);
     else call.resolve(value);
   }
+}
+
+/** A call's timeout; when its request never reached the broker, it says why. */
+function timeoutError(message: string, call: PendingCall): MessagingTimeout {
+  const undelivered = call.undelivered?.();
+  if (undelivered === undefined) return new MessagingTimeout(message);
+  const why = undelivered instanceof Error ? undelivered.message : String(undelivered);
+  return new MessagingTimeout(`${message}; the request never reached the broker: ${why}`, { cause: undelivered });
 }
