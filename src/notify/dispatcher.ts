@@ -36,6 +36,41 @@ export interface NotificationMetadata {
   unwrap(): unknown;
 }
 
+/**
+ * NotificationMetadata as handlers get it: oslo's two keys are its only own enumerable
+ * properties, so filters, equality checks and JSON see just them; the rest are accessors on the
+ * prototype (cheaper per notification than defining non-enumerable own properties). Frozen.
+ */
+class ReceivedMetadata implements NotificationMetadata {
+  readonly #priority: string;
+  readonly #incoming: IncomingMessage;
+
+  constructor(
+    readonly message_id: string | undefined,
+    readonly timestamp: string | undefined,
+    priority: string,
+    incoming: IncomingMessage,
+  ) {
+    this.#priority = priority;
+    this.#incoming = incoming;
+    Object.freeze(this);
+  }
+
+  get messageId(): string | undefined {
+    return this.message_id;
+  }
+
+  get priority(): string {
+    return this.#priority;
+  }
+
+  /** A function, so that `const { unwrap } = metadata` keeps working. */
+  get unwrap(): () => unknown {
+    const incoming = this.#incoming;
+    return () => incoming.unwrap();
+  }
+}
+
 /** A notification as a batch endpoint receives it. */
 export interface NotificationBatchItem<Ctx = Context> {
   ctx: Ctx;
@@ -187,19 +222,13 @@ export class NotificationDispatcher {
     const m = incoming.message;
     const priority = typeof m.priority === 'string' ? m.priority.toLowerCase() : '';
     const messageId = typeof m.message_id === 'string' ? m.message_id : undefined;
-    const metadata = { message_id: messageId, timestamp: typeof m.timestamp === 'string' ? m.timestamp : undefined } as NotificationMetadata;
-    // Non-enumerable so that filters, equality checks and JSON see only oslo's two keys.
-    Object.defineProperties(metadata, {
-      messageId: { value: messageId },
-      priority: { value: priority },
-      unwrap: { value: () => incoming.unwrap() },
-    });
+    const metadata = new ReceivedMetadata(messageId, typeof m.timestamp === 'string' ? m.timestamp : undefined, priority, incoming);
     const item: NotificationBatchItem<unknown> = {
       ctx,
       publisherId: typeof m.publisher_id === 'string' ? m.publisher_id : null,
       eventType: typeof m.event_type === 'string' ? m.event_type : String(m.event_type ?? ''),
       payload: this.serializer.deserializeEntity(ctx, m.payload),
-      metadata: Object.freeze(metadata),
+      metadata,
     };
     return { priority, item };
   }

@@ -203,16 +203,16 @@ export class NotificationListener {
 
   private async processBatch(messages: IncomingMessage[]): Promise<void> {
     const startedAt = performance.now();
-    let requeues: Set<IncomingMessage>;
+    let requeues: Set<IncomingMessage> | undefined;
+    let requeueAll = false;
     if (this.dispatcher instanceof BatchNotificationDispatcher) {
       requeues = await this.dispatcher.dispatchBatch(messages);
     } else {
-      const result = await this.dispatcher.dispatch(messages[0]);
-      requeues = new Set(result === NotificationResult.REQUEUE ? messages : []);
+      requeueAll = (await this.dispatcher.dispatch(messages[0])) === NotificationResult.REQUEUE;
     }
     let requeued = 0;
     for (const m of messages) {
-      const requeue = this.allowRequeue && requeues.has(m);
+      const requeue = this.allowRequeue && (requeueAll || requeues?.has(m) === true);
       if (requeue) requeued++;
       try {
         await (requeue ? m.requeue() : m.acknowledge());
