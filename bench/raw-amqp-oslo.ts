@@ -18,7 +18,7 @@ import { randomUUID } from 'node:crypto';
 import type { Channel, ConfirmChannel, Options } from 'amqplib';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
 import { rawConsume, withConnections, type PublishShape } from './raw-amqp.js';
-import { CONCURRENCY, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, waitUntil } from './scenarios.js';
+import { PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureConcurrentCalls, measureSequentialCalls, waitUntil } from './scenarios.js';
 
 /** oslo's properties on every message, as tidings sends them. */
 export const OSLO_PROPS: Readonly<Options.Publish> = Object.freeze({ contentType: 'application/json', contentEncoding: 'utf-8', deliveryMode: 2, priority: 0, headers: {} });
@@ -139,33 +139,10 @@ const OSLO_NOTIFY: PublishShape = {
   },
 };
 
-async function sequentialCalls(ctx: BenchContext, call: (i: number) => Promise<unknown>): Promise<Measurement> {
-  for (let i = 0; i < ctx.warmup; i++) await call(i);
-  const latencies: number[] = [];
-  const start = performance.now();
-  for (let i = 0; i < ctx.count && ctx.inTime(); i++) {
-    const t0 = performance.now();
-    await call(i);
-    latencies.push(performance.now() - t0);
-  }
-  return { ops: latencies.length, elapsedMs: performance.now() - start, latenciesMs: latencies };
-}
-
 export const baselines: BaselineSet = {
-  'call-sequential': (ctx) => withOsloRpc(ctx, ({ call }) => sequentialCalls(ctx, call)),
+  'call-sequential': (ctx) => withOsloRpc(ctx, ({ call }) => measureSequentialCalls(ctx, call)),
 
-  'call-concurrent': (ctx) =>
-    withOsloRpc(ctx, async ({ call }) => {
-      for (let i = 0; i < ctx.warmup; i++) await call(i);
-      const latencies: number[] = [];
-      const start = performance.now();
-      await keepInFlight(ctx.count, CONCURRENCY, ctx.inTime, async (i) => {
-        const t0 = performance.now();
-        await call(i);
-        latencies.push(performance.now() - t0);
-      });
-      return { ops: latencies.length, elapsedMs: performance.now() - start, latenciesMs: latencies };
-    }),
+  'call-concurrent': (ctx) => withOsloRpc(ctx, ({ call }) => measureConcurrentCalls(ctx, call)),
 
   cast: (ctx) =>
     withOsloRpc(ctx, async ({ cast, handled }) => {

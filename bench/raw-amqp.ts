@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { connect, type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options } from 'amqplib';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
-import { BATCH_SIZE, CONCURRENCY, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, waitUntil } from './scenarios.js';
+import { BATCH_SIZE, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureConcurrentCalls, measureSequentialCalls, waitUntil } from './scenarios.js';
 
 /** Prefetch of the raw RPC server: the tidings RPC server runs up to 64 requests at once (executorSize). */
 const SERVER_PREFETCH = 64;
@@ -203,31 +203,9 @@ export function rawConsume(consumers: number, mode: 'plain' | 'pooled' | 'batch'
 }
 
 export const baselines: BaselineSet = {
-  'call-sequential': (ctx) =>
-    withRawRpc(ctx, async ({ call }) => {
-      for (let i = 0; i < ctx.warmup; i++) await call(i);
-      const latencies: number[] = [];
-      const start = performance.now();
-      for (let i = 0; i < ctx.count && ctx.inTime(); i++) {
-        const t0 = performance.now();
-        await call(i);
-        latencies.push(performance.now() - t0);
-      }
-      return { ops: latencies.length, elapsedMs: performance.now() - start, latenciesMs: latencies };
-    }),
+  'call-sequential': (ctx) => withRawRpc(ctx, ({ call }) => measureSequentialCalls(ctx, call)),
 
-  'call-concurrent': (ctx) =>
-    withRawRpc(ctx, async ({ call }) => {
-      for (let i = 0; i < ctx.warmup; i++) await call(i);
-      const latencies: number[] = [];
-      const start = performance.now();
-      await keepInFlight(ctx.count, CONCURRENCY, ctx.inTime, async (i) => {
-        const t0 = performance.now();
-        await call(i);
-        latencies.push(performance.now() - t0);
-      });
-      return { ops: latencies.length, elapsedMs: performance.now() - start, latenciesMs: latencies };
-    }),
+  'call-concurrent': (ctx) => withRawRpc(ctx, ({ call }) => measureConcurrentCalls(ctx, call)),
 
   cast: (ctx) => {
     const queue = ctx.unique('bench-raw-cast');

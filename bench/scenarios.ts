@@ -37,6 +37,28 @@ export async function keepInFlight(count: number, window: number, inTime: () => 
   return next;
 }
 
+/** Calls one at a time after `ctx.warmup` unmeasured ones: latency of each and the total rate. */
+export function measureSequentialCalls(ctx: BenchContext, call: (i: number) => Promise<unknown>): Promise<Measurement> {
+  return measureCalls(ctx, call, 1);
+}
+
+/** Calls with `CONCURRENCY` in flight after `ctx.warmup` unmeasured ones. */
+export function measureConcurrentCalls(ctx: BenchContext, call: (i: number) => Promise<unknown>): Promise<Measurement> {
+  return measureCalls(ctx, call, CONCURRENCY);
+}
+
+async function measureCalls(ctx: BenchContext, call: (i: number) => Promise<unknown>, window: number): Promise<Measurement> {
+  for (let i = 0; i < ctx.warmup; i++) await call(i);
+  const latencies: number[] = [];
+  const start = performance.now();
+  await keepInFlight(ctx.count, window, ctx.inTime, async (i) => {
+    const t0 = performance.now();
+    await call(i);
+    latencies.push(performance.now() - t0);
+  });
+  return { ops: latencies.length, elapsedMs: performance.now() - start, latenciesMs: latencies };
+}
+
 /** Polls `cond` every millisecond: a setImmediate spin would take CPU from the broker on a small machine. */
 export async function waitUntil(cond: () => boolean, what: string, timeoutMs = 120_000): Promise<void> {
   const deadline = performance.now() + timeoutMs;
@@ -75,17 +97,7 @@ const callSequential: Scenario = {
   description: 'one call at a time; latency p50/p99 and calls/s',
   unit: 'calls',
   run: (ctx) =>
-    withRpc(ctx, async ({ call }) => {
-      for (let i = 0; i < ctx.warmup; i++) await call(i);
-      const latencies: number[] = [];
-      const start = performance.now();
-      for (let i = 0; i < ctx.count && ctx.inTime(); i++) {
-        const t0 = performance.now();
-        await call(i);
-        latencies.push(performance.now() - t0);
-      }
-      return { ops: latencies.length, elapsedMs: performance.now() - start, latenciesMs: latencies };
-    }),
+    withRpc(ctx, ({ call }) => measureSequentialCalls(ctx, call)),
 };
 
 const callConcurrent: Scenario = {
@@ -93,22 +105,7 @@ const callConcurrent: Scenario = {
   description: `${CONCURRENCY} calls in flight; calls/s`,
   unit: 'calls',
   run: (ctx) =>
-    withRpc(ctx, async ({ call }) => {
-      for (let i = 0; i < ctx.warmup; i++) await call(i);
-      let next = 0;
-      const latencies: number[] = [];
-      const worker = async () => {
-        while (next < ctx.count && ctx.inTime()) {
-          const i = next++;
-          const t0 = performance.now();
-          await call(i);
-          latencies.push(performance.now() - t0);
-        }
-      };
-      const start = performance.now();
-      await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-      return { ops: latencies.length, elapsedMs: performance.now() - start, latenciesMs: latencies };
-    }),
+    withRpc(ctx, ({ call }) => measureConcurrentCalls(ctx, call)),
 };
 
 const cast: Scenario = {
