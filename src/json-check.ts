@@ -8,48 +8,68 @@ import { InvalidArgument } from './errors.js';
  * `undefined` object members are allowed: JSON drops them, as every TypeScript user expects.
  */
 export function assertJsonSafe(value: unknown, path: string): void {
-  walk(value, path, new Set());
+  // Hot path (every call and notification): no allocation per value; the path is only built
+  // when something fails, from the stack of keys walked so far.
+  new JsonWalker(path).walk(value);
 }
 
-function walk(value: unknown, path: string, ancestors: Set<object>): void {
-  switch (typeof value) {
-    case 'string':
-    case 'boolean':
-    case 'undefined':
-      return;
-    case 'number':
-      if (!Number.isFinite(value)) throw new InvalidArgument(path, 'a finite number (JSON has no NaN or Infinity)', value);
-      return;
-    case 'bigint':
-      throw new InvalidArgument(path, 'a JSON-serialisable value (convert BigInt to a string or number)', value);
-    case 'function':
-    case 'symbol':
-      throw new InvalidArgument(path, 'a JSON-serialisable value', value);
-  }
-  if (value === null) return;
-  const obj = value as object;
-  if (ancestors.has(obj)) throw new InvalidArgument(path, 'a JSON-serialisable value without cycles', 'a circular reference');
-  if (obj instanceof Map || obj instanceof Set) {
-    throw new InvalidArgument(path, 'a JSON-serialisable value (Map and Set encode as {}; convert them or use JsonPayloadSerializer)', obj.constructor.name);
-  }
-  const toJSON = (obj as { toJSON?: unknown }).toJSON;
-  if (typeof toJSON === 'function') {
-    ancestors.add(obj);
+class JsonWalker {
+  /** Objects on the current path (for cycle detection) and the keys leading to them. */
+  private readonly ancestors: object[] = [];
+  private readonly keys: Array<string | number> = [];
+
+  constructor(private readonly root: string) {}
+
+  walk(value: unknown): void {
+    switch (typeof value) {
+      case 'string':
+      case 'boolean':
+      case 'undefined':
+        return;
+      case 'number':
+        if (!Number.isFinite(value)) this.fail('a finite number (JSON has no NaN or Infinity)', value);
+        return;
+      case 'bigint':
+        return this.fail('a JSON-serialisable value (convert BigInt to a string or number)', value);
+      case 'function':
+      case 'symbol':
+        return this.fail('a JSON-serialisable value', value);
+    }
+    if (value === null) return;
+    const obj = value as object;
+    if (this.ancestors.includes(obj)) this.fail('a JSON-serialisable value without cycles', 'a circular reference');
+    if (obj instanceof Map || obj instanceof Set) {
+      this.fail('a JSON-serialisable value (Map and Set encode as {}; convert them or use JsonPayloadSerializer)', obj.constructor.name);
+    }
+    this.ancestors.push(obj);
     try {
-      walk(toJSON.call(obj, ''), path, ancestors);
+      const toJSON = (obj as { toJSON?: unknown }).toJSON;
+      if (typeof toJSON === 'function') {
+        this.walk(toJSON.call(obj, ''));
+      } else if (Array.isArray(obj)) {
+        for (let i = 0; i < obj.length; i++) this.child(i, obj[i]);
+      } else {
+        const record = obj as Record<string, unknown>;
+        const keys = Object.keys(record);
+        for (let i = 0; i < keys.length; i++) this.child(keys[i], record[keys[i]]);
+      }
     } finally {
-      ancestors.delete(obj);
+      this.ancestors.pop();
     }
-    return;
   }
-  ancestors.add(obj);
-  try {
-    if (Array.isArray(obj)) {
-      for (let i = 0; i < obj.length; i++) walk(obj[i], `${path}[${i}]`, ancestors);
-    } else {
-      for (const [k, v] of Object.entries(obj)) walk(v, `${path}.${k}`, ancestors);
-    }
-  } finally {
-    ancestors.delete(obj);
+
+  private child(key: string | number, value: unknown): void {
+    // Primitives that JSON carries as they are need no bookkeeping.
+    const t = typeof value;
+    if (t === 'string' || t === 'boolean' || t === 'undefined' || value === null || (t === 'number' && Number.isFinite(value))) return;
+    this.keys.push(key);
+    this.walk(value);
+    this.keys.pop();
+  }
+
+  private fail(expected: string, received: unknown): never {
+    let path = this.root;
+    for (const k of this.keys) path += typeof k === 'number' ? `[${k}]` : `.${k}`;
+    throw new InvalidArgument(path, expected, received);
   }
 }
