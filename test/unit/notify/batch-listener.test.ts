@@ -1,33 +1,20 @@
 // Batch notification listeners over memory://: oslo's 205/100 test, one stopwatch per batch,
 // one array per priority group, whole-group requeue, option validation.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { InvalidArgument } from '../../../src/errors.js';
-import { getNotificationTransport, type Transport } from '../../../src/transport.js';
+import type { Transport } from '../../../src/transport.js';
 import { Notifier } from '../../../src/notify/notifier.js';
 import { NotificationResult, type NotificationBatchItem } from '../../../src/notify/dispatcher.js';
-import { getBatchNotificationListener, type NotificationListener } from '../../../src/notify/listener.js';
+import { getBatchNotificationListener } from '../../../src/notify/listener.js';
 import { uniqueName, waitFor } from '../../support/wait.js';
+import { useNotifyHarness } from './harness.js';
 
-const transports: Transport[] = [];
-const listeners: NotificationListener[] = [];
+const { transport, track } = useNotifyHarness();
 
-async function transport(): Promise<Transport> {
-  const t = await getNotificationTransport('memory:///' + uniqueName());
-  transports.push(t);
-  return t;
-}
-
-afterEach(async () => {
-  for (const l of listeners.splice(0)) {
-    await l.stop().catch(() => undefined);
-    await l.wait().catch(() => undefined);
-  }
-  await Promise.all(transports.splice(0).map((t) => t.cleanup()));
-});
 
 async function startBatch(t: Transport, topic: string, endpoints: object[], options: Parameters<typeof getBatchNotificationListener>[3]) {
   const l = getBatchNotificationListener(t, [{ topic }], endpoints, options);
-  listeners.push(l);
+  track(l);
   await l.start();
   return l;
 }

@@ -1,16 +1,17 @@
 // Notification listeners end to end over memory://: priorities, pools, requeue, errors,
 // filters, back-pressure, draining on stop, lifecycle order and bad input.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { InvalidArgument, InvalidState, InvalidTarget, NotSupportedError } from '../../../src/errors.js';
 import { Target } from '../../../src/target.js';
-import { getNotificationTransport, type Transport } from '../../../src/transport.js';
+import type { Transport } from '../../../src/transport.js';
 import { PRIORITIES, type Context, type Priority } from '../../../src/driver/types.js';
 import { Notifier } from '../../../src/notify/notifier.js';
 import { NotificationFilter } from '../../../src/notify/filter.js';
 import { NotificationResult, type HandlerFailure, type NotificationMetadata } from '../../../src/notify/dispatcher.js';
-import { getNotificationListener, type NotificationListener } from '../../../src/notify/listener.js';
+import { getNotificationListener } from '../../../src/notify/listener.js';
 import type { NotificationDispatchedEvent } from '../../../src/notify/instrumentation.js';
 import { deferred, uniqueName, waitFor } from '../../support/wait.js';
+import { useNotifyHarness } from './harness.js';
 
 interface Seen {
   who: string;
@@ -22,14 +23,7 @@ interface Seen {
   metadata: NotificationMetadata;
 }
 
-const transports: Transport[] = [];
-const listeners: NotificationListener[] = [];
-
-async function transport(): Promise<Transport> {
-  const t = await getNotificationTransport('memory:///' + uniqueName());
-  transports.push(t);
-  return t;
-}
+const { transport, track } = useNotifyHarness();
 
 function recorder(who: string, log: Seen[], priorities: readonly Priority[] = ['info'], result?: (s: Seen) => unknown) {
   const endpoint: Record<string, unknown> = {};
@@ -45,18 +39,11 @@ function recorder(who: string, log: Seen[], priorities: readonly Priority[] = ['
 
 async function listen(t: Transport, topic: string, endpoints: object[], options: Parameters<typeof getNotificationListener>[3] = {}) {
   const l = getNotificationListener(t, [new Target({ topic })], endpoints, options);
-  listeners.push(l);
+  track(l);
   await l.start();
   return l;
 }
 
-afterEach(async () => {
-  for (const l of listeners.splice(0)) {
-    await l.stop().catch(() => undefined);
-    await l.wait().catch(() => undefined);
-  }
-  await Promise.all(transports.splice(0).map((t) => t.cleanup()));
-});
 
 const ids = (log: Seen[]) => log.map((s) => s.payload.id as number).sort((a, b) => a - b);
 const range = (n: number) => [...Array(n).keys()];
@@ -87,7 +74,7 @@ describe('getNotificationListener', () => {
     const [a, b] = [uniqueName(), uniqueName()];
     const log: Seen[] = [];
     const l = getNotificationListener(t, [{ topic: a }, new Target({ topic: b })], [recorder('e', log, ['error'])]);
-    listeners.push(l);
+    track(l);
     expect(l.priorities).toEqual(['error']);
     await l.start();
     await new Notifier(t, { topics: [a] }).info({}, 'ev', { id: 1 });
@@ -275,7 +262,7 @@ describe('getNotificationListener', () => {
     const t = await transport();
     const topic = uniqueName();
     const l = getNotificationListener(t, [{ topic }], [{ info: () => NotificationResult.HANDLED, error: () => NotificationResult.REQUEUE }]);
-    listeners.push(l);
+    track(l);
     const seen: string[] = [];
     const dispatched: NotificationDispatchedEvent[] = [];
     l.events.on('started', () => seen.push('started'));
@@ -299,7 +286,7 @@ describe('getNotificationListener', () => {
     const topic = uniqueName();
     const log: Seen[] = [];
     const l = getNotificationListener(t, [{ topic }], [recorder('e', log)]);
-    listeners.push(l);
+    track(l);
     await expect(l.stop()).rejects.toThrow(InvalidState);
     await expect(l.wait()).rejects.toThrow(InvalidState);
     await Promise.all([l.start(), l.start()]);
