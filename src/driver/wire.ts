@@ -2,7 +2,7 @@
 // place to split a decoded body into message, context and wire keys, validate it, and build replies.
 import { InvalidArgument, MalformedMessage } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { isPlainObject, newHexId, serializeEnvelope } from './envelope.js';
+import { isPlainObject, newHexId, packContext, serializeEnvelope } from './envelope.js';
 import type { RpcReply } from './incoming-message.js';
 import { serializeFailure } from './remote-error.js';
 import type { Context, DriverMessage } from './types.js';
@@ -103,6 +103,64 @@ export function encodeReply(msgId: string, reply: RpcReply | 'heartbeat', logger
     inner.result = null;
     inner.failure = serializeFailure(new InvalidArgument('result', 'a JSON-serialisable value', reply.result, { cause: err }));
     return JSON.stringify(serializeEnvelope(inner));
+  }
+}
+
+/** What a call adds to its request: where and how the reply comes back. */
+export interface CallAddressing {
+  /** `_msg_id`: the id the reply carries. */
+  readonly msgId: string;
+  /** `_reply_q`: the caller transport's reply address. */
+  readonly replyQueue: string;
+  /** Call-monitor window in ms; `_timeout` carries it in seconds (null when none). */
+  readonly callMonitorTimeout?: number;
+}
+
+/**
+ * The enveloped JSON body of an RPC request (oslo-wire.md §1.6): the message, the flattened
+ * context, a fresh `_unique_id` and, for a call, `_msg_id`/`_reply_q`/`_timeout`. A value JSON
+ * cannot carry fails with InvalidArgument naming the context or the message; nothing is sent.
+ */
+export function encodeRpcRequest(message: DriverMessage, ctx: Context, call?: CallAddressing): string {
+  const inner: DriverMessage = { ...message };
+  if (call !== undefined) {
+    inner._msg_id = call.msgId;
+    inner._reply_q = call.replyQueue;
+    inner._timeout = call.callMonitorTimeout !== undefined ? call.callMonitorTimeout / 1000 : null;
+  }
+  inner._unique_id = newHexId();
+  packContext(inner, ctx);
+  return stringify(serializeEnvelope, inner, message, ctx);
+}
+
+/**
+ * The JSON body of a notification (oslo-wire.md §1.10): version 2.0 is enveloped (oslo
+ * `messagingv2`), 1.0 the raw dict (`messaging`). InvalidArgument as for encodeRpcRequest.
+ */
+export function encodeNotification(message: DriverMessage, ctx: Context, version: 1.0 | 2.0 = 2.0): string {
+  if (version !== 1.0 && version !== 2.0) throw new InvalidArgument('version', '1.0 or 2.0', version);
+  const inner: DriverMessage = { ...message, _unique_id: newHexId() };
+  packContext(inner, ctx);
+  return stringify(version === 1.0 ? raw : serializeEnvelope, inner, message, ctx);
+}
+
+const raw = (m: DriverMessage): DriverMessage => m;
+
+function stringify(wrap: (m: DriverMessage) => unknown, inner: DriverMessage, message: DriverMessage, ctx: Context): string {
+  try {
+    return JSON.stringify(wrap(inner));
+  } catch (err) {
+    const badContext = !isJsonable(ctx);
+    throw new InvalidArgument(badContext ? 'context' : 'message', 'a JSON-serialisable value (no BigInt, no cycles)', badContext ? ctx : message, { cause: err });
+  }
+}
+
+function isJsonable(value: unknown): boolean {
+  try {
+    JSON.stringify(value);
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -32,7 +32,7 @@ describe('memory driver: malformed messages', () => {
     broker.publishRaw('openstack', topic, request('good'));
     await waitFor(() => seen.messages.length === 1);
     expect(seen.messages[0].message.method).toBe('good');
-    const warnings = logger.records.filter((r) => r.level === 'warn' && r.msg === 'rejected a malformed message');
+    const warnings = logger.records.filter((r) => r.level === 'warn' && r.msg === 'Rejecting a malformed message (not requeued)');
     expect(warnings).toHaveLength(bad.length);
     expect(warnings.map((w) => w.fields.reason)).toEqual([
       'Message body is not valid JSON',
@@ -54,7 +54,7 @@ describe('memory driver: malformed messages', () => {
     await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'ok', priority: 'INFO', payload: {} });
     await waitFor(() => seen.messages.length === 1);
     expect(seen.messages[0].message.event_type).toBe('ok');
-    expect(logger.records.filter((r) => r.level === 'warn' && r.msg === 'rejected a malformed message')).toHaveLength(1);
+    expect(logger.records.filter((r) => r.level === 'warn' && r.msg === 'Rejecting a malformed message (not requeued)')).toHaveLength(1);
     expect(getMemoryBroker(vhost).queueStats(`${topic}.info`)?.rejected).toBe(1);
   });
 

@@ -1,0 +1,109 @@
+// The concrete received messages every driver hands to the façades: an RPC request that replies
+// once, and a notification that settles once. A driver supplies only its delivery handle, a
+// reply sender and (through the inbound pipeline) a settler.
+import type { Logger } from '../logger.js';
+import { IncomingMessage, RpcIncomingMessage, type RpcReply } from './incoming-message.js';
+import type { NotificationInbound } from './inbound.js';
+import { encodeReply, type ParsedNotification, type ParsedRpcRequest } from './wire.js';
+
+/**
+ * Publishes an encoded reply body to a caller's reply address. MUST NOT throw or reject: a
+ * reply that cannot be delivered is logged by the driver (the caller times out).
+ */
+export interface ReplySender {
+  sendReply(replyQueue: string, msgId: string, body: string): Promise<void> | void;
+}
+
+/** An RPC request, acknowledged on receipt by the inbound pipeline (at-most-once, as oslo). */
+export class RpcMessage<D = unknown> extends RpcIncomingMessage {
+  readonly callMonitorTimeout?: number;
+  readonly expectsReply: boolean;
+  private replied = false;
+
+  constructor(
+    private readonly request: ParsedRpcRequest,
+    private readonly delivery: D,
+    private readonly replies: ReplySender,
+    private readonly logger: Logger,
+  ) {
+    super(request.ctx, request.message, request.uniqueId);
+    this.expectsReply = request.msgId !== undefined && request.replyQueue !== undefined;
+    this.callMonitorTimeout = request.callMonitorTimeout;
+  }
+
+  async reply(reply: RpcReply): Promise<void> {
+    if (!this.expectsReply) return;
+    if (this.replied) {
+      this.logger.warn('A second final reply to the same call was ignored', { msgId: this.request.msgId });
+      return;
+    }
+    this.replied = true;
+    const msgId = this.request.msgId!;
+    await this.replies.sendReply(this.request.replyQueue!, msgId, encodeReply(msgId, reply, this.logger));
+  }
+
+  async heartbeat(): Promise<void> {
+    if (!this.expectsReply || this.replied) return;
+    const msgId = this.request.msgId!;
+    await this.replies.sendReply(this.request.replyQueue!, msgId, encodeReply(msgId, 'heartbeat'));
+  }
+
+  /** Already acknowledged on receipt: nothing to do. */
+  async acknowledge(): Promise<void> {}
+
+  /** oslo never requeues RPC requests; this one was acknowledged on receipt. */
+  async requeue(): Promise<void> {
+    this.logger.debug('RPC requests are acknowledged on receipt; requeue ignored', { msgId: this.request.msgId });
+  }
+
+  override unwrap(): D {
+    return this.delivery;
+  }
+}
+
+/** A notification, acknowledged or requeued once by the listener's outcome. */
+export class NotificationMessage<D = unknown> extends IncomingMessage {
+  /** `_unique_id`, remembered for duplicate suppression once acknowledged. */
+  readonly uniqueId?: string;
+  private settled = false;
+
+  constructor(
+    parsed: ParsedNotification,
+    /** The driver's delivery handle. */
+    readonly delivery: D,
+    /** The subscription (channel) it came from, as the driver gave it. */
+    readonly generation: number,
+    private readonly inbound: NotificationInbound<D>,
+  ) {
+    super(parsed.ctx, parsed.message, parsed.messageId);
+    this.uniqueId = parsed.uniqueId;
+  }
+
+  /** True once acknowledged, requeued or abandoned. */
+  get isSettled(): boolean {
+    return this.settled;
+  }
+
+  async acknowledge(): Promise<void> {
+    if (this.settled) return;
+    this.settled = true;
+    this.inbound.acknowledge(this);
+  }
+
+  async requeue(): Promise<void> {
+    if (this.settled) return;
+    this.settled = true;
+    this.inbound.requeue(this);
+  }
+
+  /** @internal Marks it settled without telling the broker; true for the first call. */
+  abandon(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    return true;
+  }
+
+  override unwrap(): D {
+    return this.delivery;
+  }
+}
