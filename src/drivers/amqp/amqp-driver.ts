@@ -3,7 +3,11 @@
 import { EventEmitter } from 'eventemitter3';
 import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
 import type { DriverCapabilities } from '../../driver/capabilities.js';
-import { newHexId, packContext, serializeEnvelope } from '../../driver/envelope.js';
+import { requestAddress } from '../../driver/addressing.js';
+import { newHexId } from '../../driver/envelope.js';
+import type { ReplySender } from '../../driver/messages.js';
+import { PendingReplies, type PendingCall } from '../../driver/pending-replies.js';
+import { encodeNotification, encodeRpcRequest } from '../../driver/wire.js';
 import type { IncomingMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
 import { PollStyleListenerAdapter, type Listener } from '../../driver/listener.js';
 import type { Context, DriverMessage } from '../../driver/types.js';
@@ -54,13 +58,14 @@ interface PublishRequest {
   before?: () => Promise<void>;
   /** When it returns true, `before` has nothing to do and is skipped (keeps the hot path free of awaits). */
   ready?: () => boolean;
-  /** For calls: true once the call has its outcome, so retries stop. */
-  isOver?: () => boolean;
-  /** Told of each failed attempt (a call's timeout then says why its request never left). */
-  onAttemptFailed?: (error: unknown) => void;
+  /**
+   * For calls: retries stop once the call is over, and each failed attempt is recorded on it
+   * (its timeout then says why the request never left).
+   */
+  call?: PendingCall;
 }
 
-export class AmqpDriver extends BaseDriver {
+export class AmqpDriver extends BaseDriver implements ReplySender {
   readonly name = 'amqp';
   readonly capabilities = CAPABILITIES;
   override readonly prefetchSize: number;
@@ -71,6 +76,7 @@ export class AmqpDriver extends BaseDriver {
   private readonly conn: AmqpConnection;
   private readonly publisher: Publisher;
   private replyWaiter?: ReplyWaiter;
+  private readonly pending: PendingReplies;
   private readonly adapters = new Set<Listener<IncomingMessage>>();
   /** Listeners still subscribing (they retry while the broker is down): cleanup stops them too. */
   private readonly starting = new Set<AmqpListener<any>>();
@@ -90,6 +96,7 @@ export class AmqpDriver extends BaseDriver {
     this.prefetchSize = this.options.prefetchCount > 0 ? this.options.prefetchCount : -1;
     this.conn = new AmqpConnection('publisher', this.options, this.logger, this.events);
     this.publisher = new Publisher(this.conn, this.options, this.logger);
+    this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
   }
 
   /** The transport's reply queue name (`reply_<hex>`), once a call was made. */
@@ -106,32 +113,16 @@ export class AmqpDriver extends BaseDriver {
     this.assertOpen();
     throwIfAborted(options.signal);
     const topic = target.topic as string;
-    const msg: DriverMessage = { ...message };
-    let msgId: string | undefined;
-    let waiter: ReplyWaiter | undefined;
-    if (options.waitForReply) {
-      waiter = this.getReplyWaiter();
-      msgId = newHexId();
-      msg._msg_id = msgId;
-      msg._reply_q = waiter.queue;
-      msg._timeout = options.callMonitorTimeout !== undefined ? options.callMonitorTimeout / 1000 : null;
-    }
-    msg._unique_id = newHexId();
-    packContext(msg, ctx);
-    const content = Buffer.from(JSON.stringify(serializeEnvelope(msg)));
+    const waiter = options.waitForReply ? this.getReplyWaiter() : undefined;
+    const msgId = waiter ? newHexId() : undefined;
+    const content = Buffer.from(encodeRpcRequest(message, ctx, waiter && msgId ? { msgId, replyQueue: waiter.queue, callMonitorTimeout: options.callMonitorTimeout } : undefined));
     const exchange = target.fanout ? fanoutExchange(topic) : this.topicExchangeOf(this.exchangeFor(target));
-    const routingKey = target.fanout ? '' : target.server ? `${topic}.${target.server}` : topic;
+    const routingKey = target.fanout ? '' : requestAddress(topic, target.server);
     if (!waiter || !msgId) {
       await this.publish({ exchange, declareKey: this.exchangeKeyOf(exchange.name), routingKey, content, retry: options.retry, signal: options.signal });
       return undefined;
     }
-    const id = msgId;
-    const replyWaiter = waiter;
-    let undelivered: unknown;
-    // A timeout whose request never reached the broker says so, not blaming the server.
-    const result = replyWaiter.wait(id, { timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal, undelivered: () => undelivered });
-    // The call is over once the waiter no longer holds it (reply, timeout, abort, failure).
-    const isOver = () => !replyWaiter.isWaiting(id);
+    const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal });
     // The call resolves on its reply without waiting for the request's confirm (a reply proves
     // delivery); a failed confirm still retries the same body or fails the call.
     this.publish({
@@ -142,24 +133,20 @@ export class AmqpDriver extends BaseDriver {
       expiration: options.timeout,
       retry: options.retry,
       signal: options.signal,
-      isOver,
-      before: replyWaiter.ensureConsuming,
-      ready: replyWaiter.isConsuming,
-      onAttemptFailed: (err) => (undelivered = err),
+      call,
+      before: waiter.ensureConsuming,
+      ready: waiter.isConsuming,
     }).then(
-      () => (undelivered = undefined),
-      (err) => replyWaiter.fail(id, err instanceof MessagingError ? err : new MessageDeliveryFailure(String(err), { cause: err })),
+      () => call.setUndelivered(undefined),
+      (err) => call.fail(err instanceof MessagingError ? err : new MessageDeliveryFailure(String(err), { cause: err })),
     );
-    return result;
+    return call.promise;
   }
 
   async sendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions = {}): Promise<void> {
     this.assertOpen();
     const topic = target.topic as string;
-    const msg: DriverMessage = { ...message, _unique_id: newHexId() };
-    packContext(msg, ctx);
-    const body = options.version === 1.0 ? msg : serializeEnvelope(msg);
-    const content = Buffer.from(JSON.stringify(body));
+    const content = Buffer.from(encodeNotification(message, ctx, options.version));
     const exchange = this.topicExchangeOf(this.exchangeFor(target));
     await this.publish({ exchange, declareKey: this.queueKeyOf(exchange.name, topic), notifyQueue: topic, routingKey: topic, content, retry: options.retry });
   }
@@ -188,7 +175,9 @@ export class AmqpDriver extends BaseDriver {
     await Promise.all([...this.starting].map((l) => l.cleanup().catch(() => undefined)));
     await Promise.all([...this.adapters].map((a) => a.cleanup().catch((err) => this.logger.warn('Listener cleanup failed', { err }))));
     this.adapters.clear();
-    await this.replyWaiter?.close(new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply'));
+    const gone = new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply');
+    this.pending.failAll(gone);
+    await this.replyWaiter?.close(gone);
     await this.publisher.drain(this.options.shutdownTimeout);
     await this.conn.close();
     this.logger.debug('AMQP driver cleaned up');
@@ -240,7 +229,7 @@ export class AmqpDriver extends BaseDriver {
   }
 
   private getReplyWaiter(): ReplyWaiter {
-    this.replyWaiter ??= new ReplyWaiter(this.conn, this.options, this.logger, this.allowedRemoteExmods, this.remoteErrors);
+    this.replyWaiter ??= new ReplyWaiter(this.conn, this.options, this.logger, this.pending);
     return this.replyWaiter;
   }
 
@@ -253,7 +242,7 @@ export class AmqpDriver extends BaseDriver {
     const n = ++this.listenerCount;
     const logger = this.logger.child({ listener: n, kind, ...fields });
     const conn = new AmqpConnection(`listener:${n}`, this.options, logger, this.events);
-    const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this.sendReply);
+    const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this);
     this.starting.add(source);
     try {
       await source.start();
@@ -285,9 +274,9 @@ export class AmqpDriver extends BaseDriver {
     // Fast path without retry machinery; the first failure enters withRetry as its attempt 0.
     return this.publishOnce(req).catch((first: unknown) => {
       const o = this.options;
-      req.onAttemptFailed?.(first);
+      req.call?.setUndelivered(first);
       return withRetry((attempt) => (attempt === 0 ? Promise.reject(first) : this.publishOnce(req).catch((err: unknown) => {
-        req.onAttemptFailed?.(err);
+        req.call?.setUndelivered(err);
         throw err;
       })), {
         retry: req.retry,
@@ -295,16 +284,16 @@ export class AmqpDriver extends BaseDriver {
         intervalMs: o.retryInterval,
         backoffMs: o.retryBackoff,
         maxIntervalMs: o.intervalMax,
-        isRetriable: (e) => !this.closed && !req.isOver?.() && e instanceof MessagingError && e.retriable,
+        isRetriable: (e) => !this.closed && req.call?.isOver !== true && e instanceof MessagingError && e.retriable,
         onRetry: ({ attempt, delayMs, error }) => this.logger.warn('Publish failed; retrying with the same message', { attempt, delayMs, routingKey: req.routingKey, err: error }),
       });
     });
   }
 
   private publishOnce(req: PublishRequest): Promise<void> {
-    if (req.isOver?.()) return Promise.reject(new AbortError('The call is over; not publishing its request again'));
+    if (req.call?.isOver) return Promise.reject(new AbortError('The call is over; not publishing its request again'));
     if ((!req.before || req.ready?.()) && this.publisher.isDeclared(req.declareKey)) {
-      return this.publisher.publish(req.exchange.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal, isOver: req.isOver });
+      return this.publisher.publish(req.exchange.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal, call: req.call });
     }
     return this.publishSlow(req);
   }
@@ -316,14 +305,14 @@ export class AmqpDriver extends BaseDriver {
       await this.publisher.declareExchange(ex);
       if (req.notifyQueue !== undefined) await this.publisher.declareBoundQueue(ex, topicQueue(req.notifyQueue, this.options), req.routingKey);
     }
-    await this.publisher.publish(ex.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal, isOver: req.isOver });
+    await this.publisher.publish(ex.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal, call: req.call });
   }
 
   /**
-   * Sends a reply (mandatory, to the default exchange). A missing reply queue is retried
+   * @internal Sends a reply (mandatory, to the default exchange). A missing reply queue is retried
    * every 250 ms up to `missingConsumerRetryTimeout`, then remembered as obsolete. Never throws.
    */
-  private readonly sendReply = async (replyQueue: string, msgId: string, body: string): Promise<void> => {
+  async sendReply(replyQueue: string, msgId: string, body: string): Promise<void> {
     if (this.obsoleteReplyQueues.has(replyQueue)) {
       this.logger.debug('Dropping a reply to an obsolete reply queue', { replyQueue, msgId });
       return;
@@ -351,5 +340,5 @@ export class AmqpDriver extends BaseDriver {
         }
       }
     }
-  };
+  }
 }

@@ -41,7 +41,7 @@ export interface PublishOptions {
   mandatory?: boolean;
   signal?: AbortSignal;
   /** Calls: true once the call has its outcome (e.g. timed out); a publish that waited MUST then not be written. */
-  isOver?: () => boolean;
+  call?: { readonly isOver: boolean };
 }
 
 export class Publisher {
@@ -92,7 +92,7 @@ export class Publisher {
     if (this.conn.isBlocked) await this.conn.waitUnblocked(this.options.publishTimeout, opts.signal);
     if (this.needsDrain) await new Promise<void>((r) => this.drainWaiters.push(r));
     // A call that timed out while the broker blocked us must not reach a server after the unblock.
-    if (opts.isOver?.()) throw new AbortError('The call is over; not publishing its request');
+    if (opts.call?.isOver) throw new AbortError('The call is over; not publishing its request');
     return this.write(ch, exchange, routingKey, content, opts);
   }
 
