@@ -4,6 +4,7 @@
 import type { Logger } from '../logger.js';
 import { IncomingMessage, RpcIncomingMessage, type RpcReply } from './incoming-message.js';
 import type { NotificationInbound } from './inbound.js';
+import type { ReceivedNotification, RpcRequest } from './types.js';
 import { encodeReply, type ParsedNotification, type ParsedRpcRequest } from './wire.js';
 
 /**
@@ -16,36 +17,42 @@ export interface ReplySender {
 
 /** An RPC request, acknowledged on receipt by the inbound pipeline (at-most-once, as oslo). */
 export class RpcMessage<D = unknown> extends RpcIncomingMessage {
+  readonly request: RpcRequest;
   readonly callMonitorTimeout?: number;
   readonly expectsReply: boolean;
+  private readonly msgIdOfCall?: string;
+  private readonly replyQueue?: string;
   private replied = false;
 
   constructor(
-    private readonly request: ParsedRpcRequest,
+    parsed: ParsedRpcRequest,
     private readonly delivery: D,
     private readonly replies: ReplySender,
     private readonly logger: Logger,
   ) {
-    super(request.ctx, request.message, request.uniqueId);
-    this.expectsReply = request.msgId !== undefined && request.replyQueue !== undefined;
-    this.callMonitorTimeout = request.callMonitorTimeout;
+    super(parsed.ctx, parsed.uniqueId);
+    this.request = parsed.request;
+    this.msgIdOfCall = parsed.msgId;
+    this.replyQueue = parsed.replyQueue;
+    this.expectsReply = parsed.msgId !== undefined && parsed.replyQueue !== undefined;
+    this.callMonitorTimeout = parsed.callMonitorTimeout;
   }
 
   async reply(reply: RpcReply): Promise<void> {
     if (!this.expectsReply) return;
     if (this.replied) {
-      this.logger.warn('A second final reply to the same call was ignored', { msgId: this.request.msgId });
+      this.logger.warn('A second final reply to the same call was ignored', { msgId: this.msgIdOfCall });
       return;
     }
     this.replied = true;
-    const msgId = this.request.msgId!;
-    await this.replies.sendReply(this.request.replyQueue!, msgId, encodeReply(msgId, reply, this.logger));
+    const msgId = this.msgIdOfCall!;
+    await this.replies.sendReply(this.replyQueue!, msgId, encodeReply(msgId, reply, this.logger));
   }
 
   async heartbeat(): Promise<void> {
     if (!this.expectsReply || this.replied) return;
-    const msgId = this.request.msgId!;
-    await this.replies.sendReply(this.request.replyQueue!, msgId, encodeReply(msgId, 'heartbeat'));
+    const msgId = this.msgIdOfCall!;
+    await this.replies.sendReply(this.replyQueue!, msgId, encodeReply(msgId, 'heartbeat'));
   }
 
   /** Already acknowledged on receipt: nothing to do. */
@@ -53,7 +60,7 @@ export class RpcMessage<D = unknown> extends RpcIncomingMessage {
 
   /** oslo never requeues RPC requests; this one was acknowledged on receipt. */
   async requeue(): Promise<void> {
-    this.logger.debug('RPC requests are acknowledged on receipt; requeue ignored', { msgId: this.request.msgId });
+    this.logger.debug('RPC requests are acknowledged on receipt; requeue ignored', { msgId: this.msgIdOfCall });
   }
 
   override unwrap(): D {
@@ -63,6 +70,7 @@ export class RpcMessage<D = unknown> extends RpcIncomingMessage {
 
 /** A notification, acknowledged or requeued once by the listener's outcome. */
 export class NotificationMessage<D = unknown> extends IncomingMessage {
+  readonly notification: ReceivedNotification;
   /** `_unique_id`, remembered for duplicate suppression once acknowledged. */
   readonly uniqueId?: string;
   private settled = false;
@@ -75,7 +83,8 @@ export class NotificationMessage<D = unknown> extends IncomingMessage {
     readonly generation: number,
     private readonly inbound: NotificationInbound<D>,
   ) {
-    super(parsed.ctx, parsed.message, parsed.messageId);
+    super(parsed.ctx, parsed.messageId);
+    this.notification = parsed.notification;
     this.uniqueId = parsed.uniqueId;
   }
 

@@ -5,17 +5,18 @@ import type { Logger } from '../logger.js';
 import { isPlainObject, newHexId, packContext, serializeEnvelope } from './envelope.js';
 import type { RpcReply } from './incoming-message.js';
 import { serializeFailure } from './remote-error.js';
-import type { Context, DriverMessage } from './types.js';
+import type { Context, DriverMessage, ReceivedNotification, RpcRequest } from './types.js';
 
 const CONTEXT_PREFIX = '_context_';
 const WIRE_KEYS = new Set(['_unique_id', '_msg_id', '_reply_q', '_timeout']);
 
 /**
  * Splits a decoded body in one pass into the message, the `_context_*` context and the wire
- * keys (`_unique_id`, `_msg_id`, `_reply_q`, `_timeout`). Builds new objects instead of
+ * keys (`_unique_id`, `_msg_id`, `_reply_q`, `_timeout`); `keepMessage: false` skips the message
+ * (RPC requests read their fields directly). Builds new objects instead of
  * deleting keys (which slows V8 objects down); a `__proto__` key from the wire is dropped.
  */
-export function splitWireKeys(raw: DriverMessage): { message: DriverMessage; ctx: Context; wire: Record<string, unknown> } {
+export function splitWireKeys(raw: DriverMessage, keepMessage = true): { message: DriverMessage; ctx: Context; wire: Record<string, unknown> } {
   const message: DriverMessage = {};
   const ctx: Context = {};
   const wire: Record<string, unknown> = {};
@@ -23,15 +24,15 @@ export function splitWireKeys(raw: DriverMessage): { message: DriverMessage; ctx
     if (key === '__proto__') continue;
     if (key.startsWith(CONTEXT_PREFIX)) ctx[key.slice(CONTEXT_PREFIX.length)] = raw[key];
     else if (WIRE_KEYS.has(key)) wire[key] = raw[key];
-    else message[key] = raw[key];
+    else if (keepMessage) message[key] = raw[key];
   }
   return { message, ctx, wire };
 }
 
 /** A received RPC request, split and validated. */
 export interface ParsedRpcRequest {
-  /** `{method, args, namespace?, version?}`; `args` defaults to `{}`. */
-  message: DriverMessage;
+  /** `{method, args, namespace?, version}` with oslo's defaults (`args` {}, version `'1.0'`). */
+  request: RpcRequest;
   /** The context, plus oslo's `client_timeout` (the raw `_timeout`, seconds or null). */
   ctx: Context;
   uniqueId?: string;
@@ -45,14 +46,17 @@ export interface ParsedRpcRequest {
 
 /** Validates and splits an RPC request body. Throws MalformedMessage when it cannot be dispatched. */
 export function parseRpcRequest(raw: DriverMessage): ParsedRpcRequest {
-  if (typeof raw.method !== 'string' || raw.method === '') throw new MalformedMessage('RPC message without a "method" string');
-  if (raw.args !== undefined && raw.args !== null && !isPlainObject(raw.args)) throw new MalformedMessage('RPC message "args" is not an object');
-  const { message, ctx, wire } = splitWireKeys(raw);
-  if (message.args === undefined || message.args === null) message.args = {};
+  const { method, args, namespace, version } = raw;
+  if (typeof method !== 'string' || method === '') throw new MalformedMessage('RPC message without a "method" string');
+  if (args !== undefined && args !== null && !isPlainObject(args)) throw new MalformedMessage('RPC message "args" is not an object');
+  if (namespace !== undefined && namespace !== null && typeof namespace !== 'string') throw new MalformedMessage('RPC message "namespace" is neither a string nor null');
+  if (version !== undefined && version !== null && typeof version !== 'string') throw new MalformedMessage('RPC message "version" is not a string');
+  const { ctx, wire } = splitWireKeys(raw, false);
+  const request: RpcRequest = { method, args: (args as Record<string, unknown> | null | undefined) ?? {}, namespace: namespace ?? undefined, version: version ?? '1.0' };
   const timeout = typeof wire._timeout === 'number' && Number.isFinite(wire._timeout) ? wire._timeout : null;
   ctx.client_timeout = timeout;
   return {
-    message,
+    request,
     ctx,
     uniqueId: optionalString(wire._unique_id),
     msgId: optionalString(wire._msg_id),
@@ -64,7 +68,7 @@ export function parseRpcRequest(raw: DriverMessage): ParsedRpcRequest {
 /** A received notification, split and validated. */
 export interface ParsedNotification {
   /** The oslo 1.10 dict without wire and context keys. */
-  message: DriverMessage;
+  notification: ReceivedNotification;
   ctx: Context;
   uniqueId?: string;
   /** `message_id`, else `_unique_id`. */
@@ -78,7 +82,7 @@ export function parseNotification(raw: DriverMessage): ParsedNotification {
   if (!('payload' in raw)) throw new MalformedMessage('Notification without a "payload"');
   const { message, ctx, wire } = splitWireKeys(raw);
   const uniqueId = optionalString(wire._unique_id);
-  return { message, ctx, uniqueId, messageId: optionalString(message.message_id) ?? uniqueId };
+  return { notification: message as ReceivedNotification, ctx, uniqueId, messageId: optionalString(message.message_id) ?? uniqueId };
 }
 
 /**

@@ -222,7 +222,7 @@ export class NotificationListener {
       }
     }
     if (this.events.listenerCount('dispatched') > 0 || dispatchChannel.hasSubscribers) {
-      const priorities = [...new Set(messages.map((m) => String(m.message.priority ?? '').toLowerCase()))];
+      const priorities = [...new Set(messages.map((m) => m.notification.priority.toLowerCase()))];
       const event = { priorities, messages: messages.length, acknowledged: messages.length - requeued, requeued, durationMs: performance.now() - startedAt };
       this.events.emit('dispatched', event);
       if (dispatchChannel.hasSubscribers) dispatchChannel.publish(event);

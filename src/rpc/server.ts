@@ -196,11 +196,11 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
 
   private async process(incoming: RpcIncomingMessage): Promise<void> {
     const began = performance.now();
-    const message = incoming.message;
+    const { method, namespace, version } = incoming.request;
     const info: RpcDispatchInfo = {
-      method: String(message.method),
-      namespace: typeof message.namespace === 'string' ? message.namespace : undefined,
-      version: typeof message.version === 'string' ? message.version : '1.0',
+      method,
+      namespace,
+      version,
       messageId: incoming.msgId,
       expectsReply: incoming.expectsReply,
       durationMs: 0,
@@ -208,8 +208,6 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
     };
     let outcome: DispatchOutcome;
     try {
-      // oslo acknowledges RPC requests before dispatch (at-most-once); drivers make this idempotent.
-      await incoming.acknowledge();
       outcome = await (isTracing('dispatch')
         ? traceRpc(
             () => ({ kind: 'dispatch', topic: this.target.topic, server: this.target.server, method: info.method, namespace: info.namespace, version: info.version, messageId: info.messageId, expectsReply: info.expectsReply }),

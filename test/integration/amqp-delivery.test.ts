@@ -43,7 +43,7 @@ describe('amqp driver delivery (RabbitMQ)', () => {
     listeners.push(listener);
     const seen = new Set<number>();
     listener.start((msgs) => {
-      for (const m of msgs) seen.add((m.message.args as { i: number }).i);
+      for (const m of msgs) seen.add((m.request.args as { i: number }).i);
     });
     const N = 2000;
     await Promise.all(Array.from({ length: N }, (_, i) => driver.send(new Target({ topic }), {}, { method: 'm', args: { i } })));
@@ -58,7 +58,7 @@ describe('amqp driver delivery (RabbitMQ)', () => {
     listeners.push(rpc);
     const rpcGot: string[] = [];
     rpc.start((msgs) => {
-      for (const m of msgs) rpcGot.push(m.message.method as string);
+      for (const m of msgs) rpcGot.push(m.request.method as string);
     });
     const ntopic = `${PREFIX}-ndup`;
     const notif = await driver.listenForNotifications([[new Target({ topic: ntopic }), 'info']]);
@@ -107,7 +107,7 @@ describe('amqp driver delivery (RabbitMQ)', () => {
     ch.publish(EXCHANGE, key, Buffer.from(JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify({ payload: 1 }) })));
     ch.publish(EXCHANGE, key, Buffer.from(JSON.stringify(notification(7))));
     await waitFor(() => got.length === 1);
-    expect(got[0].message.payload).toEqual({ i: 7 });
+    expect(got[0].notification.payload).toEqual({ i: 7 });
     await waitFor(() => logger.records.filter((r) => r.msg.startsWith('Rejecting a malformed')).length === 3);
     expect(JSON.stringify(logger.records)).not.toContain('SECRET-PAYLOAD');
     await listener.stop();

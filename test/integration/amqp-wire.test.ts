@@ -185,7 +185,7 @@ describe('amqp driver wire format (RabbitMQ)', () => {
     listeners.push(listener);
     listener.start(async (msgs) => {
       for (const m of msgs as RpcIncomingMessage[]) {
-        if (m.message.method === 'boom') await m.reply({ failure: new TypeError('bad thing') });
+        if (m.request.method === 'boom') await m.reply({ failure: new TypeError('bad thing') });
         else {
           await m.heartbeat();
           await m.reply({ result: { ctx: m.ctx, cm: m.callMonitorTimeout } });

@@ -8,7 +8,7 @@ import { newHexId } from '../../driver/envelope.js';
 import type { ReplySender } from '../../driver/messages.js';
 import { PendingReplies, type PendingCall } from '../../driver/pending-replies.js';
 import { encodeNotification, encodeRpcRequest } from '../../driver/wire.js';
-import type { IncomingMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
+import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
 import { PollStyleListenerAdapter, type Listener } from '../../driver/listener.js';
 import type { Context, DriverMessage } from '../../driver/types.js';
 import { AbortError, InvalidState, MessageDeliveryFailure, MessageUndeliverable, MessagingError } from '../../errors.js';
@@ -233,7 +233,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     return this.replyWaiter;
   }
 
-  private async startListener<M extends IncomingMessage>(
+  private async startListener<M extends ReceivedMessage>(
     kind: 'rpc' | 'notification',
     specs: ReturnType<typeof rpcServerSpecs>,
     options: ListenOptions,

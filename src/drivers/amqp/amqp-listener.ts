@@ -3,7 +3,7 @@
 // A delivery's generation is the id of the channel it came from.
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
 import { NotificationInbound, RpcInbound, type DeliverySettler } from '../../driver/inbound.js';
-import type { IncomingMessage } from '../../driver/incoming-message.js';
+import type { ReceivedMessage } from '../../driver/incoming-message.js';
 import type { NotificationMessage, ReplySender } from '../../driver/messages.js';
 import { BufferedPollStyleListener } from '../../driver/poll-style-listener.js';
 import type { Logger } from '../../logger.js';
@@ -16,7 +16,7 @@ import type { ConsumerSpec } from './topology.js';
 
 export type ListenerKind = 'rpc' | 'notification';
 
-export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends BufferedPollStyleListener<M> implements DeliverySettler<ConsumeMessage> {
+export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends BufferedPollStyleListener<M> implements DeliverySettler<ConsumeMessage> {
   private channel?: Channel;
   private channelId = 0;
   private consumerTags: string[] = [];

@@ -4,7 +4,7 @@ import { fanoutAddress, newReplyAddress, requestAddress } from '../../driver/add
 import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
 import type { DriverCapabilities } from '../../driver/capabilities.js';
 import { decodeBody, newHexId } from '../../driver/envelope.js';
-import type { IncomingMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
+import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
 import { PollStyleListenerAdapter, type Listener } from '../../driver/listener.js';
 import type { ReplySender } from '../../driver/messages.js';
 import { PendingReplies } from '../../driver/pending-replies.js';
@@ -137,7 +137,7 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
     }
   }
 
-  private startListener<M extends IncomingMessage>(source: MemoryListener<M>, options: ListenOptions): Listener<M> {
+  private startListener<M extends ReceivedMessage>(source: MemoryListener<M>, options: ListenOptions): Listener<M> {
     source.subscribe();
     this.listeners.add(source);
     return new PollStyleListenerAdapter(source, { batchSize: options.batchSize, batchTimeout: options.batchTimeout, logger: this.logger });

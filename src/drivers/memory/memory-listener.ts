@@ -2,7 +2,7 @@
 // bind the same queues as oslo's rabbit driver; the pipeline decodes, rejects and dedupes.
 import { fanoutAddress, newFanoutQueueName, notificationQueueName, serverAddress, topicAddress } from '../../driver/addressing.js';
 import { NotificationInbound, RpcInbound, type DeliverySettler } from '../../driver/inbound.js';
-import type { IncomingMessage } from '../../driver/incoming-message.js';
+import type { ReceivedMessage } from '../../driver/incoming-message.js';
 import type { NotificationMessage, ReplySender, RpcMessage } from '../../driver/messages.js';
 import { BufferedPollStyleListener } from '../../driver/poll-style-listener.js';
 import type { Logger } from '../../logger.js';
@@ -29,7 +29,7 @@ export interface DetachableListener {
  * Consumers + buffer shared by RPC and notification listeners. A delivery's generation is the
  * index of the consumer it came from, so the settler acks on the right one.
  */
-export abstract class MemoryListener<M extends IncomingMessage = IncomingMessage> extends BufferedPollStyleListener<M> implements DetachableListener, DeliverySettler<MemoryDelivery> {
+export abstract class MemoryListener<M extends ReceivedMessage = ReceivedMessage> extends BufferedPollStyleListener<M> implements DetachableListener, DeliverySettler<MemoryDelivery> {
   protected readonly consumers: MemoryConsumer[] = [];
   /** Queues private to this listener, deleted on cleanup. */
   protected readonly privateQueues: string[] = [];

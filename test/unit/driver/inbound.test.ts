@@ -37,7 +37,7 @@ describe('RpcInbound', () => {
     const body = encodeRpcRequest({ method: 'add', args: { a: 1 } }, { user: 'u' }, { msgId: 'm1', replyQueue: 'reply_x', callMonitorTimeout: 2000 });
     const msg = inbound.receive(body, { tag: 1 }, 3)!;
     expect(log).toEqual(['ack 1@3']);
-    expect(msg.message).toEqual({ method: 'add', args: { a: 1 } });
+    expect(msg.request).toEqual({ method: 'add', args: { a: 1 }, namespace: undefined, version: '1.0' });
     expect(msg.ctx).toEqual({ user: 'u', client_timeout: 2 });
     expect(msg.expectsReply).toBe(true);
     expect(msg.callMonitorTimeout).toBe(2000);
@@ -84,7 +84,7 @@ describe('NotificationInbound', () => {
     const inbound = new NotificationInbound({ settler, logger: createMemoryLogger(), dedupWindow: 16 });
     const body = notification();
     const msg = inbound.receive(body, { tag: 1 }, 2)!;
-    expect(msg.message).toMatchObject({ event_type: 'e', payload: { x: 1 } });
+    expect(msg.notification).toMatchObject({ event_type: 'e', payload: { x: 1 } });
     expect(msg.ctx).toEqual({ user: 'u' });
     expect(msg.msgId).toBe('n1');
     expect(inbound.unsettled).toBe(1);
