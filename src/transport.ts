@@ -14,8 +14,14 @@ const LOADERS: Record<string, () => Promise<DriverModule>> = {
   amqps: () => import('./drivers/amqp/index.js'),
 };
 
-/** Schemes of drivers that are planned but not shipped yet: a clearer error than "unknown". */
-const PLANNED = ['redis', 'rediss', 'kafka'];
+/** URL schemes this version of tidings can load a driver for. */
+export const TRANSPORT_SCHEMES: readonly string[] = Object.freeze(Object.keys(LOADERS));
+
+/**
+ * Schemes of drivers that are planned but not shipped yet: a clearer error than "unknown", and
+ * what package.json must not claim yet (test/unit/package-metadata.test.ts holds it to that).
+ */
+export const PLANNED_SCHEMES: readonly string[] = Object.freeze(['redis', 'rediss', 'kafka']);
 
 /** Where the URL comes from when none is given. */
 export const DEFAULT_TRANSPORT_URL = 'memory://';
@@ -80,11 +86,11 @@ export function getNotificationTransport(url?: string | TransportURL, options: T
 async function createTransport(kind: TransportKind, url: string | TransportURL | undefined, options: TransportOptions): Promise<Transport> {
   const parsed = TransportURL.parse(url ?? process.env.TIDINGS_TRANSPORT_URL ?? DEFAULT_TRANSPORT_URL);
   const load = LOADERS[parsed.driver];
-  if (!load && PLANNED.includes(parsed.driver)) {
-    throw new DriverLoadFailure(`The ${parsed.driver} driver is not part of this version of tidings yet (${parsed.toString()}); available schemes: ${Object.keys(LOADERS).join(', ')}`);
+  if (!load && PLANNED_SCHEMES.includes(parsed.driver)) {
+    throw new DriverLoadFailure(`The ${parsed.driver} driver is not part of this version of tidings yet (${parsed.toString()}); available schemes: ${TRANSPORT_SCHEMES.join(', ')}`);
   }
   if (!load) {
-    throw new InvalidTransportURL(`Unknown transport URL scheme ${JSON.stringify(parsed.scheme)} in ${parsed.toString()}; known schemes: ${Object.keys(LOADERS).join(', ')}`);
+    throw new InvalidTransportURL(`Unknown transport URL scheme ${JSON.stringify(parsed.scheme)} in ${parsed.toString()}; known schemes: ${TRANSPORT_SCHEMES.join(', ')}`);
   }
   const allowed = options.allowedRemoteExmods ?? [];
   if (!Array.isArray(allowed) || allowed.some((m) => typeof m !== 'string')) {
