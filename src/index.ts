@@ -16,6 +16,8 @@ export {
   RpcServer,
   RPC_SERVER_DEFAULTS,
   RpcDispatcher,
+  type RpcDispatcherOptions,
+  type DispatchOutcome,
   DefaultRpcAccessPolicy,
   LegacyRpcAccessPolicy,
   ExplicitRpcAccessPolicy,
@@ -37,6 +39,7 @@ export {
   type RpcArgs,
   type RpcResult,
   type RpcTraceContext,
+  type ErrorClass,
 } from './rpc/index.js';
 export {
   Notifier,
@@ -64,6 +67,12 @@ export {
   type NotificationBatchItem,
   type NotificationHandlerResult,
   type NotificationFilterInit,
+  type FilterPattern,
+  type FilterPatternMap,
+  type HandlerFailure,
+  type NotificationSentEvent,
+  type NotificationFailedEvent,
+  type NotificationDispatchedEvent,
   type NotifierEvents,
   type NotificationListenerEvents,
 } from './notify/index.js';

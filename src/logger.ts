@@ -1,14 +1,20 @@
 // Injected structured logging. Silent by default; fields are structured, never interpolated.
 // Never put payloads, passwords or tokens in fields; URLs must be redacted first.
 
+/** Log levels, lowest first. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+/** Structured fields of one record (never payloads or secrets). */
 export type LogFields = Record<string, unknown>;
 
 /** The logger tidings writes to. Compatible in shape with pino and bunyan child loggers. */
 export interface Logger {
+  /** Detail for debugging: expected errors, heartbeats, subscriptions. */
   debug(msg: string, fields?: LogFields): void;
+  /** Normal events worth keeping. */
   info(msg: string, fields?: LogFields): void;
+  /** Something odd that tidings handled (a retry, a malformed message). */
   warn(msg: string, fields?: LogFields): void;
+  /** A failure: an unexpected handler error, a lost notification. */
   error(msg: string, fields?: LogFields): void;
   /** A logger that adds `bindings` to every record. */
   child(bindings: LogFields): Logger;
@@ -57,9 +63,18 @@ export function createConsoleLogger(
 
 /** A logger that keeps records in memory; for tests that assert what was logged. */
 export interface MemoryLogger extends Logger {
-  readonly records: Array<{ level: LogLevel; msg: string; fields: LogFields }>;
+  /** Every record so far, oldest first; children append to the same array. */
+  readonly records: Array<{
+    /** The level. */
+    level: LogLevel;
+    /** The message. */
+    msg: string;
+    /** Bindings and fields, merged. */
+    fields: LogFields;
+  }>;
 }
 
+/** A MemoryLogger with `bindings` on every record, appending to `records`. */
 export function createMemoryLogger(bindings: LogFields = {}, records: MemoryLogger['records'] = []): MemoryLogger {
   const emit = (level: LogLevel) => (msg: string, fields?: LogFields) => {
     records.push({ level, msg, fields: { ...bindings, ...fields } });

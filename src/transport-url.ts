@@ -2,10 +2,15 @@
 // driver://[user:pass@]host:port[,[user2:pass2@]host2:port2]/virtual_host?k=v
 import { InvalidTransportURL } from './errors.js';
 
+/** One broker of a transport URL. */
 export interface TransportHost {
+  /** Host name or address (IPv6 without brackets). */
   readonly hostname?: string;
+  /** Port; undefined = the driver's default. */
   readonly port?: number;
+  /** User name, percent-decoded. */
   readonly username?: string;
+  /** Password, percent-decoded; redacted by `toString()`. */
   readonly password?: string;
 }
 
@@ -18,6 +23,7 @@ const REDACTED = '***';
 export class TransportURL {
   /** The scheme, lower-cased, e.g. `rabbit`. */
   readonly scheme: string;
+  /** The brokers, in order (several for failover); empty for `memory://`. */
   readonly hosts: readonly TransportHost[];
   /** `undefined` when the URL has no path; `''` for a bare `/` (broker default vhost). */
   readonly virtualHost?: string;
@@ -37,6 +43,7 @@ export class TransportURL {
     return this.scheme.split('+')[0];
   }
 
+  /** Parses `url` (a TransportURL is returned as is). Throws InvalidTransportURL, naming the problem, with the password redacted. */
   static parse(url: string | TransportURL): TransportURL {
     if (url instanceof TransportURL) return url;
     if (typeof url !== 'string') throw new InvalidTransportURL(`Transport URL must be a string, received ${typeof url}`);
@@ -93,6 +100,7 @@ export class TransportURL {
     return this.format({ redact: true });
   }
 
+  /** The redacted URL, so JSON and logs never carry a password. */
   toJSON(): string {
     return this.toString();
   }

@@ -26,6 +26,7 @@ export const PLANNED_SCHEMES: readonly string[] = Object.freeze(['redis', 'redis
 /** Where the URL comes from when none is given. */
 export const DEFAULT_TRANSPORT_URL = 'memory://';
 
+/** Options of `getRpcTransport()` / `getNotificationTransport()`. */
 export interface TransportOptions {
   /** Modules whose registered error classes a caller rebuilds (oslo `allowed_remote_exmods`). */
   allowedRemoteExmods?: readonly string[];
@@ -39,6 +40,7 @@ export interface TransportOptions {
   driverOptions?: Record<string, unknown>;
 }
 
+/** What a transport was opened for. */
 export type TransportKind = 'rpc' | 'notification';
 
 /** An opaque handle over one driver instance. Share one per process and kind. */
@@ -46,6 +48,7 @@ export class Transport {
   private cleaned?: Promise<void>;
 
   constructor(
+    /** `rpc` or `notification`: which getter opened it. */
     readonly kind: TransportKind,
     /** The driver. Façades use it; applications should not need to. */
     readonly driver: BaseDriver,
@@ -64,6 +67,7 @@ export class Transport {
     return this.cleaned;
   }
 
+  /** `Transport<rpc memory://>`, with the URL redacted. */
   toString(): string {
     return `Transport<${this.kind} ${this.url}>`;
   }

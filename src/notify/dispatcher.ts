@@ -73,11 +73,15 @@ class ReceivedMetadata implements NotificationMetadata {
 
 /** A notification as a batch endpoint receives it. */
 export interface NotificationBatchItem<Ctx = Context> {
+  /** The context, after the serializer's `deserializeContext`. */
   ctx: Ctx;
+  /** The sender's `publisherId`; null when it sent none. */
   publisherId: string | null;
+  /** e.g. `compute.instance.create.end`. */
   eventType: string;
   /** Whatever the publisher sent, after the serializer's `deserializeEntity`. */
   payload: any;
+  /** `message_id`, `timestamp`, priority and the raw message. */
   metadata: NotificationMetadata;
 }
 
@@ -92,32 +96,51 @@ type BatchHandler<Ctx> = (messages: NotificationBatchItem<Ctx>[]) => Awaitable<N
 export interface NotificationEndpoint<Ctx = Context> {
   /** Screens notifications before any of this endpoint's methods run. */
   filterRule?: NotificationFilter;
+  /** Handles `audit` notifications (security-relevant actions). */
   audit?: PlainHandler<Ctx>;
+  /** Handles `debug` notifications. */
   debug?: PlainHandler<Ctx>;
+  /** Handles `info` notifications, the usual priority. */
   info?: PlainHandler<Ctx>;
+  /** Handles `warn` notifications (sent by `Notifier.warn()` and `warning()`). */
   warn?: PlainHandler<Ctx>;
+  /** Handles `error` notifications. */
   error?: PlainHandler<Ctx>;
+  /** Handles `critical` notifications. */
   critical?: PlainHandler<Ctx>;
+  /** Handles `sample` notifications (metering samples). */
   sample?: PlainHandler<Ctx>;
 }
 
 /** A batch endpoint: each method gets one array of notifications of its priority. */
 export interface BatchNotificationEndpoint<Ctx = Context> {
+  /** Screens notifications before they are put into this endpoint's batches. */
   filterRule?: NotificationFilter;
+  /** Handles `audit` notifications (security-relevant actions). */
   audit?: BatchHandler<Ctx>;
+  /** Handles `debug` notifications. */
   debug?: BatchHandler<Ctx>;
+  /** Handles `info` notifications, the usual priority. */
   info?: BatchHandler<Ctx>;
+  /** Handles `warn` notifications (sent by `Notifier.warn()` and `warning()`). */
   warn?: BatchHandler<Ctx>;
+  /** Handles `error` notifications. */
   error?: BatchHandler<Ctx>;
+  /** Handles `critical` notifications. */
   critical?: BatchHandler<Ctx>;
+  /** Handles `sample` notifications (metering samples). */
   sample?: BatchHandler<Ctx>;
 }
 
 /** Facts about a handler failure, for logs and instrumentation (never the payload). */
 export interface HandlerFailure {
+  /** What the handler threw. */
   error: unknown;
+  /** The priority (the method name) that failed. */
   priority: Priority;
+  /** The endpoint's class name, or `endpoints[i]` for a plain object. */
   endpoint: string;
+  /** Event types of the notification(s) handed to the method. */
   eventTypes: string[];
 }
 

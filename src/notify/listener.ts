@@ -20,6 +20,7 @@ import {
 import { BoundedExecutor } from './executor.js';
 import { dispatchChannel, type NotificationListenerEvents } from './instrumentation.js';
 
+/** Options of `getNotificationListener()` (and, with batch options, `getBatchNotificationListener()`). */
 export interface NotificationListenerOptions<Ctx = Context> {
   /** Pool name: every pool gets each notification once; listeners in one pool share them. Needs the `pools` capability. */
   pool?: string;
@@ -33,6 +34,7 @@ export interface NotificationListenerOptions<Ctx = Context> {
   logger?: Logger;
 }
 
+/** Options of `getBatchNotificationListener()`. */
 export interface BatchNotificationListenerOptions<Ctx = Context> extends NotificationListenerOptions<Ctx> {
   /** Most notifications per batch. @default 100 */
   batchSize?: number;
@@ -40,8 +42,21 @@ export interface BatchNotificationListenerOptions<Ctx = Context> extends Notific
   batchTimeout?: number;
 }
 
-export const NOTIFICATION_LISTENER_DEFAULTS = Object.freeze({ allowRequeue: false, executorSize: 64 });
-export const BATCH_NOTIFICATION_LISTENER_DEFAULTS = Object.freeze({ ...NOTIFICATION_LISTENER_DEFAULTS, batchSize: 100, batchTimeout: 1000 });
+/** Defaults of NotificationListenerOptions (no pool: a listener without one shares the topic's queue). */
+export const NOTIFICATION_LISTENER_DEFAULTS = Object.freeze({
+  /** A failing or REQUEUE-returning endpoint does not requeue; the message is acknowledged. */
+  allowRequeue: false,
+  /** Notifications handled at once. */
+  executorSize: 64,
+});
+/** Defaults of BatchNotificationListenerOptions: the plain defaults plus the batch size and deadline. */
+export const BATCH_NOTIFICATION_LISTENER_DEFAULTS = Object.freeze({
+  ...NOTIFICATION_LISTENER_DEFAULTS,
+  /** Most notifications per batch. */
+  batchSize: 100,
+  /** Longest wait for one batch, ms. */
+  batchTimeout: 1000,
+});
 
 type State = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' | 'waiting';
 
@@ -51,12 +66,17 @@ type State = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' | 'waiting
  * after `stop()` without `wait()`) rejects with InvalidState. Repeating a step is harmless.
  */
 export class NotificationListener {
+  /** The targets (topics) subscribed to. */
   readonly targets: readonly Target[];
+  /** The pool; undefined = the topic's shared default queue. */
   readonly pool: string | undefined;
+  /** Whether REQUEUE and handler failures requeue. */
   readonly allowRequeue: boolean;
   /** The priorities subscribed to: those some endpoint has a method for. */
   readonly priorities: readonly Priority[];
+  /** Most notifications per dispatch (1 for a plain listener). */
   readonly batchSize: number;
+  /** Batch deadline, ms (undefined for a plain listener). */
   readonly batchTimeout: number | undefined;
   /** Typed events: `started`, `stopped`, `dispatched`, `handlerError`. */
   readonly events = new EventEmitter<NotificationListenerEvents>();

@@ -8,12 +8,15 @@ import type { Context, Priority } from '../driver/types.js';
 /** Priorities as they appear in the body (`priority` field): upper-case. */
 export type WirePriority = Uppercase<Priority>;
 
-/** The notification body of oslo-wire.md §1.10. */
+/** The notification body, in the shape oslo.messaging's Notifier builds it. */
 export interface NotificationBody {
   /** `randomUUID()`, with dashes. */
   message_id: string;
+  /** The notifier's publisher id, or null. */
   publisher_id: string | null;
+  /** e.g. `compute.instance.create.end`. */
   event_type: string;
+  /** Upper-case, e.g. `INFO`. */
   priority: WirePriority;
   /** The payload after `serializer.serializeEntity`; any JSON value. */
   payload: unknown;
@@ -28,7 +31,9 @@ export interface NotificationBody {
  * reject with a `MessagingError` when it is not.
  */
 export interface NotifierDriver {
+  /** Shown in logs and in `Notifier.drivers`. */
   readonly name: string;
+  /** Delivers one notification; see the interface for when it resolves and rejects. */
   notify(ctx: Context, message: NotificationBody, priority: Priority, retry: number | undefined): Promise<void>;
 }
 
@@ -69,10 +74,13 @@ export class MessagingNotifierDriver implements NotifierDriver {
 
 /** One record kept by the `test` driver: oslo's `(ctxt, message, priority, retry)`. */
 export interface TestNotificationRecord {
+  /** The context as it would have been sent (secret keys dropped). */
   ctx: Context;
+  /** The notification body. */
   message: NotificationBody;
   /** Upper-case, as oslo's test driver records it. */
   priority: WirePriority;
+  /** The notifier's `retry`. */
   retry: number | undefined;
 }
 
@@ -81,8 +89,10 @@ export interface TestNotificationRecord {
  * Each Notifier has its own (shared with its `prepare()`d children) unless one is passed in.
  */
 export class TestNotificationSink {
+  /** Every notification recorded, oldest first. */
   readonly records: TestNotificationRecord[] = [];
 
+  /** How many notifications were recorded. */
   get length(): number {
     return this.records.length;
   }
@@ -92,6 +102,7 @@ export class TestNotificationSink {
     return this.records.filter((r) => r.message.event_type === eventType);
   }
 
+  /** Forgets every record. */
   clear(): void {
     this.records.length = 0;
   }

@@ -19,6 +19,7 @@ export const PING_METHOD = 'oslo_rpc_server_ping';
 /** Below this call-monitor window (2 s, so a 1 s interval) oslo sends no heartbeats. */
 const MIN_HEARTBEAT_INTERVAL_MS = 1000;
 
+/** Options of `new RpcDispatcher()`; RpcServer passes its own. */
 export interface RpcDispatcherOptions {
   /** An instance, or (as in oslo) a class with a no-argument constructor. @default new DefaultRpcAccessPolicy() */
   accessPolicy?: RpcAccessPolicy | (new () => RpcAccessPolicy);
@@ -34,7 +35,21 @@ export interface RpcDispatcherOptions {
  * How one request ended: the serialised result, or the failure to send back. `expected`
  * failures are part of the method's contract and are logged at debug level only.
  */
-export type DispatchOutcome = { ok: true; result: unknown } | { ok: false; failure: unknown; expected: boolean };
+export type DispatchOutcome =
+  | {
+      /** The method returned. */
+      ok: true;
+      /** Its return value after `serializeEntity` (null for undefined). */
+      result: unknown;
+    }
+  | {
+      /** The method threw, or no method matched. */
+      ok: false;
+      /** What was thrown (NoSuchMethod, UnsupportedVersion, or the method's error). */
+      failure: unknown;
+      /** Declared with `expectedExceptions` / `static expectedErrors`. */
+      expected: boolean;
+    };
 
 interface BoundEndpoint {
   readonly endpoint: object;
@@ -48,6 +63,7 @@ const VERSION_MEMO_SIZE = 64;
 
 /** Routes RPC requests to endpoint methods. */
 export class RpcDispatcher {
+  /** The endpoints in dispatch order (the ping endpoint last when enabled). */
   readonly endpoints: readonly object[];
   private readonly bound: readonly BoundEndpoint[];
   private readonly accessPolicy: RpcAccessPolicy;

@@ -14,6 +14,7 @@ import { BoundedExecutor } from './bounded-executor.js';
 import { RpcDispatcher, type DispatchOutcome } from './dispatcher.js';
 import { isTracing, traceRpc } from './instrumentation.js';
 
+/** Options of `getRpcServer()`. */
 export interface RpcServerOptions {
   /** Requests handled at once (oslo `executor_thread_pool_size`). @default 64 */
   executorSize?: number;
@@ -27,17 +28,29 @@ export interface RpcServerOptions {
   rpcPingEnabled?: boolean;
 }
 
-export const RPC_SERVER_DEFAULTS = Object.freeze({ executorSize: 64, rpcPingEnabled: false });
+/** Defaults of RpcServerOptions (the access policy defaults to `new DefaultRpcAccessPolicy()`). */
+export const RPC_SERVER_DEFAULTS = Object.freeze({
+  /** Requests handled at once (oslo `executor_thread_pool_size`). */
+  executorSize: 64,
+  /** No `oslo_rpc_server_ping` method unless asked (oslo `rpc_ping_enabled`). */
+  rpcPingEnabled: false,
+});
 
 /** One handled request, as reported by the `dispatched` and `error` events. Never carries payloads. */
 export interface RpcDispatchInfo {
+  /** The method asked for. */
   method: string;
+  /** The namespace asked for; undefined = the default namespace. */
   namespace?: string;
+  /** The version asked for (`'1.0'` when none was sent). */
   version: string;
+  /** The request's unique id, when the driver knows it. */
   messageId?: string;
   /** True for a call (a reply was sent), false for a cast. */
   expectsReply: boolean;
+  /** From receipt to the end of the endpoint method, ms (the reply is not included). */
   durationMs: number;
+  /** Whether the method returned or threw (or could not be found). */
   outcome: 'result' | 'failure';
   /** The failure, when `outcome` is `failure`. */
   error?: unknown;
@@ -64,8 +77,11 @@ type State = 'idle' | 'starting' | 'running' | 'stopping' | 'waiting';
  * calls reject with InvalidState; repeated calls of the current step return the same promise.
  */
 export class RpcServer extends EventEmitter<RpcServerEvents> {
+  /** What the server listens on: `topic` (shared), `topic.server` (direct) and the topic's fanout. */
   readonly target: Target;
+  /** Routes requests to the endpoints. */
   readonly dispatcher: RpcDispatcher;
+  /** Requests handled at once. */
   readonly executorSize: number;
   private readonly logger: Logger;
   private state: State = 'idle';
@@ -76,6 +92,7 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
   private waiting?: Promise<void>;
 
   constructor(
+    /** The transport the server listens on. */
     readonly transport: Transport,
     target: Target | TargetInit,
     endpoints: readonly object[],
