@@ -41,9 +41,9 @@ describe('TransportURL.parse', () => {
     expect(u.hosts[0]).toMatchObject({ username: 'us:er', password: 'p@ss/w:rd' });
   });
 
-  it('splits credentials at the LAST @ and user/password at the FIRST :', () => {
-    const u = TransportURL.parse('rabbit://user:pa:ss@wo@rd@host:5672/');
-    expect(u.hosts[0]).toEqual({ username: 'user', password: 'pa:ss@wo@rd', hostname: 'host', port: 5672 });
+  it('splits user/password at the FIRST : (a raw ":" in a password is unambiguous)', () => {
+    const u = TransportURL.parse('rabbit://user:pa:ss:@host:5672/');
+    expect(u.hosts[0]).toEqual({ username: 'user', password: 'pa:ss:', hostname: 'host', port: 5672 });
   });
 
   it('accepts a username without password and an empty password', () => {
