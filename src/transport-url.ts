@@ -52,6 +52,10 @@ export class TransportURL {
    * credentials before one with them, or a `#` anywhere. Credentials without a host are
    * refused too; a bare `rabbit://` keeps meaning the driver's default host. Error messages
    * show the URL only through {@link redactString}.
+   *
+   * Two raw forms are valid URLs of something else, so they cannot be refused: `%` followed
+   * by two hex digits is an escape, and a password like `x@host,u2:y` makes
+   * `user:x@host,u2:y@broker` a two-host URL. Encoding the password avoids both.
    */
   static parse(url: string | TransportURL): TransportURL {
     if (url instanceof TransportURL) return url;

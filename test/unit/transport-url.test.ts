@@ -153,6 +153,15 @@ describe('ambiguous or incomplete URLs are refused, never guessed at', () => {
     expect(inspect(err)).not.toContain(SECRET);
   });
 
+  it('documents the one raw password shape that is itself a valid multi-host URL', () => {
+    // Password `x@h1,u2:y`, unencoded: indistinguishable from two hosts, so it parses as two.
+    expect(TransportURL.parse('rabbit://user:x@h1,u2:y@h2/').hosts).toEqual([
+      { username: 'user', password: 'x', hostname: 'h1' },
+      { username: 'u2', password: 'y', hostname: 'h2' },
+    ]);
+    expect(TransportURL.parse(`rabbit://user:${encodeURIComponent('x@h1,u2:y')}@h2/`).hosts).toEqual([{ username: 'user', password: 'x@h1,u2:y', hostname: 'h2' }]);
+  });
+
   it.each([
     ['rabbit://user:secret@', 'the host part'],
     ['rabbit://user@', 'the host part'],
