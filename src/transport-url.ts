@@ -1,6 +1,7 @@
 // Parse, format and redact transport URLs exactly as oslo's TransportURL does:
 // driver://[user:pass@]host:port[,[user2:pass2@]host2:port2]/virtual_host?k=v
 import { InvalidTransportURL } from './errors.js';
+import { SECRET_KEY_PATTERN } from './secrets.js';
 
 /** One `[user:pass@]host[:port]` entry of a transport URL, percent-decoded. */
 export interface TransportHost {
@@ -124,7 +125,7 @@ export class TransportURL {
  * through this. A password may hold `@ / ? # , :` unencoded, so everything from the first `:`
  * after `://` to the LAST `@` is hidden (only the first user name survives). Without any `@`,
  * a non-numeric "port" is hidden (a password whose `@host` is missing). Values of
- * secret-looking query keys (`pass`, `secret`, `token`) are hidden up to the next `&`.
+ * secret-looking query keys (`SECRET_KEY_PATTERN`: password, token, api_key, ...) are hidden up to the next `&`.
  */
 export function redactString(url: string): string {
   const schemeEnd = url.indexOf('://');
@@ -174,7 +175,7 @@ function hideRanges(text: string, ranges: Array<[number, number]>): string {
 }
 
 function isSecretKey(key: string): boolean {
-  return /pass|secret|token/i.test(key);
+  return SECRET_KEY_PATTERN.test(key);
 }
 
 function decodeLeniently(s: string): string {

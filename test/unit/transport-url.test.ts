@@ -240,6 +240,8 @@ describe('TransportURL never shows a password', () => {
     `rabbit://user:${SECRET}@[::1]:5672/`,
     `redis://h:6379/?password=${SECRET}`,
     `kafka://h:9092/?sasl_password=${SECRET}&token=${SECRET}`,
+    // The same secret-looking keys as notification contexts hide (SECRET_KEY_PATTERN).
+    `kafka://h:9092/?sasl_api_key=${SECRET}&oauth_credential=${SECRET}`,
   ];
   for (const url of urls) {
     it(`hides it in every rendering of ${url.replace(SECRET, '<secret>')}`, () => {
@@ -297,6 +299,7 @@ describe('TransportURL never shows a password', () => {
     expect(redactString(`redis://h:6379/?password=se@${SECRET}`)).toBe('redis://h:***');
     expect(redactString(`redis://h/?password=ab#${SECRET}&db=1`)).toBe('redis://h/?password=***&db=1');
     expect(redactString(`redis://h/?p%61ssword=${SECRET}`)).toBe('redis://h/?p%61ssword=***');
+    expect(redactString(`kafka://h/?api_key=${SECRET}&x=1`)).toBe('kafka://h/?api_key=***&x=1');
   });
 
   it('redactUrlsIn redacts every URL inside free text', () => {
