@@ -1,4 +1,5 @@
-// Parse, format and redact transport URLs exactly as oslo's TransportURL does:
+// Parse, format and redact transport URLs as oslo's TransportURL does, except that text a
+// password with an unencoded `@ / ? # ,` could also produce is refused instead of guessed at:
 // driver://[user:pass@]host:port[,[user2:pass2@]host2:port2]/virtual_host?k=v
 import { InvalidTransportURL } from './errors.js';
 import { SECRET_KEY_PATTERN } from './secrets.js';
@@ -24,6 +25,7 @@ const REDACTED = '***';
 export class TransportURL {
   /** The scheme, lower-cased, e.g. `rabbit`. */
   readonly scheme: string;
+  /** Host entries in URL order; empty for e.g. `rabbit://` (the driver's default host). */
   readonly hosts: readonly TransportHost[];
   /** `undefined` when the URL has no path; `''` for a bare `/` (broker default vhost). */
   readonly virtualHost?: string;
