@@ -186,6 +186,7 @@ describe('transport URL secrets (property test, seed ' + SEED.toString(16) + ')'
     for (const c of SPECIALS) expect(passwords.filter((p) => p.family.startsWith(`"${c}" at`)).length).toBe(13);
     expect(passwords.some((p) => /[\u{10000}-\u{10FFFF}]/u.test(p.password))).toBe(true);
     expect(new Set(passwords.map((p) => p.password)).size).toBe(passwords.length);
+    for (const scheme of ['rabbit', 'amqp', 'memory']) expect(cases.filter((c) => c.url.startsWith(`${scheme}://`)).length).toBeGreaterThan(500);
   });
 
   it('the leak detector finds a password piece in any rendering (so the checks below can fail)', () => {
@@ -265,7 +266,8 @@ async function exerciseTransport(c: UrlCase, clientOptions: { timeout: number; r
   try {
     const transport = await getRpcTransport(c.url, { logger });
     try {
-      rendered.push(transport.url, String(transport), inspect(transport, { depth: Infinity }), JSON.stringify(transport), transport.driver.toString());
+      // The driver's own fields too (options, hosts, connection state), as a debugging user would dump them.
+      rendered.push(transport.url, String(transport), inspect(transport, { depth: Infinity }), JSON.stringify(transport), transport.driver.toString(), inspect(transport.driver, { depth: 4 }));
       try {
         await getRpcClient(transport, { topic: uniqueName() }, clientOptions).call({}, 'ping', {});
         return `call unexpectedly succeeded for ${where}`;
