@@ -2,7 +2,16 @@
 export * from './errors.js';
 export { Target, versionIsCompatible, type TargetInit } from './target.js';
 export { TransportURL, type TransportHost } from './transport-url.js';
-export { getRpcTransport, getNotificationTransport, Transport, DEFAULT_TRANSPORT_URL, type TransportOptions, type TransportKind } from './transport.js';
+export {
+  getRpcTransport,
+  getNotificationTransport,
+  Transport,
+  DEFAULT_TRANSPORT_URL,
+  TRANSPORT_URL_ENV,
+  type TransportOptions,
+  type TransportKind,
+  type TransportURLSource,
+} from './transport.js';
 export { silentLogger, createConsoleLogger, createMemoryLogger, type Logger, type LogLevel, type LogFields, type MemoryLogger } from './logger.js';
 export { NoOpSerializer, JsonPayloadSerializer, toPrimitive, type Serializer } from './serializer.js';
 export { RETRY_DEFAULTS, type RetryPolicy } from './retry.js';

@@ -23,10 +23,23 @@ export const TRANSPORT_SCHEMES: readonly string[] = Object.freeze(Object.keys(LO
  */
 export const PLANNED_SCHEMES: readonly string[] = Object.freeze(['redis', 'rediss', 'kafka']);
 
-/** Where the URL comes from when none is given. */
+/** The URL used when neither an argument nor `$TIDINGS_TRANSPORT_URL` gives one. */
 export const DEFAULT_TRANSPORT_URL = 'memory://';
 
-/** Options of `getRpcTransport()` / `getNotificationTransport()`. */
+/** The environment variable read when no URL argument is given. */
+export const TRANSPORT_URL_ENV = 'TIDINGS_TRANSPORT_URL';
+
+/** Where the transport's URL came from, as logged when the transport opens. */
+export type TransportURLSource = 'argument' | 'env' | 'default';
+
+/**
+ * Options of {@link getRpcTransport} and {@link getNotificationTransport}.
+ *
+ * URL choice: the `url` argument, else `$TIDINGS_TRANSPORT_URL` (read at each call, so a
+ * library that opens a transport without a URL follows the process environment), else
+ * `memory://`. Opening a transport logs `transport URL chosen` at info on `logger` with the
+ * redacted `url`, `source` (`'argument' | 'env' | 'default'`) and, for `env`, `envVar`.
+ */
 export interface TransportOptions {
   /** Modules whose registered error classes a caller rebuilds (oslo `allowed_remote_exmods`). */
   allowedRemoteExmods?: readonly string[];
@@ -72,29 +85,46 @@ export class Transport {
     return `Transport<${this.kind} ${this.url}>`;
   }
 
+  /** `JSON.stringify` shows the kind and the redacted URL, never the driver's internals. */
+  toJSON(): { kind: TransportKind; url: string } {
+    return { kind: this.kind, url: this.url };
+  }
+
   [Symbol.for('nodejs.util.inspect.custom')](): string {
     return this.toString();
   }
 }
 
-/** Opens a transport for RPC. `url` defaults to `$TIDINGS_TRANSPORT_URL`, then `memory://`. */
+/**
+ * Opens a transport for RPC.
+ *
+ * `url` defaults to `$TIDINGS_TRANSPORT_URL`, then `memory://`; which one was used is logged
+ * at info on `options.logger` (see {@link TransportOptions}). Passwords in the URL must be
+ * percent-encoded (`encodeURIComponent`); an ambiguous URL fails with `InvalidTransportURL`.
+ */
 export function getRpcTransport(url?: string | TransportURL, options: TransportOptions = {}): Promise<Transport> {
   return createTransport('rpc', url, options);
 }
 
-/** Opens a transport for notifications (may point at another broker than RPC). */
+/**
+ * Opens a transport for notifications (may point at another broker than RPC).
+ *
+ * `url` defaults to `$TIDINGS_TRANSPORT_URL`, then `memory://`, logged as for
+ * {@link getRpcTransport}.
+ */
 export function getNotificationTransport(url?: string | TransportURL, options: TransportOptions = {}): Promise<Transport> {
   return createTransport('notification', url, options);
 }
 
 async function createTransport(kind: TransportKind, url: string | TransportURL | undefined, options: TransportOptions): Promise<Transport> {
-  const parsed = TransportURL.parse(url ?? process.env.TIDINGS_TRANSPORT_URL ?? DEFAULT_TRANSPORT_URL);
+  const { parsed, source } = chooseUrl(url);
+  const from = source === 'env' ? ` (from $${TRANSPORT_URL_ENV})` : '';
   const load = LOADERS[parsed.driver];
   if (!load && PLANNED_SCHEMES.includes(parsed.driver)) {
-    throw new DriverLoadFailure(`The ${parsed.driver} driver is not part of this version of tidings yet (${parsed.toString()}); available schemes: ${TRANSPORT_SCHEMES.join(', ')}`);
+    throw new DriverLoadFailure(`The ${parsed.driver} driver is not part of this version of tidings yet (${parsed.toString()}${from}); available schemes: ${TRANSPORT_SCHEMES.join(', ')}`);
   }
   if (!load) {
-    throw new InvalidTransportURL(`Unknown transport URL scheme ${JSON.stringify(parsed.scheme)} in ${parsed.toString()}; known schemes: ${TRANSPORT_SCHEMES.join(', ')}`);
+    throw new InvalidTransportURL(`Unknown transport URL scheme ${JSON.stringify(parsed.scheme)} in ${parsed.toString()}${from}; known schemes: ${TRANSPORT_SCHEMES.join(', ')}`);
   }
   const allowed = options.allowedRemoteExmods ?? [];
   if (!Array.isArray(allowed) || allowed.some((m) => typeof m !== 'string')) {
@@ -111,6 +141,7 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
     throw new DriverLoadFailure(`Could not load the ${parsed.driver} driver for ${parsed.toString()}${hint}`, { cause: err });
   }
   const logger = (options.logger ?? silentLogger).child({ driver: parsed.driver, transport: kind, url: parsed.toString() });
+  logger.info('transport URL chosen', source === 'env' ? { source, envVar: TRANSPORT_URL_ENV } : { source });
   const driver = mod.createDriver({
     url: parsed,
     defaultExchange: controlExchange,
@@ -120,4 +151,17 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
     options: { ...(options.driverOptions ?? {}) },
   });
   return new Transport(kind, driver, options.logger ?? silentLogger);
+}
+
+function chooseUrl(url: string | TransportURL | undefined): { parsed: TransportURL; source: TransportURLSource } {
+  if (url !== undefined) return { parsed: TransportURL.parse(url), source: 'argument' };
+  const fromEnv = process.env[TRANSPORT_URL_ENV];
+  if (fromEnv === undefined) return { parsed: TransportURL.parse(DEFAULT_TRANSPORT_URL), source: 'default' };
+  try {
+    return { parsed: TransportURL.parse(fromEnv), source: 'env' };
+  } catch (err) {
+    // Without this a user who passed no URL cannot tell where the bad one came from.
+    if (err instanceof InvalidTransportURL) throw new InvalidTransportURL(`${err.message} (from $${TRANSPORT_URL_ENV})`, { cause: err });
+    throw err;
+  }
 }

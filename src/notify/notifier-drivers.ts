@@ -1,5 +1,6 @@
 // Where a Notifier sends: the broker (oslo `messaging` 1.0 / `messagingv2` 2.0), a log, an
 // in-memory list for tests, or nowhere (oslo notify/messaging.py, _impl_log.py, _impl_test.py, _impl_noop.py).
+import { SECRET_KEY_PATTERN } from '../secrets.js';
 import { Target } from '../target.js';
 import type { Logger, LogLevel } from '../logger.js';
 import type { Transport } from '../transport.js';
@@ -152,8 +153,7 @@ export class NoopNotifierDriver implements NotifierDriver {
   async notify(): Promise<void> {}
 }
 
-/** Keys whose values are replaced by `***` (in the spirit of oslo strutils `_SANITIZE_KEYS`, matched anywhere in the key). */
-export const SECRET_KEY_PATTERN = /pass(word|wd|phrase)?|pswd|secret|token|credential|private_?key|api_?key|access_?key|encryption_?key|fernet_?key|ssl_?key|cookie|authorization/i;
+export { SECRET_KEY_PATTERN };
 
 /** A copy of `value` with the values of secret-looking keys masked, recursively (cycles become `[Circular]`). */
 export function maskSecrets(value: unknown, seen: WeakSet<object> = new WeakSet()): unknown {

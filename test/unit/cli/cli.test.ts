@@ -98,6 +98,24 @@ describe('bad input: exit 2 and one line on stderr', () => {
     }
   });
 
+  it('refuses credentials without a host (exit 2) instead of trying localhost, secret not shown', async () => {
+    const r = await runBin(['call', 'ping', '--topic', 't', '--url', 'rabbit://user:secret@']);
+    expect(r.code).toBe(2);
+    expect(lines(r.stderr)).toHaveLength(1);
+    expect(r.stderr).toMatch(/^tidings call: Invalid transport URL rabbit:\/\/user:\*\*\*@: the host part has credentials but no host/);
+    expect(r.stderr).not.toContain('secret');
+    expect(r.stdout).toBe('');
+  });
+
+  it('refuses a password with an unencoded "@" and "/" (exit 2), asking to percent-encode it', async () => {
+    const r = await runBin(['cast', 'echo', '--topic', 't', '--url', 'amqp://user:p@ss/w0rd@127.0.0.1:5672/']);
+    expect(r.code).toBe(2);
+    expect(lines(r.stderr)).toHaveLength(1);
+    expect(r.stderr).toContain('amqp://user:***@127.0.0.1:5672/');
+    expect(r.stderr).toContain('encodeURIComponent');
+    for (const piece of ['p@ss', 'w0rd']) expect(r.stderr).not.toContain(piece);
+  });
+
   it('takes the URL from $TIDINGS_TRANSPORT_URL, redacted in errors too', async () => {
     const r = await runBin(['cast', 'echo', '--topic', 't'], { env: { TIDINGS_TRANSPORT_URL: 'nosuch://u:s3cret-pw@h/' } });
     expect(r.code).toBe(2);
