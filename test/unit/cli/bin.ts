@@ -71,13 +71,16 @@ function startProcess(command: string, args: readonly string[], env: NodeJS.Proc
 
 /** Runs the binary to completion; kills it (and fails) after `timeoutMs`. */
 export async function runBin(args: readonly string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; input?: string } = {}): Promise<BinResult> {
-  const run = startBin(args, options.env, { input: options.input });
-  const timeoutMs = options.timeoutMs ?? 20_000;
+  return finished(startBin(args, options.env, { input: options.input }), options.timeoutMs ?? 20_000, `tidings ${args.join(' ')}`);
+}
+
+/** Resolves with the result once `run` exits; kills it (and fails) after `timeoutMs`. */
+export async function finished(run: RunningBin, timeoutMs: number, what: string): Promise<BinResult> {
   let timer: NodeJS.Timeout | undefined;
   const killed = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       run.child.kill('SIGKILL');
-      reject(new Error(`tidings ${args.join(' ')} did not exit within ${timeoutMs} ms; stderr: ${run.stderr()}`));
+      reject(new Error(`${what} did not exit within ${timeoutMs} ms; stderr: ${run.stderr()}`));
     }, timeoutMs);
   });
   try {

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../support/wait.js';
-import { lines, requireBuiltBinary, runBin, startBin, startShell } from './bin.js';
+import { finished, lines, requireBuiltBinary, runBin, startBin, startShell } from './bin.js';
 
 const COMMANDS = ['call', 'cast', 'notify', 'listen', 'serve', 'demo'];
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -251,7 +251,7 @@ describe('a reader that closes stdout early ends the command quietly (exit 0)', 
   it('tidings demo | head -1: exit 0 and no stack trace', async () => {
     // The subshell reports the binary's own exit status, which a pipeline would hide behind head's.
     const run = startShell('(tidings demo; echo "tidings exited $?" >&2) | head -1');
-    const r = await run.done;
+    const r = await finished(run, 30_000, 'tidings demo | head -1');
     expect(r.stdout).toBe('tidings demo: RPC and notifications end to end on memory://\n');
     expect(lines(r.stderr)).toEqual(['tidings exited 0']);
   });
@@ -259,7 +259,7 @@ describe('a reader that closes stdout early ends the command quietly (exit 0)', 
   it('demo with its stdout pipe destroyed after the first output: exit 0, nothing on stderr', async () => {
     const run = startBin(['demo'], {}, { pausedStdout: true });
     run.child.stdout!.once('data', () => run.child.stdout!.destroy());
-    const r = await run.done;
+    const r = await finished(run, 30_000, 'tidings demo');
     expect([r.code, r.signal, r.stderr]).toEqual([0, null, '']);
   });
 });
