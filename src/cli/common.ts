@@ -83,8 +83,9 @@ export const COMMON_HELP = `Common options:
   -v, --verbose      log what the transport does (JSON lines on stderr)
   -h, --help         show this help`;
 
-export const EXIT_HELP = `Exit status: 0 ok, 1 failure, 2 bad input, 3 timeout, 4 remote error.
-Errors are reported as one line on stderr.`;
+export const EXIT_HELP = `Exit status: 0 ok (also when the reader of stdout leaves early, as with | head -1),
+1 failure, 2 bad input (bad JSON, missing --topic, bad URL, a URL scheme this version does not
+ship), 3 timeout, 4 remote error. Errors are reported as one line on stderr.`;
 
 type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
 

@@ -21,8 +21,8 @@ ${COMMANDS.map((c) => `  ${c.name.padEnd(8)} ${c.summary}`).join('\n')}
 Run \`tidings <command> --help\` for a command's options; \`tidings --version\` (-V) prints
 the version.
 The transport URL comes from --url, else $TIDINGS_TRANSPORT_URL, else memory://.
-memory:// is in-process: nothing in another process sees it, so \`call\` refuses it, cast,
-notify, listen and serve warn on stderr. Use a broker URL such as
+memory:// is in-process and no other process sees it: \`call\` refuses it; cast, notify,
+listen and serve work on it but warn on stderr. Use a broker URL such as
 rabbit://guest:guest@127.0.0.1:5672/ to talk to other processes.
 A JSON argument given as - is read from stdin.
 
