@@ -4,6 +4,18 @@ export { Target, versionIsCompatible, type TargetInit } from './target.js';
 export { TransportURL, type TransportHost } from './transport-url.js';
 export { getRpcTransport, getNotificationTransport, Transport, DEFAULT_TRANSPORT_URL, type TransportOptions, type TransportKind } from './transport.js';
 export { silentLogger, createConsoleLogger, createMemoryLogger, type Logger, type LogLevel, type LogFields, type MemoryLogger } from './logger.js';
+export {
+  toLogger,
+  fromPino,
+  fromBunyan,
+  fromWinston,
+  fromConsole,
+  type LoggerLike,
+  type ObjectFirstLogger,
+  type WinstonLikeLogger,
+  type ConsoleLike,
+  type ConsoleAdapterOptions,
+} from './logger-adapters.js';
 export { NoOpSerializer, JsonPayloadSerializer, toPrimitive, type Serializer } from './serializer.js';
 export { RETRY_DEFAULTS, type RetryPolicy } from './retry.js';
 export { RemoteErrorRegistry, defaultRemoteErrorRegistry, remoteOrigin, type FailureInfo, type RemoteOrigin } from './driver/remote-error.js';

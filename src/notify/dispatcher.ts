@@ -1,7 +1,8 @@
 // Routes received notifications to endpoint methods named after their priority (oslo
 // notify/dispatcher.py): plain (one message per call) and batch (one array per priority group).
 import { InvalidArgument } from '../errors.js';
-import { silentLogger, type Logger } from '../logger.js';
+import type { Logger } from '../logger.js';
+import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { NoOpSerializer, type Serializer } from '../serializer.js';
 import { PRIORITIES, isPriority, type Context, type Priority } from '../driver/types.js';
 import type { IncomingMessage } from '../driver/incoming-message.js';
@@ -123,7 +124,8 @@ export interface HandlerFailure {
 
 export interface DispatcherOptions {
   serializer?: Serializer<any>;
-  logger?: Logger;
+  /** pino, bunyan, winston and console are adapted. @default silentLogger */
+  logger?: LoggerLike;
   /** Called after a handler threw (the failure is already logged). */
   onHandlerError?: (failure: HandlerFailure) => void;
 }
@@ -152,7 +154,7 @@ export class NotificationDispatcher {
   constructor(endpoints: readonly object[], options: DispatcherOptions = {}) {
     if (!Array.isArray(endpoints)) throw new InvalidArgument('endpoints', 'an array of endpoint objects', endpoints);
     this.serializer = options.serializer ?? new NoOpSerializer();
-    this.logger = options.logger ?? silentLogger;
+    this.logger = toLogger(options.logger);
     this.onHandlerError = options.onHandlerError;
     endpoints.forEach((endpoint, i) => {
       if (endpoint === null || typeof endpoint !== 'object') throw new InvalidArgument(`endpoints[${i}]`, 'an object', endpoint);

@@ -3,6 +3,7 @@
 import { EventEmitter } from 'eventemitter3';
 import { InvalidArgument, InvalidState, MessagingError, ServerListenError } from '../errors.js';
 import { silentLogger, type Logger } from '../logger.js';
+import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { Target, validateNotificationTarget, type TargetInit } from '../target.js';
 import type { Serializer } from '../serializer.js';
 import type { Transport } from '../transport.js';
@@ -29,8 +30,8 @@ export interface NotificationListenerOptions<Ctx = Context> {
   executorSize?: number;
   /** Rebuilds the context and payload from the wire. @default NoOpSerializer */
   serializer?: Serializer<Ctx>;
-  /** Where dispatch errors are logged. @default the transport's logger */
-  logger?: Logger;
+  /** Where dispatch errors are logged; pino, bunyan, winston and console are adapted. @default the transport's logger */
+  logger?: LoggerLike;
 }
 
 export interface BatchNotificationListenerOptions<Ctx = Context> extends NotificationListenerOptions<Ctx> {
@@ -93,7 +94,7 @@ export class NotificationListener {
       this.batchSize = 1;
       this.batchTimeout = undefined;
     }
-    this.logger = (options.logger ?? transport.logger ?? silentLogger).child({ component: batch ? 'batch-notification-listener' : 'notification-listener', pool: this.pool });
+    this.logger = toLogger(options.logger, transport.logger ?? silentLogger).child({ component: batch ? 'batch-notification-listener' : 'notification-listener', pool: this.pool });
     const Dispatcher = batch ? BatchNotificationDispatcher : NotificationDispatcher;
     this.dispatcher = new Dispatcher(endpoints, {
       serializer: options.serializer,
