@@ -71,6 +71,8 @@ export {
   type NotificationListenerOptions,
   type BatchNotificationListenerOptions,
   type NotificationEndpoint,
+  type CheckedEndpoints,
+  type MissingPriorityMethod,
   type BatchNotificationEndpoint,
   type NotificationMetadata,
   type NotificationBatchItem,

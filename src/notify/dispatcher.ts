@@ -7,6 +7,7 @@ import { NoOpSerializer, type Serializer } from '../serializer.js';
 import { PRIORITIES, isPriority, type Context, type Priority } from '../driver/types.js';
 import type { IncomingMessage } from '../driver/incoming-message.js';
 import type { NotificationFilter } from './filter.js';
+import { requirePriorityMethod } from './endpoint-check.js';
 
 /** What an endpoint method returns. `undefined` counts as HANDLED. */
 export const NotificationResult = Object.freeze({
@@ -152,7 +153,7 @@ export class NotificationDispatcher {
   protected readonly onHandlerError?: (failure: HandlerFailure) => void;
 
   constructor(endpoints: readonly object[], options: DispatcherOptions = {}) {
-    if (!Array.isArray(endpoints)) throw new InvalidArgument('endpoints', 'an array of endpoint objects', endpoints);
+    if (!Array.isArray(endpoints) || endpoints.length === 0) throw new InvalidArgument('endpoints', 'a non-empty array of endpoint objects', endpoints);
     this.serializer = options.serializer ?? new NoOpSerializer();
     this.logger = toLogger(options.logger);
     this.onHandlerError = options.onHandlerError;
@@ -162,6 +163,7 @@ export class NotificationDispatcher {
       if (filter !== undefined && filter !== null && (typeof filter !== 'object' || typeof (filter as { match?: unknown }).match !== 'function')) {
         throw new InvalidArgument(`endpoints[${i}].filterRule`, 'a NotificationFilter', filter);
       }
+      requirePriorityMethod(endpoint, i);
       const name = endpoint.constructor && endpoint.constructor !== Object ? endpoint.constructor.name : `endpoints[${i}]`;
       for (const priority of PRIORITIES) {
         const method = (endpoint as Record<string, unknown>)[priority];
@@ -172,9 +174,6 @@ export class NotificationDispatcher {
       }
     });
     this.supportedPriorities = Object.freeze(PRIORITIES.filter((p) => this.callbacks.has(p)));
-    if (this.supportedPriorities.length === 0) {
-      throw new InvalidArgument('endpoints', `at least one endpoint with a method named ${PRIORITIES.join(', ')}`, endpoints);
-    }
   }
 
   /**

@@ -18,6 +18,7 @@ import {
   type BatchNotificationEndpoint,
   type NotificationEndpoint,
 } from './dispatcher.js';
+import type { CheckedEndpoints } from './endpoint-check.js';
 import { BoundedExecutor } from './executor.js';
 import { dispatchChannel, type NotificationListenerEvents } from './instrumentation.js';
 
@@ -231,11 +232,15 @@ export class NotificationListener {
   }
 }
 
-/** A listener calling endpoint methods once per notification: `(ctx, publisherId, eventType, payload, metadata)`. */
-export function getNotificationListener<Ctx = Context>(
+/**
+ * A listener calling endpoint methods once per notification: `(ctx, publisherId, eventType, payload, metadata)`.
+ * Every endpoint needs a priority method: the types reject one that certainly has none, and
+ * construction throws InvalidArgument (naming its index) for any that has none.
+ */
+export function getNotificationListener<Ctx = Context, const E extends ReadonlyArray<NotificationEndpoint<Ctx> | object> = ReadonlyArray<NotificationEndpoint<Ctx> | object>>(
   transport: Transport,
   targets: ReadonlyArray<Target | TargetInit>,
-  endpoints: ReadonlyArray<NotificationEndpoint<Ctx> | object>,
+  endpoints: E & CheckedEndpoints<E>,
   options: NotificationListenerOptions<Ctx> = {},
 ): NotificationListener {
   const batchOptions = options as BatchNotificationListenerOptions<Ctx> | null;
@@ -245,11 +250,17 @@ export function getNotificationListener<Ctx = Context>(
   return new NotificationListener(transport, targets, endpoints, options, false);
 }
 
-/** A listener calling endpoint methods with one array per priority group of each polled batch. */
-export function getBatchNotificationListener<Ctx = Context>(
+/**
+ * A listener calling endpoint methods with one array per priority group of each polled batch.
+ * Endpoints are checked as for `getNotificationListener()`.
+ */
+export function getBatchNotificationListener<
+  Ctx = Context,
+  const E extends ReadonlyArray<BatchNotificationEndpoint<Ctx> | object> = ReadonlyArray<BatchNotificationEndpoint<Ctx> | object>,
+>(
   transport: Transport,
   targets: ReadonlyArray<Target | TargetInit>,
-  endpoints: ReadonlyArray<BatchNotificationEndpoint<Ctx> | object>,
+  endpoints: E & CheckedEndpoints<E>,
   options: BatchNotificationListenerOptions<Ctx> = {},
 ): NotificationListener {
   return new NotificationListener(transport, targets, endpoints, options, true);
