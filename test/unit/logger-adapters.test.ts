@@ -192,6 +192,13 @@ describe('pino', () => {
     expect(failed).toMatchObject({ level: 50, component: 'rpc-server', topic, server: 's1', method: 'boom', err: { name: 'RangeError', message: 'kaboom' } });
     expect(records().find((r) => r.msg === 'rpc server listening')).toMatchObject({ level: 20, component: 'rpc-server', topic });
   });
+  it("as a notifier's own logger: the log driver's record arrives with its fields", async () => {
+    const { logger, records } = pinoCapture();
+    const t = await getNotificationTransport('memory:///' + uniqueName());
+    transports.push(t);
+    await new Notifier(t, { driver: 'log', logger, publisherId: 'compute.host1' }).warn({}, 'compute.start', { id: 7 });
+    expect(records()).toEqual([expect.objectContaining({ level: 40, msg: 'notification', eventType: 'compute.start', publisherId: 'compute.host1', payload: { id: 7 } })]);
+  });
 });
 
 describe('bunyan', () => {
@@ -219,6 +226,17 @@ describe('bunyan', () => {
     const { rejected, failed, topic } = await rpcFailurePath(logger, (msg) => records().find((r) => r.msg === msg));
     expect(rejected).toMatchObject({ level: 40, driver: 'memory', transport: 'rpc', listener: 'rpc', topic, queue: topic });
     expect(failed).toMatchObject({ level: 50, component: 'rpc-server', topic, server: 's1', method: 'boom', err: { name: 'RangeError', message: 'kaboom' } });
+  });
+  it("as an RPC server's own logger: the server's records carry its bindings", async () => {
+    const { logger, records } = bunyanCapture();
+    const t = await getRpcTransport('memory:///' + uniqueName());
+    transports.push(t);
+    const topic = uniqueName();
+    const server = getRpcServer(t, { topic, server: 's1' }, [{ ping() {} }], { logger });
+    await server.start();
+    await server.stop();
+    await server.wait();
+    expect(records().find((r) => r.msg === 'rpc server listening')).toMatchObject({ level: 20, component: 'rpc-server', topic, server: 's1' });
   });
 });
 
