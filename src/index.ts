@@ -13,6 +13,18 @@ export {
   type TransportURLSource,
 } from './transport.js';
 export { silentLogger, createConsoleLogger, createMemoryLogger, type Logger, type LogLevel, type LogFields, type MemoryLogger } from './logger.js';
+export {
+  toLogger,
+  fromPino,
+  fromBunyan,
+  fromWinston,
+  fromConsole,
+  type LoggerLike,
+  type ObjectFirstLogger,
+  type WinstonLikeLogger,
+  type ConsoleLike,
+  type ConsoleAdapterOptions,
+} from './logger-adapters.js';
 export { NoOpSerializer, JsonPayloadSerializer, toPrimitive, type Serializer } from './serializer.js';
 export { RETRY_DEFAULTS, type RetryPolicy } from './retry.js';
 export { RemoteErrorRegistry, defaultRemoteErrorRegistry, remoteOrigin, type FailureInfo, type RemoteOrigin } from './driver/remote-error.js';
@@ -71,6 +83,8 @@ export {
   type NotificationListenerOptions,
   type BatchNotificationListenerOptions,
   type NotificationEndpoint,
+  type CheckedEndpoints,
+  type MissingPriorityMethod,
   type BatchNotificationEndpoint,
   type NotificationMetadata,
   type NotificationBatchItem,

@@ -2,6 +2,7 @@
 // user of one broker never loads another broker's library.
 import { DriverLoadFailure, InvalidArgument, InvalidTransportURL } from './errors.js';
 import { silentLogger, type Logger } from './logger.js';
+import { toLogger, type LoggerLike } from './logger-adapters.js';
 import { TransportURL } from './transport-url.js';
 import type { BaseDriver, DriverModule } from './driver/base-driver.js';
 import { defaultRemoteErrorRegistry, type RemoteErrorRegistry } from './driver/remote-error.js';
@@ -47,8 +48,8 @@ export interface TransportOptions {
   remoteErrors?: RemoteErrorRegistry;
   /** Exchange for targets without one (oslo `control_exchange`). @default 'openstack' */
   controlExchange?: string;
-  /** Injected logger. @default silent */
-  logger?: Logger;
+  /** Injected logger: a tidings Logger, or pino, bunyan, winston or console as they are (see `toLogger()`). @default silentLogger */
+  logger?: LoggerLike;
   /** Driver options; override the same names given in the URL query. */
   driverOptions?: Record<string, unknown>;
 }
@@ -58,6 +59,8 @@ export type TransportKind = 'rpc' | 'notification';
 
 /** An opaque handle over one driver instance. Share one per process and kind. */
 export class Transport {
+  /** The logger given to the transport, as a Logger; servers, listeners and notifiers default to it. */
+  readonly logger: Logger;
   private cleaned?: Promise<void>;
 
   constructor(
@@ -65,9 +68,10 @@ export class Transport {
     readonly kind: TransportKind,
     /** The driver. Façades use it; applications should not need to. */
     readonly driver: BaseDriver,
-    /** The logger given to the transport; servers, listeners and notifiers default to it. */
-    readonly logger: Logger = silentLogger,
-  ) {}
+    logger: LoggerLike = silentLogger,
+  ) {
+    this.logger = toLogger(logger);
+  }
 
   /** The redacted URL. */
   get url(): string {
@@ -130,6 +134,7 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
   if (!Array.isArray(allowed) || allowed.some((m) => typeof m !== 'string')) {
     throw new InvalidArgument('allowedRemoteExmods', 'an array of module names', allowed);
   }
+  const baseLogger = toLogger(options.logger);
   const controlExchange = options.controlExchange ?? 'openstack';
   if (typeof controlExchange !== 'string' || !controlExchange) throw new InvalidArgument('controlExchange', 'a non-empty string', controlExchange);
   let mod: DriverModule;
@@ -140,7 +145,7 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
     const hint = missing ? `: the package "${missing}" is not installed (npm install ${missing})` : `: ${(err as Error).message}`;
     throw new DriverLoadFailure(`Could not load the ${parsed.driver} driver for ${parsed.toString()}${hint}`, { cause: err });
   }
-  const logger = (options.logger ?? silentLogger).child({ driver: parsed.driver, transport: kind, url: parsed.toString() });
+  const logger = baseLogger.child({ driver: parsed.driver, transport: kind, url: parsed.toString() });
   logger.info('transport URL chosen', source === 'env' ? { source, envVar: TRANSPORT_URL_ENV } : { source });
   const driver = mod.createDriver({
     url: parsed,
@@ -150,7 +155,7 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
     logger,
     options: { ...(options.driverOptions ?? {}) },
   });
-  return new Transport(kind, driver, options.logger ?? silentLogger);
+  return new Transport(kind, driver, baseLogger);
 }
 
 function chooseUrl(url: string | TransportURL | undefined): { parsed: TransportURL; source: TransportURLSource } {

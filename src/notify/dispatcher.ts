@@ -1,11 +1,13 @@
 // Routes received notifications to endpoint methods named after their priority (oslo
 // notify/dispatcher.py): plain (one message per call) and batch (one array per priority group).
 import { InvalidArgument } from '../errors.js';
-import { silentLogger, type Logger } from '../logger.js';
+import type { Logger } from '../logger.js';
+import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { NoOpSerializer, type Serializer } from '../serializer.js';
 import { PRIORITIES, isPriority, type Context, type Priority } from '../driver/types.js';
 import type { IncomingMessage } from '../driver/incoming-message.js';
 import type { NotificationFilter } from './filter.js';
+import { requirePriorityMethod } from './endpoint-check.js';
 
 /** What an endpoint method returns. `undefined` counts as HANDLED. */
 export const NotificationResult = Object.freeze({
@@ -146,7 +148,8 @@ export interface HandlerFailure {
 
 export interface DispatcherOptions {
   serializer?: Serializer<any>;
-  logger?: Logger;
+  /** pino, bunyan, winston and console are adapted. @default silentLogger */
+  logger?: LoggerLike;
   /** Called after a handler threw (the failure is already logged). */
   onHandlerError?: (failure: HandlerFailure) => void;
 }
@@ -173,9 +176,9 @@ export class NotificationDispatcher {
   protected readonly onHandlerError?: (failure: HandlerFailure) => void;
 
   constructor(endpoints: readonly object[], options: DispatcherOptions = {}) {
-    if (!Array.isArray(endpoints)) throw new InvalidArgument('endpoints', 'an array of endpoint objects', endpoints);
+    if (!Array.isArray(endpoints) || endpoints.length === 0) throw new InvalidArgument('endpoints', 'a non-empty array of endpoint objects', endpoints);
     this.serializer = options.serializer ?? new NoOpSerializer();
-    this.logger = options.logger ?? silentLogger;
+    this.logger = toLogger(options.logger);
     this.onHandlerError = options.onHandlerError;
     endpoints.forEach((endpoint, i) => {
       if (endpoint === null || typeof endpoint !== 'object') throw new InvalidArgument(`endpoints[${i}]`, 'an object', endpoint);
@@ -183,6 +186,7 @@ export class NotificationDispatcher {
       if (filter !== undefined && filter !== null && (typeof filter !== 'object' || typeof (filter as { match?: unknown }).match !== 'function')) {
         throw new InvalidArgument(`endpoints[${i}].filterRule`, 'a NotificationFilter', filter);
       }
+      requirePriorityMethod(endpoint, i);
       const name = endpoint.constructor && endpoint.constructor !== Object ? endpoint.constructor.name : `endpoints[${i}]`;
       for (const priority of PRIORITIES) {
         const method = (endpoint as Record<string, unknown>)[priority];
@@ -193,9 +197,6 @@ export class NotificationDispatcher {
       }
     });
     this.supportedPriorities = Object.freeze(PRIORITIES.filter((p) => this.callbacks.has(p)));
-    if (this.supportedPriorities.length === 0) {
-      throw new InvalidArgument('endpoints', `at least one endpoint with a method named ${PRIORITIES.join(', ')}`, endpoints);
-    }
   }
 
   /**

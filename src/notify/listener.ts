@@ -3,6 +3,7 @@
 import { EventEmitter } from 'eventemitter3';
 import { InvalidArgument, InvalidState, MessagingError, ServerListenError } from '../errors.js';
 import { silentLogger, type Logger } from '../logger.js';
+import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { Target, validateNotificationTarget, type TargetInit } from '../target.js';
 import type { Serializer } from '../serializer.js';
 import type { Transport } from '../transport.js';
@@ -17,6 +18,7 @@ import {
   type BatchNotificationEndpoint,
   type NotificationEndpoint,
 } from './dispatcher.js';
+import type { CheckedEndpoints } from './endpoint-check.js';
 import { BoundedExecutor } from './executor.js';
 import { dispatchChannel, type NotificationListenerEvents } from './instrumentation.js';
 
@@ -30,8 +32,8 @@ export interface NotificationListenerOptions<Ctx = Context> {
   executorSize?: number;
   /** Rebuilds the context and payload from the wire. @default NoOpSerializer */
   serializer?: Serializer<Ctx>;
-  /** Where dispatch errors are logged. @default the transport's logger */
-  logger?: Logger;
+  /** Where dispatch errors are logged; pino, bunyan, winston and console are adapted. @default the transport's logger */
+  logger?: LoggerLike;
 }
 
 /** Options of `getBatchNotificationListener()`. */
@@ -113,7 +115,7 @@ export class NotificationListener {
       this.batchSize = 1;
       this.batchTimeout = undefined;
     }
-    this.logger = (options.logger ?? transport.logger ?? silentLogger).child({ component: batch ? 'batch-notification-listener' : 'notification-listener', pool: this.pool });
+    this.logger = toLogger(options.logger, transport.logger ?? silentLogger).child({ component: batch ? 'batch-notification-listener' : 'notification-listener', pool: this.pool });
     const Dispatcher = batch ? BatchNotificationDispatcher : NotificationDispatcher;
     this.dispatcher = new Dispatcher(endpoints, {
       serializer: options.serializer,
@@ -250,11 +252,15 @@ export class NotificationListener {
   }
 }
 
-/** A listener calling endpoint methods once per notification: `(ctx, publisherId, eventType, payload, metadata)`. */
-export function getNotificationListener<Ctx = Context>(
+/**
+ * A listener calling endpoint methods once per notification: `(ctx, publisherId, eventType, payload, metadata)`.
+ * Every endpoint needs a priority method: the types reject one that certainly has none, and
+ * construction throws InvalidArgument (naming its index) for any that has none.
+ */
+export function getNotificationListener<Ctx = Context, const E extends ReadonlyArray<NotificationEndpoint<Ctx> | object> = ReadonlyArray<NotificationEndpoint<Ctx> | object>>(
   transport: Transport,
   targets: ReadonlyArray<Target | TargetInit>,
-  endpoints: ReadonlyArray<NotificationEndpoint<Ctx> | object>,
+  endpoints: E & CheckedEndpoints<E>,
   options: NotificationListenerOptions<Ctx> = {},
 ): NotificationListener {
   const batchOptions = options as BatchNotificationListenerOptions<Ctx> | null;
@@ -264,11 +270,17 @@ export function getNotificationListener<Ctx = Context>(
   return new NotificationListener(transport, targets, endpoints, options, false);
 }
 
-/** A listener calling endpoint methods with one array per priority group of each polled batch. */
-export function getBatchNotificationListener<Ctx = Context>(
+/**
+ * A listener calling endpoint methods with one array per priority group of each polled batch.
+ * Endpoints are checked as for `getNotificationListener()`.
+ */
+export function getBatchNotificationListener<
+  Ctx = Context,
+  const E extends ReadonlyArray<BatchNotificationEndpoint<Ctx> | object> = ReadonlyArray<BatchNotificationEndpoint<Ctx> | object>,
+>(
   transport: Transport,
   targets: ReadonlyArray<Target | TargetInit>,
-  endpoints: ReadonlyArray<BatchNotificationEndpoint<Ctx> | object>,
+  endpoints: E & CheckedEndpoints<E>,
   options: BatchNotificationListenerOptions<Ctx> = {},
 ): NotificationListener {
   return new NotificationListener(transport, targets, endpoints, options, true);

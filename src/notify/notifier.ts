@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'eventemitter3';
 import { InvalidArgument, MessageDeliveryFailure, MessagingError } from '../errors.js';
 import { silentLogger, type Logger } from '../logger.js';
+import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { NoOpSerializer, type Serializer } from '../serializer.js';
 import { isPlainObject } from '../driver/envelope.js';
 import { assertJsonSafe } from '../json-check.js';
@@ -36,8 +37,8 @@ export interface NotifierOptions<Ctx = Context> {
   retry?: number;
   /** Turns the context and payload into JSON values. @default NoOpSerializer */
   serializer?: Serializer<Ctx>;
-  /** Where the `log` driver writes and failures are reported. @default the transport's logger */
-  logger?: Logger;
+  /** Where the `log` driver writes and failures are reported; pino, bunyan, winston and console are adapted. @default the transport's logger */
+  logger?: LoggerLike;
   /** The list the `test` driver appends to. @default a new sink per Notifier */
   testSink?: TestNotificationSink;
   /**
@@ -106,7 +107,7 @@ export class Notifier<Ctx = Context> {
     this.retry = checkRetry(options.retry);
     const topics = checkTopics(options.topics ?? NOTIFIER_DEFAULTS.topics);
     const serializer = options.serializer ?? (new NoOpSerializer() as unknown as Serializer<Ctx>);
-    const logger = options.logger ?? transport.logger ?? silentLogger;
+    const logger = toLogger(options.logger, transport.logger ?? silentLogger);
     this.testNotifications = options.testSink ?? new TestNotificationSink();
     this.events = new EventEmitter<NotifierEvents>();
     const requested = options.driver ?? NOTIFIER_DEFAULTS.driver;

@@ -1,7 +1,8 @@
 // oslo's RPCDispatcher: picks the endpoint for a request by namespace and version, checks the
 // access policy, invokes the method, and runs the call-monitor heartbeat while it works.
 import { InvalidArgument, NoSuchMethod, UnsupportedVersion } from '../errors.js';
-import { silentLogger, type Logger } from '../logger.js';
+import type { Logger } from '../logger.js';
+import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { NoOpSerializer, type Serializer } from '../serializer.js';
 import { Target, versionIsCompatible } from '../target.js';
 import { isPlainObject } from '../driver/envelope.js';
@@ -25,8 +26,8 @@ export interface RpcDispatcherOptions {
   accessPolicy?: RpcAccessPolicy | (new () => RpcAccessPolicy);
   /** @default new NoOpSerializer() */
   serializer?: Serializer<any>;
-  /** @default silentLogger */
-  logger?: Logger;
+  /** pino, bunyan, winston and console are adapted. @default silentLogger */
+  logger?: LoggerLike;
   /** Adds oslo's ping endpoint (`oslo_rpc_server_ping` → `"pong"`). @default false */
   rpcPingEnabled?: boolean;
 }
@@ -83,7 +84,7 @@ export class RpcDispatcher {
     }
     this.accessPolicy = policy;
     this.serializer = options.serializer ?? new NoOpSerializer();
-    this.logger = options.logger ?? silentLogger;
+    this.logger = toLogger(options.logger);
   }
 
   /** Handles one request. Never rejects: every failure becomes a `failure` outcome. */

@@ -3,7 +3,8 @@
 import { performance } from 'node:perf_hooks';
 import { EventEmitter } from 'eventemitter3';
 import { InvalidArgument, InvalidState, InvalidTarget, NotSupportedError, ServerListenError } from '../errors.js';
-import { silentLogger, type Logger } from '../logger.js';
+import { errorFields, silentLogger, type Logger } from '../logger.js';
+import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import type { Serializer } from '../serializer.js';
 import { Target, validateServerTarget, type TargetInit } from '../target.js';
 import type { Transport } from '../transport.js';
@@ -22,8 +23,8 @@ export interface RpcServerOptions {
   accessPolicy?: RpcAccessPolicy | (new () => RpcAccessPolicy);
   /** Context/entity hooks. @default new NoOpSerializer() */
   serializer?: Serializer<any>;
-  /** Where dispatch errors are logged. @default the transport's logger */
-  logger?: Logger;
+  /** Where dispatch errors are logged; pino, bunyan, winston and console are adapted. @default the transport's logger */
+  logger?: LoggerLike;
   /** Adds oslo's `oslo_rpc_server_ping` endpoint that returns `"pong"`. @default false */
   rpcPingEnabled?: boolean;
 }
@@ -105,7 +106,7 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
     if (!Number.isInteger(size) || size < 1) throw new InvalidArgument('executorSize', 'a positive integer', size);
     this.executorSize = size;
     this.executor = new BoundedExecutor(size);
-    this.logger = (options.logger ?? transport.logger ?? silentLogger).child({ component: 'rpc-server', topic: this.target.topic, server: this.target.server });
+    this.logger = toLogger(options.logger, transport.logger ?? silentLogger).child({ component: 'rpc-server', topic: this.target.topic, server: this.target.server });
     this.dispatcher = new RpcDispatcher(endpoints, {
       accessPolicy: options.accessPolicy,
       serializer: options.serializer,
@@ -278,10 +279,7 @@ function isUsageError(err: unknown): boolean {
 
 /** Name, message and code of an error for logs; never its payload fields. */
 function summarise(err: unknown): Record<string, unknown> {
-  if (err instanceof Error) {
-    const code = (err as { code?: unknown }).code;
-    return { name: err.name, message: err.message, ...(code !== undefined ? { code } : {}) };
-  }
+  if (err instanceof Error) return errorFields(err);
   return { name: 'non-Error thrown', type: err === null ? 'null' : typeof err };
 }
 
