@@ -1,6 +1,7 @@
 // The one error tree of tidings. Every driver maps its broker library's errors into these
 // classes; a raw amqplib/ioredis/kafkajs error never reaches a user (it rides in `cause`).
 
+/** Options every MessagingError constructor accepts. */
 export interface MessagingErrorOptions {
   /** The lower-level error that caused this one. */
   cause?: unknown;
@@ -14,6 +15,7 @@ export class MessagingError extends Error {
   readonly retriable: boolean;
   /** A stable machine-readable code, e.g. `MESSAGING_TIMEOUT`. */
   readonly code: string = 'MESSAGING_ERROR';
+  /** `retriable` when the constructor is not told; subclasses for transient failures set true. */
   protected static defaultRetriable = false;
 
   constructor(message: string, options: MessagingErrorOptions = {}) {
@@ -39,7 +41,9 @@ export class MessageUndeliverable extends MessagingError {
   override readonly code = 'MESSAGE_UNDELIVERABLE';
   constructor(
     message: string,
+    /** The exchange the message was published to. */
     readonly exchange: string,
+    /** Its routing key. */
     readonly routingKey: string,
     options: MessagingErrorOptions = {},
   ) {
@@ -58,6 +62,7 @@ export class InvalidTarget extends MessagingError {
   override readonly code = 'INVALID_TARGET';
   constructor(
     message: string,
+    /** The offending target, when known. */
     readonly target?: unknown,
     options: MessagingErrorOptions = {},
   ) {
@@ -74,8 +79,11 @@ export class InvalidTransportURL extends MessagingError {
 export class InvalidArgument extends MessagingError {
   override readonly code = 'INVALID_ARGUMENT';
   constructor(
+    /** The argument or option, e.g. `timeout`, `endpoints[0].target`. */
     readonly field: string,
+    /** What was expected, in words. */
     readonly expected: string,
+    /** The value received (the message only describes it; secrets are never quoted). */
     readonly received: unknown,
     options: MessagingErrorOptions = {},
   ) {
@@ -97,7 +105,9 @@ export class DriverLoadFailure extends MessagingError {
 export class RPCVersionCapError extends MessagingError {
   override readonly code = 'RPC_VERSION_CAP';
   constructor(
+    /** The version the client tried to send. */
     readonly version: string,
+    /** The client's `versionCap`. */
     readonly versionCap: string,
   ) {
     super(`Requested message version, ${version} is incompatible. It needs to be equal in major version and less than or equal in minor version as the specified version cap ${versionCap}.`);
@@ -112,7 +122,10 @@ export class RPCDispatcherError extends MessagingError {
 /** No endpoint matching the namespace and version has the requested method. */
 export class NoSuchMethod extends RPCDispatcherError {
   override readonly code = 'NO_SUCH_METHOD';
-  constructor(readonly method: string) {
+  constructor(
+    /** The method asked for. */
+    readonly method: string,
+  ) {
     super(`Endpoint does not support RPC method ${method}`);
   }
 }
@@ -121,7 +134,9 @@ export class NoSuchMethod extends RPCDispatcherError {
 export class UnsupportedVersion extends RPCDispatcherError {
   override readonly code = 'UNSUPPORTED_VERSION';
   constructor(
+    /** The version asked for. */
     readonly version: string,
+    /** The method asked for. */
     readonly method?: string,
   ) {
     super(`Endpoint does not support RPC version ${version}. Attempted method: ${method}`);
@@ -176,6 +191,6 @@ function describe(value: unknown): string {
   if (value === null) return 'null';
   if (typeof value === 'string') return JSON.stringify(value.length > 80 ? value.slice(0, 77) + '...' : value);
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return `${typeof value} ${String(value)}`;
-  if (Array.isArray(value)) return 'an array';
+  if (Array.isArray(value)) return value.length === 0 ? 'an empty array' : `an array of ${value.length}`;
   return typeof value === 'object' ? 'an object' : typeof value;
 }

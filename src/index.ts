@@ -2,8 +2,29 @@
 export * from './errors.js';
 export { Target, versionIsCompatible, type TargetInit } from './target.js';
 export { TransportURL, type TransportHost } from './transport-url.js';
-export { getRpcTransport, getNotificationTransport, Transport, DEFAULT_TRANSPORT_URL, type TransportOptions, type TransportKind } from './transport.js';
+export {
+  getRpcTransport,
+  getNotificationTransport,
+  Transport,
+  DEFAULT_TRANSPORT_URL,
+  TRANSPORT_URL_ENV,
+  type TransportOptions,
+  type TransportKind,
+  type TransportURLSource,
+} from './transport.js';
 export { silentLogger, createConsoleLogger, createMemoryLogger, type Logger, type LogLevel, type LogFields, type MemoryLogger } from './logger.js';
+export {
+  toLogger,
+  fromPino,
+  fromBunyan,
+  fromWinston,
+  fromConsole,
+  type LoggerLike,
+  type ObjectFirstLogger,
+  type WinstonLikeLogger,
+  type ConsoleLike,
+  type ConsoleAdapterOptions,
+} from './logger-adapters.js';
 export { NoOpSerializer, JsonPayloadSerializer, toPrimitive, type Serializer } from './serializer.js';
 export { RETRY_DEFAULTS, type RetryPolicy } from './retry.js';
 export { RemoteErrorRegistry, defaultRemoteErrorRegistry, remoteOrigin, type FailureInfo, type RemoteOrigin } from './driver/remote-error.js';
@@ -16,6 +37,8 @@ export {
   RpcServer,
   RPC_SERVER_DEFAULTS,
   RpcDispatcher,
+  type RpcDispatcherOptions,
+  type DispatchOutcome,
   DefaultRpcAccessPolicy,
   LegacyRpcAccessPolicy,
   ExplicitRpcAccessPolicy,
@@ -37,6 +60,7 @@ export {
   type RpcArgs,
   type RpcResult,
   type RpcTraceContext,
+  type ErrorClass,
 } from './rpc/index.js';
 export {
   Notifier,
@@ -59,11 +83,19 @@ export {
   type NotificationListenerOptions,
   type BatchNotificationListenerOptions,
   type NotificationEndpoint,
+  type CheckedEndpoints,
+  type MissingPriorityMethod,
   type BatchNotificationEndpoint,
   type NotificationMetadata,
   type NotificationBatchItem,
   type NotificationHandlerResult,
   type NotificationFilterInit,
+  type FilterPattern,
+  type FilterPatternMap,
+  type HandlerFailure,
+  type NotificationSentEvent,
+  type NotificationFailedEvent,
+  type NotificationDispatchedEvent,
   type NotifierEvents,
   type NotificationListenerEvents,
 } from './notify/index.js';

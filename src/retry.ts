@@ -2,6 +2,7 @@
 // oslo's rabbit reconnect does, and wraps the last failure in MessageDeliveryFailure.
 import { AbortError, MessageDeliveryFailure, MessagingError } from './errors.js';
 
+/** How `withRetry` retries one operation. */
 export interface RetryPolicy {
   /** Retries after the first attempt: undefined or -1 = forever, 0 = none. */
   retry?: number;
@@ -11,6 +12,7 @@ export interface RetryPolicy {
   backoffMs?: number;
   /** Upper bound of one wait, ms. @default 30000 (oslo rabbit_interval_max) */
   maxIntervalMs?: number;
+  /** Aborts the waits between attempts (rejects with AbortError). */
   signal?: AbortSignal;
   /** Called before each wait, for logging. */
   onRetry?: (info: { attempt: number; delayMs: number; error: unknown }) => void;
@@ -18,7 +20,15 @@ export interface RetryPolicy {
   isRetriable?: (error: unknown) => boolean;
 }
 
-export const RETRY_DEFAULTS = Object.freeze({ intervalMs: 1000, backoffMs: 2000, maxIntervalMs: 30_000 });
+/** Defaults of RetryPolicy (oslo's rabbit reconnect settings). */
+export const RETRY_DEFAULTS = Object.freeze({
+  /** First wait, ms (oslo `rabbit_retry_interval`). */
+  intervalMs: 1000,
+  /** Added per attempt, ms (oslo `rabbit_retry_backoff`). */
+  backoffMs: 2000,
+  /** Upper bound of one wait, ms (oslo `rabbit_interval_max`). */
+  maxIntervalMs: 30_000,
+});
 
 /** The wait before retry number `attempt` (1-based). */
 export function retryDelay(attempt: number, policy: Pick<RetryPolicy, 'intervalMs' | 'backoffMs' | 'maxIntervalMs'> = {}): number {

@@ -5,9 +5,13 @@ import { isPlainObject } from './driver/envelope.js';
 
 /** oslo's Serializer: entity and context hooks applied by the façades on both sides. */
 export interface Serializer<Ctx = Context> {
+  /** An argument, result or payload, before it is sent: MUST return a JSON value. */
   serializeEntity(ctx: Ctx, entity: unknown): unknown;
+  /** An argument, result or payload, as received. */
   deserializeEntity(ctx: Ctx, entity: unknown): unknown;
+  /** The context before it is sent: MUST return a plain JSON object. */
   serializeContext(ctx: Ctx): Context;
+  /** The context as received, into what handlers get as `ctx`. */
   deserializeContext(ctx: Context): Ctx;
 }
 

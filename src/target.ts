@@ -1,6 +1,7 @@
 // Target: where a message goes (client side) or what a server/endpoint accepts, as in oslo.
 import { InvalidArgument, InvalidTarget } from './errors.js';
 
+/** The fields of a Target; every one optional. */
 export interface TargetInit {
   /** Exchange; defaults to the transport's control exchange (`openstack`). */
   exchange?: string;
@@ -22,12 +23,19 @@ const VERSION_RE = /^\d+\.\d+(\.\d+)?$/;
 
 /** An immutable destination/subscription descriptor. `with()` returns a modified copy. */
 export class Target {
+  /** Exchange; undefined = the transport's control exchange. */
   readonly exchange?: string;
+  /** Topic: the queue name shared by all servers of a service. */
   readonly topic?: string;
+  /** Server name: calls to `topic.server` reach only that server. */
   readonly server?: string;
+  /** Cast to every server of the topic. */
   readonly fanout?: boolean;
+  /** Endpoint namespace; undefined is the default (null) namespace. */
   readonly namespace?: string;
+  /** `major.minor` version. */
   readonly version?: string;
+  /** Namespaces an endpoint also accepts besides `namespace`. */
   readonly legacyNamespaces: readonly string[];
 
   constructor(init: TargetInit = {}) {
@@ -64,6 +72,7 @@ export class Target {
     return new Target(merged);
   }
 
+  /** True when every field is the same. */
   equals(other: Target): boolean {
     return (
       this.exchange === other.exchange &&
@@ -76,6 +85,7 @@ export class Target {
     );
   }
 
+  /** The fields that are set, as a TargetInit. */
   toJSON(): TargetInit {
     const out: TargetInit = {};
     if (this.exchange !== undefined) out.exchange = this.exchange;
@@ -88,6 +98,7 @@ export class Target {
     return out;
   }
 
+  /** `<Target topic=..., server=...>`, for logs and errors. */
   toString(): string {
     const parts = Object.entries(this.toJSON()).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`);
     return `<Target ${parts.join(', ')}>`;

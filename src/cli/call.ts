@@ -1,16 +1,19 @@
 // `tidings call` and `tidings cast`: one RPC from the command line, result as JSON on stdout.
-import { MessagingTimeout, TransportURL, getRpcClient, getRpcTransport, type Transport } from '../index.js';
+import { TransportURL, getRpcClient } from '../index.js';
 import {
+  BROKER_HINT,
   COMMON_HELP,
   EXIT,
   EXIT_HELP,
-  loggerFor,
+  jsonArgument,
+  openTransport,
   parseCommandLine,
   parseJsonObject,
   parsePositiveInt,
   requireTopic,
   resolveUrl,
   UsageError,
+  warnIfInProcess,
   type CliIO,
   type Command,
 } from './common.js';
@@ -37,10 +40,10 @@ function helpFor(kind: 'call' | 'cast'): string {
     kind === 'call'
       ? 'Calls <method> on a server of --topic and prints the result as JSON on stdout.'
       : 'Casts <method> to --topic (no reply) and exits once the broker accepted it.';
-  return `Usage: tidings ${kind} <method> [json-args] --topic <topic> [options]
+  return `Usage: tidings ${kind} <method> [json-args | -] --topic <topic> [options]
 
 ${what}
-[json-args] is a JSON object of keyword arguments (default {}).
+[json-args] is a JSON object of keyword arguments (default {}); - reads it from stdin.
 
 Options:
   -t, --topic <topic>      target topic (required)
@@ -56,9 +59,16 @@ ${COMMON_HELP}
 Examples:
   tidings ${kind} echo '{"hello": "world"}' --topic demo --url rabbit://guest:guest@127.0.0.1:5672/
   tidings ${kind} add '{"a": 1, "b": 2}' --topic demo --server host-1
+  echo '{"a": 1, "b": 2}' | tidings ${kind} add - --topic demo
 
-Note: memory:// lives inside one process, so a ${kind} from this command only reaches a server in
-this same process; use a broker URL to talk to \`tidings serve\` or your services.
+${
+  kind === 'call'
+    ? `memory:// (the default) lives inside this one process, where no server runs: a call on it
+fails at once with exit status 2. Use a broker URL to reach \`tidings serve\` or your services.`
+    : `memory:// (the default) lives inside this one process: a cast on it succeeds, but nothing
+outside this process receives it (a warning says so on stderr). Use a broker URL to reach
+\`tidings serve\` or your services.`
+}
 
 ${EXIT_HELP}`;
 }
@@ -72,14 +82,21 @@ function rpcCommand(kind: 'call' | 'cast'): Command {
       const { values, positionals } = parseCommandLine(argv, OPTIONS, 2, `tidings ${kind} <method> [json-args]`);
       const [method, rawArgs] = positionals;
       if (!method) throw new UsageError(`missing <method> (usage: tidings ${kind} <method> [json-args] --topic <topic>)`);
-      const args = parseJsonObject('json-args', rawArgs);
       const ctx = parseJsonObject('--context', values.context);
       const topic = requireTopic(values.topic, kind);
       const timeout = parsePositiveInt('--timeout', values.timeout, CALL_DEFAULT_TIMEOUT_MS);
       if (kind === 'call' && values.fanout) throw new UsageError('--fanout cannot be used with call (a fanout has no single reply); use cast');
       const url = TransportURL.parse(resolveUrl(values.url, io));
+      const json = await jsonArgument('json-args', rawArgs, io);
+      const args = parseJsonObject(json.what, json.text);
+      // Waiting out the timeout for a reply that cannot come helps nobody.
+      if (kind === 'call' && url.driver === 'memory') {
+        const which = values.url === undefined && io.env.TIDINGS_TRANSPORT_URL === undefined ? 'memory:// (used without --url or $TIDINGS_TRANSPORT_URL)' : 'memory://';
+        throw new UsageError(`${which} is in-process: no server in another process can answer a call; ${BROKER_HINT}`);
+      }
+      if (kind === 'cast') warnIfInProcess(url, 'nothing outside this process receives this cast', io);
 
-      const transport: Transport = await getRpcTransport(url, { logger: loggerFor(values.verbose) });
+      const transport = await openTransport('rpc', url, values.verbose);
       try {
         const client = getRpcClient(
           transport,
@@ -90,16 +107,9 @@ function rpcCommand(kind: 'call' | 'cast'): Command {
           await client.cast(ctx, method, args);
           return EXIT.OK;
         }
-        try {
-          const result = await client.call(ctx, method, args);
-          io.out(JSON.stringify(result ?? null));
-          return EXIT.OK;
-        } catch (err) {
-          if (err instanceof MessagingTimeout && url.driver === 'memory') {
-            throw new MessagingTimeout(`${err.message} (memory:// is in-process: no other process can answer; pass --url of a broker)`);
-          }
-          throw err;
-        }
+        const result = await client.call(ctx, method, args);
+        await io.out(JSON.stringify(result ?? null));
+        return EXIT.OK;
       } finally {
         await transport.cleanup();
       }

@@ -1,17 +1,23 @@
 // Shared plumbing of the `tidings` commands: argument parsing on node:util parseArgs, exit
-// codes, one-line error reporting and the I/O seam the commands write through.
+// codes, one-line error reporting, opening transports and the I/O seam the commands use.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { hostname } from 'node:os';
 import {
+  DriverLoadFailure,
   InvalidArgument,
   InvalidTarget,
   InvalidTransportURL,
   MessagingTimeout,
   RemoteError,
   createConsoleLogger,
+  getNotificationTransport,
+  getRpcTransport,
   remoteOrigin,
   silentLogger,
   type Logger,
+  type Transport,
+  type TransportKind,
+  type TransportURL,
 } from '../index.js';
 
 /** Process exit statuses. Scripts MAY rely on these; they are part of the CLI's contract. */
@@ -19,7 +25,7 @@ export const EXIT = Object.freeze({
   OK: 0,
   /** Anything else: the broker refused, a connection failed, an unexpected error. */
   FAILURE: 1,
-  /** Bad input: unknown option, bad JSON, missing --topic, bad URL. Nothing was sent. */
+  /** Bad input: unknown option, bad JSON, missing --topic, bad URL or a scheme this version does not ship. Nothing was sent. */
   USAGE: 2,
   /** A call got no reply in time, or `listen --count` did not see enough notifications. */
   TIMEOUT: 3,
@@ -27,18 +33,26 @@ export const EXIT = Object.freeze({
   REMOTE_ERROR: 4,
 });
 
-/** Where a command writes. `out` is data (JSON lines), `err` is human-facing status. */
+/** Where a command reads and writes. `out` is data (JSON lines), `err` is human-facing status. */
 export interface CliIO {
-  out(line: string): void;
+  /**
+   * Writes one line of data. Resolves once the line is flushed, so a reader that does not read
+   * holds the command back; rejects with OutputClosed once the reader has gone away.
+   */
+  out(line: string): Promise<void>;
+  /** Writes one status line; never fails (there is no one left to tell). */
   err(line: string): void;
+  /** All of stdin as text, for JSON arguments given as `-`. */
+  readInput(): Promise<string>;
+  /** Aborted once the reader of `out` has gone away; long-running commands stop on it. */
+  readonly outputClosed: AbortSignal;
   readonly env: NodeJS.ProcessEnv;
 }
 
-export const processIO: CliIO = {
-  out: (line) => process.stdout.write(line + '\n'),
-  err: (line) => process.stderr.write(line + '\n'),
-  env: process.env,
-};
+/** stdout's reader went away (`| head -1`): the command stops quietly with exit status 0. */
+export class OutputClosed extends Error {
+  override readonly name = 'OutputClosed';
+}
 
 /** One sub-command of `tidings`. */
 export interface Command {
@@ -69,8 +83,9 @@ export const COMMON_HELP = `Common options:
   -v, --verbose      log what the transport does (JSON lines on stderr)
   -h, --help         show this help`;
 
-export const EXIT_HELP = `Exit status: 0 ok, 1 failure, 2 bad input, 3 timeout, 4 remote error.
-Errors are reported as one line on stderr.`;
+export const EXIT_HELP = `Exit status: 0 ok (also when the reader of stdout leaves early, as with | head -1),
+1 failure, 2 bad input (bad JSON, missing --topic, bad URL, a URL scheme this version does not
+ship), 3 timeout, 4 remote error. Errors are reported as one line on stderr.`;
 
 type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
 
@@ -100,9 +115,47 @@ export function resolveUrl(flag: string | undefined, io: CliIO): string {
   return flag ?? io.env.TIDINGS_TRANSPORT_URL ?? 'memory://';
 }
 
+/** How to leave memory://, for the messages about it. */
+export const BROKER_HINT = 'pass --url or set $TIDINGS_TRANSPORT_URL to a broker, e.g. rabbit://guest:guest@127.0.0.1:5672/';
+
+/**
+ * One stderr warning when `url` is memory://, which lives inside this process: `what` says what
+ * no other process can reach or receive.
+ */
+export function warnIfInProcess(url: TransportURL, what: string, io: CliIO): void {
+  if (url.driver === 'memory') io.err(`warning: memory:// is in-process: ${what}; ${BROKER_HINT}`);
+}
+
+/**
+ * Opens the transport of a command. transport.ts reports a scheme that has no driver in this
+ * version (redis://, kafka://) as a DriverLoadFailure without a cause, while a broker library
+ * that is not installed always carries the import error as its cause: the first is bad input
+ * (exit 2), the second stays a failure (exit 1).
+ */
+export async function openTransport(kind: TransportKind, url: TransportURL, verbose: boolean | undefined): Promise<Transport> {
+  const open = kind === 'rpc' ? getRpcTransport : getNotificationTransport;
+  try {
+    return await open(url, { logger: loggerFor(verbose) });
+  } catch (err) {
+    if (err instanceof DriverLoadFailure && err.cause === undefined) throw new UsageError(err.message, { cause: err });
+    throw err;
+  }
+}
+
 /** The logger for --verbose, else silent. */
-export function loggerFor(verbose: boolean | undefined): Logger {
+function loggerFor(verbose: boolean | undefined): Logger {
   return verbose ? createConsoleLogger({ level: 'debug', bindings: { cli: true } }) : silentLogger;
+}
+
+/**
+ * The text of a JSON argument, where `-` means stdin. Empty stdin is bad input: it is almost
+ * always a forgotten pipe, and `{}` is easy to write out.
+ */
+export async function jsonArgument(what: string, text: string | undefined, io: CliIO): Promise<{ what: string; text: string | undefined }> {
+  if (text !== '-') return { what, text };
+  const input = await io.readInput();
+  if (input.trim() === '') throw new UsageError(`${what} is "-" but stdin is empty: pipe the JSON in, e.g. echo '{"a": 1}' | tidings ...`);
+  return { what: `${what} (from stdin)`, text: input };
 }
 
 /** Parses a JSON object given on the command line (args, payload, context). */

@@ -47,7 +47,7 @@ function errorName(err: unknown): string {
   return err instanceof Error ? err.constructor.name : typeof err;
 }
 
-async function rpcPart(say: (line: string) => void): Promise<void> {
+async function rpcPart(say: (line: string) => Promise<void>): Promise<void> {
   const transport = await getRpcTransport('memory://', {
     allowedRemoteExmods: ['demo.bank'],
     remoteErrors: defaultRemoteErrorRegistry.clone().register('demo.bank', InsufficientFunds),
@@ -66,30 +66,30 @@ async function rpcPart(say: (line: string) => void): Promise<void> {
   const servers = ['host-a', 'host-b'].map((name) => getRpcServer(transport, new Target({ topic: 'demo', server: name }), [endpointFor(name)]));
   try {
     await Promise.all(servers.map((s) => s.start()));
-    say('  started 2 servers on topic "demo": host-a, host-b');
+    await say('  started 2 servers on topic "demo": host-a, host-b');
     const client = getRpcClient(transport, { topic: 'demo' }, { timeout: 5000 });
 
     const sum = await client.call({ user: 'demo' }, 'add', { a: 2, b: 3 });
-    say(`  call add ${json({ a: 2, b: 3 })} -> ${json(sum)}`);
+    await say(`  call add ${json({ a: 2, b: 3 })} -> ${json(sum)}`);
 
     const who = await client.prepare({ server: 'host-b' }).call({}, 'whoami', {});
-    say(`  call whoami with server=host-b -> ${json(who)}`);
+    await say(`  call whoami with server=host-b -> ${json(who)}`);
 
     await client.cast({}, 'record', { event: 'hello' });
     await until(() => handledBy.some((h) => h.endsWith(':hello')), 'the cast');
-    say(`  cast record ${json({ event: 'hello' })} -> handled once, by ${handledBy.filter((h) => h.endsWith(':hello')).map((h) => h.split(':')[0]).join(', ')}`);
+    await say(`  cast record ${json({ event: 'hello' })} -> handled once, by ${handledBy.filter((h) => h.endsWith(':hello')).map((h) => h.split(':')[0]).join(', ')}`);
 
     await client.prepare({ fanout: true }).cast({}, 'record', { event: 'everyone' });
     await until(() => handledBy.filter((h) => h.endsWith(':everyone')).length === 2, 'the fanout cast');
     const fanned = handledBy.filter((h) => h.endsWith(':everyone')).map((h) => h.split(':')[0]).sort();
-    say(`  fanout cast record ${json({ event: 'everyone' })} -> handled by every server: ${fanned.join(', ')}`);
+    await say(`  fanout cast record ${json({ event: 'everyone' })} -> handled by every server: ${fanned.join(', ')}`);
 
     try {
       await client.call({}, 'withdraw', { amount: 100 });
       throw new Error('demo: withdraw should have failed');
     } catch (err) {
       if (!(err instanceof InsufficientFunds)) throw err;
-      say(`  call withdraw ${json({ amount: 100 })} -> threw ${errorName(err)} (instanceof InsufficientFunds: true): ${err.message}`);
+      await say(`  call withdraw ${json({ amount: 100 })} -> threw ${errorName(err)} (instanceof InsufficientFunds: true): ${err.message}`);
     }
 
     try {
@@ -97,7 +97,7 @@ async function rpcPart(say: (line: string) => void): Promise<void> {
       throw new Error('demo: nosuch should have failed');
     } catch (err) {
       if (!(err instanceof NoSuchMethod)) throw err;
-      say(`  call nosuch -> threw ${errorName(err)}: ${err.message}`);
+      await say(`  call nosuch -> threw ${errorName(err)}: ${err.message}`);
     }
 
     const started = Date.now();
@@ -106,7 +106,7 @@ async function rpcPart(say: (line: string) => void): Promise<void> {
       throw new Error('demo: slow should have timed out');
     } catch (err) {
       if (!(err instanceof MessagingTimeout)) throw err;
-      say(`  call slow with timeout=200 -> threw ${errorName(err)} after ${Date.now() - started >= 200 ? 'at least' : 'under'} 200 ms`);
+      await say(`  call slow with timeout=200 -> threw ${errorName(err)} after ${Date.now() - started >= 200 ? 'at least' : 'under'} 200 ms`);
     } finally {
       releaseSlow();
     }
@@ -115,10 +115,10 @@ async function rpcPart(say: (line: string) => void): Promise<void> {
     await Promise.all(servers.map((s) => s.wait()));
     await transport.cleanup();
   }
-  say('  stopped both servers (in-flight calls finished first)');
+  await say('  stopped both servers (in-flight calls finished first)');
 }
 
-async function notificationPart(say: (line: string) => void): Promise<void> {
+async function notificationPart(say: (line: string) => Promise<void>): Promise<void> {
   const transport = await getNotificationTransport('memory://');
   const got: Record<string, number[]> = { 'billing-1': [], 'billing-2': [], 'audit-1': [] };
   const listenerFor = (name: string, pool: string) =>
@@ -147,19 +147,19 @@ async function notificationPart(say: (line: string) => void): Promise<void> {
   try {
     await Promise.all(all.map((l) => l.start()));
     const notifier = new Notifier(transport, { publisherId: 'compute.host1', driver: 'messagingv2', topics: ['notifications'] });
-    say('  listeners on topic "notifications": billing-1 and billing-2 in pool "billing", audit-1 in pool "audit"');
+    await say('  listeners on topic "notifications": billing-1 and billing-2 in pool "billing", audit-1 in pool "audit"');
     const total = 6;
     for (let n = 1; n <= total; n++) await notifier.info({ user: 'demo' }, 'compute.instance.create.end', { n });
-    say(`  notifier compute.host1 sent ${total} info notifications compute.instance.create.end`);
+    await say(`  notifier compute.host1 sent ${total} info notifications compute.instance.create.end`);
     const count = (name: string) => got[name].length;
     await until(() => count('billing-1') + count('billing-2') === total && count('audit-1') === total, 'delivery to both pools');
-    say(`  pool "billing": billing-1 got ${count('billing-1')}, billing-2 got ${count('billing-2')} -> each notification once per pool, shared by its members`);
-    say(`  pool "audit": audit-1 got ${count('audit-1')} -> every pool gets its own copy`);
+    await say(`  pool "billing": billing-1 got ${count('billing-1')}, billing-2 got ${count('billing-2')} -> each notification once per pool, shared by its members`);
+    await say(`  pool "audit": audit-1 got ${count('audit-1')} -> every pool gets its own copy`);
 
     const metrics = new Notifier(transport, { publisherId: 'compute.host1', driver: 'messagingv2', topics: ['metrics'] });
     for (let n = 1; n <= total; n++) await metrics.sample({}, 'compute.metrics', { n });
     await until(() => batches.flat().length === total, 'the batches');
-    say(`  batch listener (batchSize 5, batchTimeout 100 ms) got ${total} sample notifications in batches of ${batches.map((b) => b.length).join(' + ')}`);
+    await say(`  batch listener (batchSize 5, batchTimeout 100 ms) got ${total} sample notifications in batches of ${batches.map((b) => b.length).join(' + ')}`);
   } finally {
     await Promise.all(all.map((l) => l.stop()));
     await Promise.all(all.map((l) => l.wait()));
@@ -175,15 +175,15 @@ export const demoCommand: Command = {
     const { values } = parseCommandLine(argv, {}, 0, 'tidings demo');
     if (values.url !== undefined) throw new UsageError('demo always runs on memory:// (it needs no broker); --url is not accepted');
     const say = (line: string) => io.out(line);
-    say('tidings demo: RPC and notifications end to end on memory://');
-    say('');
-    say('RPC');
+    await say('tidings demo: RPC and notifications end to end on memory://');
+    await say('');
+    await say('RPC');
     await rpcPart(say);
-    say('');
-    say('Notifications');
+    await say('');
+    await say('Notifications');
     await notificationPart(say);
-    say('');
-    say('demo finished: every step behaved as described');
+    await say('');
+    await say('demo finished: every step behaved as described');
     return EXIT.OK;
   },
 };

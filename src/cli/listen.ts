@@ -7,7 +7,6 @@ import {
   Target,
   TransportURL,
   getNotificationListener,
-  getNotificationTransport,
   type Context,
   type NotificationMetadata,
   type Priority,
@@ -16,12 +15,14 @@ import {
   COMMON_HELP,
   EXIT,
   EXIT_HELP,
-  loggerFor,
+  openTransport,
+  OutputClosed,
   parseCommandLine,
   parsePositiveInt,
   resolveUrl,
   shutdownRequested,
   UsageError,
+  warnIfInProcess,
   type CliIO,
   type Command,
 } from './common.js';
@@ -41,7 +42,13 @@ const HELP = `Usage: tidings listen [options]
 Prints one JSON line per notification on stdout:
   {"priority":"info","event_type":"...","publisher_id":"...","payload":...,"ctx":{...},"message_id":"...","timestamp":"..."}
 Status lines ("listening on ...") go to stderr. Stops on SIGINT/SIGTERM, after --count
-notifications or after --timeout ms.
+notifications, after --timeout ms, or (exit 0) once the reader of stdout goes away, as with
+| head -1.
+
+A notification is acknowledged only once its line is written: while the reader of stdout
+does not read, the listener waits and the broker keeps the rest (add a prefetch to the URL,
+e.g. ?rabbit_qos_prefetch_count=100, to also bound what this process holds unacknowledged).
+A line that cannot be written any more is requeued where the transport supports it.
 
 Options:
   -t, --topic <topic>        notification topic (default ${DEFAULT_NOTIFICATION_TOPIC})
@@ -56,6 +63,9 @@ ${COMMON_HELP}
 
 Example:
   tidings listen --topic notifications --pool billing --count 2 --url rabbit://guest:guest@127.0.0.1:5672/
+
+On memory:// (the default) the listener lives inside this one process, where no notifier runs;
+it starts, but warns on stderr that nothing outside this process can reach it.
 
 ${EXIT_HELP}`;
 
@@ -77,23 +87,33 @@ export const listenCommand: Command = {
     let received = 0;
     let reachedCount!: () => void;
     const enough = new Promise<void>((resolve) => (reachedCount = resolve));
-    const print = (priority: Priority) => (ctx: Context, publisherId: string | null, eventType: string, payload: unknown, metadata: NotificationMetadata) => {
+    const print = (priority: Priority) => async (ctx: Context, publisherId: string | null, eventType: string, payload: unknown, metadata: NotificationMetadata) => {
       // With concurrent deliveries a message may arrive after --count was reached; it is not printed.
       if (count !== undefined && received >= count) return NotificationResult.HANDLED;
+      try {
+        // Returning only once the line is flushed is the back-pressure: with one executor slot,
+        // nothing more is taken (or acknowledged) while the reader of stdout is not reading.
+        await io.out(JSON.stringify({ priority, event_type: eventType, publisher_id: publisherId, payload, ctx, message_id: metadata.message_id, timestamp: metadata.timestamp }));
+      } catch (err) {
+        if (err instanceof OutputClosed) return NotificationResult.REQUEUE;
+        throw err;
+      }
       received++;
-      io.out(JSON.stringify({ priority, event_type: eventType, publisher_id: publisherId, payload, ctx, message_id: metadata.message_id, timestamp: metadata.timestamp }));
       if (count !== undefined && received >= count) reachedCount();
       return NotificationResult.HANDLED;
     };
     const endpoint = Object.fromEntries(priorities.map((p) => [p, print(p)]));
 
-    const transport = await getNotificationTransport(url, { logger: loggerFor(values.verbose) });
-    const shutdown = shutdownRequested();
+    const transport = await openTransport('notification', url, values.verbose);
+    // A reader that goes away (`| head -1`) stops the listener like a signal does.
+    const shutdown = shutdownRequested(io.outputClosed);
     let timer: NodeJS.Timeout | undefined;
     try {
+      warnIfInProcess(url, 'nothing outside this process can reach this listener', io);
       const listener = getNotificationListener(transport, [new Target({ topic, exchange: values.exchange })], [endpoint], {
         ...(values.pool ? { pool: values.pool } : {}),
         executorSize: 1,
+        allowRequeue: transport.driver.capabilities.requeue,
       });
       await listener.start();
       io.err(`listening on ${transport.url} topic=${topic} priorities=${priorities.join(',')}${values.pool ? ` pool=${values.pool}` : ''}`);

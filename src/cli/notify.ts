@@ -1,17 +1,19 @@
 // `tidings notify`: publishes one notification, as oslo-messaging-send-notification does.
 import { hostname } from 'node:os';
-import { Notifier, PRIORITIES, TransportURL, getNotificationTransport, type Priority } from '../index.js';
+import { Notifier, PRIORITIES, TransportURL, type Priority } from '../index.js';
 import { CLI_RETRY } from './call.js';
 import {
   COMMON_HELP,
   EXIT,
   EXIT_HELP,
-  loggerFor,
+  jsonArgument,
+  openTransport,
   parseCommandLine,
   parseJsonObject,
   parseJsonValue,
   resolveUrl,
   UsageError,
+  warnIfInProcess,
   type CliIO,
   type Command,
 } from './common.js';
@@ -26,10 +28,10 @@ const OPTIONS = {
   context: { type: 'string' },
 } as const;
 
-const HELP = `Usage: tidings notify <event-type> [json-payload] [options]
+const HELP = `Usage: tidings notify <event-type> [json-payload | -] [options]
 
 Publishes one notification and exits once the broker accepted it.
-[json-payload] is any JSON value (default {}).
+[json-payload] is any JSON value (default {}); - reads it from stdin.
 
 Options:
   -t, --topic <topic>        notification topic (default ${DEFAULT_NOTIFICATION_TOPIC})
@@ -42,6 +44,10 @@ ${COMMON_HELP}
 Example:
   tidings notify compute.instance.create.end '{"id": 42}' --priority info \\
     --url rabbit://guest:guest@127.0.0.1:5672/
+  echo '{"id": 42}' | tidings notify compute.instance.create.end -
+
+memory:// (the default) lives inside this one process: a notification sent on it is accepted,
+but nothing outside this process receives it (a warning says so on stderr).
 
 ${EXIT_HELP}`;
 
@@ -61,14 +67,16 @@ export const notifyCommand: Command = {
     const { values, positionals } = parseCommandLine(argv, OPTIONS, 2, 'tidings notify <event-type> [json-payload]');
     const [eventType, rawPayload] = positionals;
     if (!eventType) throw new UsageError('missing <event-type> (usage: tidings notify <event-type> [json-payload])');
-    const payload = parseJsonValue('json-payload', rawPayload, {});
     const ctx = parseJsonObject('--context', values.context);
     const priority = parsePriority(values.priority);
     const topic = values.topic ?? DEFAULT_NOTIFICATION_TOPIC;
     if (topic === '') throw new UsageError('--topic must not be empty');
     const url = TransportURL.parse(resolveUrl(values.url, io));
+    const json = await jsonArgument('json-payload', rawPayload, io);
+    const payload = parseJsonValue(json.what, json.text, {});
+    warnIfInProcess(url, 'nothing outside this process receives this notification', io);
 
-    const transport = await getNotificationTransport(url, { logger: loggerFor(values.verbose) });
+    const transport = await openTransport('notification', url, values.verbose);
     try {
       const notifier = new Notifier(transport, {
         publisherId: values['publisher-id'] ?? `tidings-cli.${hostname()}`,

@@ -1,17 +1,18 @@
 // `tidings serve`: an RPC server with the built-in endpoints, for smoke tests and health
 // checks. Runs until SIGINT/SIGTERM, then stops taking messages and lets in-flight ones finish.
-import { Target, TransportURL, getRpcServer, getRpcTransport } from '../index.js';
+import { Target, TransportURL, getRpcServer, type Transport } from '../index.js';
 import { BUILTIN_METHODS, MAX_SLEEP_MS, createBuiltinEndpoints } from './builtin-endpoints.js';
 import {
   COMMON_HELP,
   EXIT,
   EXIT_HELP,
   defaultServerName,
-  loggerFor,
+  openTransport,
   parseCommandLine,
   requireTopic,
   resolveUrl,
   shutdownRequested,
+  warnIfInProcess,
   type CliIO,
   type Command,
 } from './common.js';
@@ -46,6 +47,9 @@ Example:
   tidings serve --topic demo --url rabbit://guest:guest@127.0.0.1:5672/ &
   tidings call ping --topic demo --url rabbit://guest:guest@127.0.0.1:5672/
 
+On memory:// (the default) the server lives inside this one process, where no caller runs;
+it starts, but warns on stderr that nothing outside this process can reach it.
+
 ${EXIT_HELP}`;
 
 export const serveCommand: Command = {
@@ -59,8 +63,10 @@ export const serveCommand: Command = {
     const url = TransportURL.parse(resolveUrl(values.url, io));
     // Subscribe to signals before the (possibly slow) connect, so an early SIGTERM is not lost.
     const shutdown = shutdownRequested();
-    const transport = await getRpcTransport(url, { logger: loggerFor(values.verbose) });
+    let transport: Transport | undefined;
     try {
+      transport = await openTransport('rpc', url, values.verbose);
+      warnIfInProcess(url, 'nothing outside this process can reach this server', io);
       const target = new Target({ topic, server: serverName, exchange: values.exchange });
       const endpoints = createBuiltinEndpoints({ topic, server: serverName, url: transport.url });
       const server = getRpcServer(transport, target, [endpoints]);
@@ -74,7 +80,7 @@ export const serveCommand: Command = {
       return EXIT.OK;
     } finally {
       shutdown.dispose();
-      await transport.cleanup();
+      await transport?.cleanup();
     }
   },
 };

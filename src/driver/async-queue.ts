@@ -15,10 +15,12 @@ export class AsyncQueue<T> {
   private readonly waiters: Waiter<T>[] = [];
   private closedFlag = false;
 
+  /** Items waiting to be taken. */
   get size(): number {
     return this.items.length - this.head;
   }
 
+  /** True after `close()` until `reopen()`: nothing more is accepted. */
   get closed(): boolean {
     return this.closedFlag;
   }

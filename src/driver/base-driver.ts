@@ -24,6 +24,7 @@ export interface DriverInit {
   readonly options: Readonly<Record<string, unknown>>;
 }
 
+/** Options of `BaseDriver.send()`, set by the RPC client. */
 export interface SendOptions {
   /** True for `call`: resolve with the reply's result. */
   waitForReply?: boolean;
@@ -37,6 +38,7 @@ export interface SendOptions {
   signal?: AbortSignal;
 }
 
+/** Options of `BaseDriver.sendNotification()`, set by the Notifier. */
 export interface NotificationSendOptions {
   /** 1.0 sends the raw dict (oslo `messaging`), 2.0 the envelope (oslo `messagingv2`). @default 2.0 */
   version?: 1.0 | 2.0;
@@ -44,6 +46,7 @@ export interface NotificationSendOptions {
   retry?: number;
 }
 
+/** Options of `BaseDriver.listen()`. */
 export interface ListenOptions {
   /** Messages per callback. @default 1 */
   batchSize?: number;
@@ -51,15 +54,18 @@ export interface ListenOptions {
   batchTimeout?: number;
 }
 
+/** Options of `BaseDriver.listenForNotifications()`. */
 export interface NotificationListenOptions extends ListenOptions {
   /** Pool name: every pool gets its own copy; listeners in one pool share the messages. */
   pool?: string;
 }
 
+/** One notification subscription: a target and a priority, i.e. the queue `<topic>.<priority>`. */
 export type TargetAndPriority = readonly [Target, Priority];
 
 /** The module shape `transport.ts` imports lazily for each scheme. */
 export interface DriverModule {
+  /** Creates the driver; MUST NOT connect yet (drivers connect lazily on first use). */
   createDriver(init: DriverInit): BaseDriver;
 }
 
@@ -77,10 +83,15 @@ export abstract class BaseDriver {
   /** A positive prefetch caps listener batch sizes; -1 = unlimited. */
   readonly prefetchSize: number = -1;
 
+  /** The transport URL; `toString()` is redacted. */
   readonly url: TransportURL;
+  /** Exchange of targets that name none (the transport's `controlExchange`). */
   readonly defaultExchange: string;
+  /** Modules whose registered error classes replies are rebuilt as (see `deserializeRemoteError`). */
   readonly allowedRemoteExmods: readonly string[];
+  /** Classes for rebuilding remote errors. */
   readonly remoteErrors: RemoteErrorRegistry;
+  /** The transport's logger, bound to this driver. */
   protected readonly logger: Logger;
 
   constructor(init: DriverInit) {
@@ -155,6 +166,7 @@ export abstract class BaseDriver {
     return target.exchange ?? this.defaultExchange;
   }
 
+  /** Class name and redacted URL, for logs and errors. */
   toString(): string {
     return `${this.constructor.name}<${this.url.toString()}>`;
   }

@@ -2,6 +2,7 @@
 // NotSupportedError, never silently at send time.
 import { NotSupportedError } from '../errors.js';
 
+/** What a driver supports; the façades check these before sending or subscribing. */
 export interface DriverCapabilities {
   /** RPC `call` (request/reply) and `cast`. */
   readonly rpc: boolean;
@@ -17,6 +18,7 @@ export interface DriverCapabilities {
   readonly durableNotifications: boolean;
 }
 
+/** One capability name, e.g. `requeue`. */
 export type Capability = keyof DriverCapabilities;
 
 /** Throws NotSupportedError naming the driver and the missing capability. */

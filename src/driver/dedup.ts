@@ -6,11 +6,15 @@ export class DuplicateMessageChecker {
   private readonly seen = new Set<string>();
   private next = 0;
 
-  constructor(readonly size: number = 4096) {
+  constructor(
+    /** How many ids are remembered. @default 4096 */
+    readonly size: number = 4096,
+  ) {
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`DuplicateMessageChecker size must be a positive integer, received ${size}`);
     this.ring = new Array(size);
   }
 
+  /** True when `id` is in the window. */
   has(id: string): boolean {
     return this.seen.has(id);
   }

@@ -3,12 +3,18 @@ import { randomFillSync } from 'node:crypto';
 import { MalformedMessage } from '../errors.js';
 import type { Context, DriverMessage } from './types.js';
 
+/** The envelope version tidings writes (oslo `_VERSION`). */
 export const ENVELOPE_VERSION = '2.0';
+/** Envelope key holding the version. */
 export const VERSION_KEY = 'oslo.version';
+/** Envelope key holding the JSON-encoded inner message. */
 export const MESSAGE_KEY = 'oslo.message';
 
+/** oslo's 2.0 envelope: the inner message as a JSON string beside its version. */
 export interface Envelope {
+  /** `'2.0'`. */
   [VERSION_KEY]: string;
+  /** The inner message, JSON-encoded. */
   [MESSAGE_KEY]: string;
 }
 
@@ -99,6 +105,7 @@ export function newHexId(): string {
   return idPool.toString('hex', at, at + ID_BYTES);
 }
 
+/** True for `{...}` objects (prototype Object or null): what JSON decodes objects to. */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
   const proto = Object.getPrototypeOf(value);

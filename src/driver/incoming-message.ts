@@ -39,7 +39,19 @@ export abstract class IncomingMessage extends ReceivedMessage {
 }
 
 /** What an RPC server sends back: a result or a failure (an Error or any thrown value). */
-export type RpcReply = { result: unknown; failure?: undefined } | { failure: unknown; result?: undefined };
+export type RpcReply =
+  | {
+      /** The method's return value (JSON-safe). */
+      result: unknown;
+      /** Absent with a result. */
+      failure?: undefined;
+    }
+  | {
+      /** What the method threw; serialised with `serializeFailure`. */
+      failure: unknown;
+      /** Absent with a failure. */
+      result?: undefined;
+    };
 
 /**
  * A received RPC request, validated by the driver seam. Drivers acknowledge requests on receipt

@@ -25,14 +25,21 @@ export interface Listener<M extends ReceivedMessage = ReceivedMessage> {
   cleanup(): Promise<void>;
 }
 
+/** Options of `PollStyleListenerAdapter`. */
 export interface PollStyleListenerAdapterOptions {
   /** @default 1 */
   batchSize?: number;
   /** Batch deadline in ms; undefined sends each batch as soon as the first message arrives and batchSize is reached or nothing else is buffered. */
   batchTimeout?: number;
+  /** Where poll and callback failures are logged. @default silentLogger */
   logger?: Logger;
-  /** Backoff after a failed poll or callback, in ms: doubles from `min` to `max`. */
-  backoff?: { minMs: number; maxMs: number };
+  /** Backoff after a failed poll or callback, in ms: doubles from `min` to `max`. @default { minMs: 10, maxMs: 1000 } */
+  backoff?: {
+    /** First wait, ms. */
+    minMs: number;
+    /** Longest wait, ms. */
+    maxMs: number;
+  };
 }
 
 const DEFAULT_BACKOFF = Object.freeze({ minMs: 10, maxMs: 1000 });
@@ -54,6 +61,7 @@ export class PollStyleListenerAdapter<M extends ReceivedMessage = ReceivedMessag
   private readonly backoff: { minMs: number; maxMs: number };
 
   constructor(
+    /** The pull source this adapter polls. */
     readonly source: PollStyleListener<M>,
     private readonly options: PollStyleListenerAdapterOptions = {},
   ) {

@@ -4,6 +4,7 @@ import { AsyncQueue } from './async-queue.js';
 import { StopWatch } from './stopwatch.js';
 import type { ReceivedMessage } from './incoming-message.js';
 
+/** Options of one `PollStyleListener.poll()`. */
 export interface PollOptions {
   /** Longest wait for the first message (and, as in oslo, for the whole batch), in ms; undefined waits until a message or stop(). */
   timeout?: number;
@@ -13,6 +14,7 @@ export interface PollOptions {
   batchTimeout?: number;
 }
 
+/** Options of `batchPoll()`. */
 export interface BatchPollOptions extends PollOptions {
   /** The driver's prefetch; a positive value caps batchSize. */
   prefetchSize?: number;
@@ -61,7 +63,10 @@ function batchLimit({ timeout, batchTimeout }: PollOptions): number | undefined 
  */
 export abstract class PollStyleListener<M extends ReceivedMessage = ReceivedMessage> {
   /** A positive prefetch caps the batch size of polls. -1 = no prefetch limit. */
-  constructor(readonly prefetchSize: number = -1) {}
+  constructor(
+    /** A positive prefetch caps the batch size of polls. -1 = no prefetch limit. */
+    readonly prefetchSize: number = -1,
+  ) {}
 
   /** Resolves with 0..batchSize messages, per the single-stopwatch rules of batchPoll. */
   abstract poll(options?: PollOptions): Promise<M[]>;
@@ -87,6 +92,7 @@ export abstract class PollStyleListener<M extends ReceivedMessage = ReceivedMess
  * and `poll()` takes from the buffer. Most drivers extend this.
  */
 export abstract class BufferedPollStyleListener<M extends ReceivedMessage = ReceivedMessage> extends PollStyleListener<M> {
+  /** Messages delivered and not yet polled. */
   protected readonly buffer = new AsyncQueue<M>();
 
   /** Hands a received message to pollers. */

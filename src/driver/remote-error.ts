@@ -14,11 +14,17 @@ import { isPlainObject } from './envelope.js';
 
 /** oslo's failure object, as JSON-encoded into a reply's `failure` string. */
 export interface FailureInfo {
+  /** Class name, e.g. `ValueError`, `OutOfStock`. */
   class: string;
+  /** Module of the class: `builtins`, a Python module, or a JS class's `static remoteModule`. */
   module: string;
+  /** The error message. */
   message: string;
+  /** Traceback lines (the JS stack on the tidings side). */
   tb: string[];
+  /** Constructor arguments; tidings rebuilds a registered class as `new Class(...args)`. */
   args: unknown[];
+  /** Keyword arguments (Python); empty from tidings. */
   kwargs: Record<string, unknown>;
 }
 
@@ -50,6 +56,7 @@ export class RemoteErrorRegistry {
     return this;
   }
 
+  /** The factory registered for (`module`, `className`), if any. */
   lookup(module: string, className: string): RemoteErrorFactory | undefined {
     return this.factories.get(`${module}\0${className}`);
   }
@@ -84,8 +91,11 @@ export const defaultRemoteErrorRegistry = new RemoteErrorRegistry()
 
 /** Properties a rebuilt error carries about its remote origin. */
 export interface RemoteOrigin {
+  /** The remote module, e.g. `builtins`, `shop.errors`. */
   module: string;
+  /** The remote class name. */
   className: string;
+  /** The remote traceback lines. */
   traceback: readonly string[];
 }
 

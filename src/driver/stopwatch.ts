@@ -5,6 +5,7 @@ export class StopWatch {
   private readonly startedAt: number;
 
   constructor(
+    /** The limit, ms; undefined = none. */
     readonly durationMs?: number,
     private readonly now: () => number = () => performance.now(),
   ) {

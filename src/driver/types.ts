@@ -34,8 +34,10 @@ export interface ReceivedNotification {
 
 /** Notification priorities, lower-case as in routing keys. */
 export const PRIORITIES = ['audit', 'debug', 'info', 'warn', 'error', 'critical', 'sample'] as const;
+/** A notification priority. */
 export type Priority = (typeof PRIORITIES)[number];
 
+/** True for one of PRIORITIES (lower-case). */
 export function isPriority(value: unknown): value is Priority {
   return typeof value === 'string' && (PRIORITIES as readonly string[]).includes(value);
 }

@@ -16,7 +16,17 @@ const WIRE_KEYS = new Set(['_unique_id', '_msg_id', '_reply_q', '_timeout']);
  * (RPC requests read their fields directly). Builds new objects instead of
  * deleting keys (which slows V8 objects down); a `__proto__` key from the wire is dropped.
  */
-export function splitWireKeys(raw: DriverMessage, keepMessage = true): { message: DriverMessage; ctx: Context; wire: Record<string, unknown> } {
+export function splitWireKeys(
+  raw: DriverMessage,
+  keepMessage = true,
+): {
+  /** The body without context and wire keys (empty with `keepMessage: false`). */
+  message: DriverMessage;
+  /** The `_context_*` keys, prefix removed. */
+  ctx: Context;
+  /** `_unique_id`, `_msg_id`, `_reply_q`, `_timeout` as found. */
+  wire: Record<string, unknown>;
+} {
   const message: DriverMessage = {};
   const ctx: Context = {};
   const wire: Record<string, unknown> = {};
@@ -35,6 +45,7 @@ export interface ParsedRpcRequest {
   request: RpcRequest;
   /** The context, plus oslo's `client_timeout` (the raw `_timeout`, seconds or null). */
   ctx: Context;
+  /** `_unique_id`, for duplicate suppression. */
   uniqueId?: string;
   /** `_msg_id` of a call; undefined for a cast. */
   msgId?: string;
@@ -69,7 +80,9 @@ export function parseRpcRequest(raw: DriverMessage): ParsedRpcRequest {
 export interface ParsedNotification {
   /** The oslo 1.10 dict without wire and context keys. */
   notification: ReceivedNotification;
+  /** The `_context_*` keys, prefix removed. */
   ctx: Context;
+  /** `_unique_id`, for duplicate suppression. */
   uniqueId?: string;
   /** `message_id`, else `_unique_id`. */
   messageId?: string;

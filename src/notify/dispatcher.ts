@@ -1,11 +1,13 @@
 // Routes received notifications to endpoint methods named after their priority (oslo
 // notify/dispatcher.py): plain (one message per call) and batch (one array per priority group).
 import { InvalidArgument } from '../errors.js';
-import { silentLogger, type Logger } from '../logger.js';
+import type { Logger } from '../logger.js';
+import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { NoOpSerializer, type Serializer } from '../serializer.js';
 import { PRIORITIES, isPriority, type Context, type Priority } from '../driver/types.js';
 import type { IncomingMessage } from '../driver/incoming-message.js';
 import type { NotificationFilter } from './filter.js';
+import { requirePriorityMethod } from './endpoint-check.js';
 
 /** What an endpoint method returns. `undefined` counts as HANDLED. */
 export const NotificationResult = Object.freeze({
@@ -73,11 +75,15 @@ class ReceivedMetadata implements NotificationMetadata {
 
 /** A notification as a batch endpoint receives it. */
 export interface NotificationBatchItem<Ctx = Context> {
+  /** The context, after the serializer's `deserializeContext`. */
   ctx: Ctx;
+  /** The sender's `publisherId`; null when it sent none. */
   publisherId: string | null;
+  /** e.g. `compute.instance.create.end`. */
   eventType: string;
   /** Whatever the publisher sent, after the serializer's `deserializeEntity`. */
   payload: any;
+  /** `message_id`, `timestamp`, priority and the raw message. */
   metadata: NotificationMetadata;
 }
 
@@ -92,38 +98,58 @@ type BatchHandler<Ctx> = (messages: NotificationBatchItem<Ctx>[]) => Awaitable<N
 export interface NotificationEndpoint<Ctx = Context> {
   /** Screens notifications before any of this endpoint's methods run. */
   filterRule?: NotificationFilter;
+  /** Handles `audit` notifications (security-relevant actions). */
   audit?: PlainHandler<Ctx>;
+  /** Handles `debug` notifications. */
   debug?: PlainHandler<Ctx>;
+  /** Handles `info` notifications, the usual priority. */
   info?: PlainHandler<Ctx>;
+  /** Handles `warn` notifications (sent by `Notifier.warn()` and `warning()`). */
   warn?: PlainHandler<Ctx>;
+  /** Handles `error` notifications. */
   error?: PlainHandler<Ctx>;
+  /** Handles `critical` notifications. */
   critical?: PlainHandler<Ctx>;
+  /** Handles `sample` notifications (metering samples). */
   sample?: PlainHandler<Ctx>;
 }
 
 /** A batch endpoint: each method gets one array of notifications of its priority. */
 export interface BatchNotificationEndpoint<Ctx = Context> {
+  /** Screens notifications before they are put into this endpoint's batches. */
   filterRule?: NotificationFilter;
+  /** Handles `audit` notifications (security-relevant actions). */
   audit?: BatchHandler<Ctx>;
+  /** Handles `debug` notifications. */
   debug?: BatchHandler<Ctx>;
+  /** Handles `info` notifications, the usual priority. */
   info?: BatchHandler<Ctx>;
+  /** Handles `warn` notifications (sent by `Notifier.warn()` and `warning()`). */
   warn?: BatchHandler<Ctx>;
+  /** Handles `error` notifications. */
   error?: BatchHandler<Ctx>;
+  /** Handles `critical` notifications. */
   critical?: BatchHandler<Ctx>;
+  /** Handles `sample` notifications (metering samples). */
   sample?: BatchHandler<Ctx>;
 }
 
 /** Facts about a handler failure, for logs and instrumentation (never the payload). */
 export interface HandlerFailure {
+  /** What the handler threw. */
   error: unknown;
+  /** The priority (the method name) that failed. */
   priority: Priority;
+  /** The endpoint's class name, or `endpoints[i]` for a plain object. */
   endpoint: string;
+  /** Event types of the notification(s) handed to the method. */
   eventTypes: string[];
 }
 
 export interface DispatcherOptions {
   serializer?: Serializer<any>;
-  logger?: Logger;
+  /** pino, bunyan, winston and console are adapted. @default silentLogger */
+  logger?: LoggerLike;
   /** Called after a handler threw (the failure is already logged). */
   onHandlerError?: (failure: HandlerFailure) => void;
 }
@@ -150,9 +176,9 @@ export class NotificationDispatcher {
   protected readonly onHandlerError?: (failure: HandlerFailure) => void;
 
   constructor(endpoints: readonly object[], options: DispatcherOptions = {}) {
-    if (!Array.isArray(endpoints)) throw new InvalidArgument('endpoints', 'an array of endpoint objects', endpoints);
+    if (!Array.isArray(endpoints) || endpoints.length === 0) throw new InvalidArgument('endpoints', 'a non-empty array of endpoint objects', endpoints);
     this.serializer = options.serializer ?? new NoOpSerializer();
-    this.logger = options.logger ?? silentLogger;
+    this.logger = toLogger(options.logger);
     this.onHandlerError = options.onHandlerError;
     endpoints.forEach((endpoint, i) => {
       if (endpoint === null || typeof endpoint !== 'object') throw new InvalidArgument(`endpoints[${i}]`, 'an object', endpoint);
@@ -160,6 +186,7 @@ export class NotificationDispatcher {
       if (filter !== undefined && filter !== null && (typeof filter !== 'object' || typeof (filter as { match?: unknown }).match !== 'function')) {
         throw new InvalidArgument(`endpoints[${i}].filterRule`, 'a NotificationFilter', filter);
       }
+      requirePriorityMethod(endpoint, i);
       const name = endpoint.constructor && endpoint.constructor !== Object ? endpoint.constructor.name : `endpoints[${i}]`;
       for (const priority of PRIORITIES) {
         const method = (endpoint as Record<string, unknown>)[priority];
@@ -170,9 +197,6 @@ export class NotificationDispatcher {
       }
     });
     this.supportedPriorities = Object.freeze(PRIORITIES.filter((p) => this.callbacks.has(p)));
-    if (this.supportedPriorities.length === 0) {
-      throw new InvalidArgument('endpoints', `at least one endpoint with a method named ${PRIORITIES.join(', ')}`, endpoints);
-    }
   }
 
   /**

@@ -9,6 +9,7 @@ export type FilterPattern = string | RegExp;
 /** Field name to pattern; each named field MUST be present and be a string matching the pattern. */
 export type FilterPatternMap = Readonly<Record<string, FilterPattern>>;
 
+/** The patterns of a NotificationFilter; every given one must match. */
 export interface NotificationFilterInit {
   /** Patterns on context keys, e.g. `{ project_id: '^abc$' }`. */
   context?: FilterPatternMap;

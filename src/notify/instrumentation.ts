@@ -15,19 +15,27 @@ export const NOTIFY_CHANNELS = Object.freeze({
 export const sendChannel = channel(NOTIFY_CHANNELS.send);
 export const dispatchChannel = channel(NOTIFY_CHANNELS.dispatch);
 
+/** A notification every driver accepted: the `sent` event and a `tidings:notify:send` message. */
 export interface NotificationSentEvent {
+  /** The notification's `message_id`. */
   messageId: string;
+  /** Its event type. */
   eventType: string;
+  /** Its priority, lower-case. */
   priority: Priority;
+  /** The notifier's publisher id. */
   publisherId: string | null;
   /** Milliseconds from the call until every driver accepted the notification. */
   durationMs: number;
 }
 
+/** A notification a driver failed to deliver: the `failed` event and a `tidings:notify:send` message (with `error`). */
 export interface NotificationFailedEvent extends NotificationSentEvent {
+  /** The error the send rejects with (a MessagingError). */
   error: unknown;
 }
 
+/** One message or batch handled: the `dispatched` event and a `tidings:notify:dispatch` message. */
 export interface NotificationDispatchedEvent {
   /** Distinct priorities of the messages (lower-case, as received). */
   priorities: string[];
@@ -35,13 +43,17 @@ export interface NotificationDispatchedEvent {
   messages: number;
   /** How many of them were acknowledged and how many requeued. */
   acknowledged: number;
+  /** How many were requeued (only with `allowRequeue`). */
   requeued: number;
+  /** From the start of dispatch until every message was settled, ms. */
   durationMs: number;
 }
 
 /** Events of `Notifier#events` (shared with its `prepare()`d children). */
 export interface NotifierEvents {
+  /** Every driver accepted a notification. */
   sent: [NotificationSentEvent];
+  /** A notification was not delivered; the send rejects with the same error. */
   failed: [NotificationFailedEvent];
 }
 
@@ -51,6 +63,7 @@ export interface NotificationListenerEvents {
   started: [];
   /** `stop()` finished: nothing new is taken. */
   stopped: [];
+  /** One message (plain listener) or batch (batch listener) was handled and settled. */
   dispatched: [NotificationDispatchedEvent];
   /** An endpoint threw; the message is requeued (allowRequeue) or acknowledged. */
   handlerError: [HandlerFailure];

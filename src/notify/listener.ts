@@ -3,6 +3,7 @@
 import { EventEmitter } from 'eventemitter3';
 import { InvalidArgument, InvalidState, MessagingError, ServerListenError } from '../errors.js';
 import { silentLogger, type Logger } from '../logger.js';
+import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { Target, validateNotificationTarget, type TargetInit } from '../target.js';
 import type { Serializer } from '../serializer.js';
 import type { Transport } from '../transport.js';
@@ -17,9 +18,11 @@ import {
   type BatchNotificationEndpoint,
   type NotificationEndpoint,
 } from './dispatcher.js';
+import type { CheckedEndpoints } from './endpoint-check.js';
 import { BoundedExecutor } from './executor.js';
 import { dispatchChannel, type NotificationListenerEvents } from './instrumentation.js';
 
+/** Options of `getNotificationListener()` (and, with batch options, `getBatchNotificationListener()`). */
 export interface NotificationListenerOptions<Ctx = Context> {
   /** Pool name: every pool gets each notification once; listeners in one pool share them. Needs the `pools` capability. */
   pool?: string;
@@ -29,10 +32,11 @@ export interface NotificationListenerOptions<Ctx = Context> {
   executorSize?: number;
   /** Rebuilds the context and payload from the wire. @default NoOpSerializer */
   serializer?: Serializer<Ctx>;
-  /** Where dispatch errors are logged. @default the transport's logger */
-  logger?: Logger;
+  /** Where dispatch errors are logged; pino, bunyan, winston and console are adapted. @default the transport's logger */
+  logger?: LoggerLike;
 }
 
+/** Options of `getBatchNotificationListener()`. */
 export interface BatchNotificationListenerOptions<Ctx = Context> extends NotificationListenerOptions<Ctx> {
   /** Most notifications per batch. @default 100 */
   batchSize?: number;
@@ -40,8 +44,21 @@ export interface BatchNotificationListenerOptions<Ctx = Context> extends Notific
   batchTimeout?: number;
 }
 
-export const NOTIFICATION_LISTENER_DEFAULTS = Object.freeze({ allowRequeue: false, executorSize: 64 });
-export const BATCH_NOTIFICATION_LISTENER_DEFAULTS = Object.freeze({ ...NOTIFICATION_LISTENER_DEFAULTS, batchSize: 100, batchTimeout: 1000 });
+/** Defaults of NotificationListenerOptions (no pool: a listener without one shares the topic's queue). */
+export const NOTIFICATION_LISTENER_DEFAULTS = Object.freeze({
+  /** A failing or REQUEUE-returning endpoint does not requeue; the message is acknowledged. */
+  allowRequeue: false,
+  /** Notifications handled at once. */
+  executorSize: 64,
+});
+/** Defaults of BatchNotificationListenerOptions: the plain defaults plus the batch size and deadline. */
+export const BATCH_NOTIFICATION_LISTENER_DEFAULTS = Object.freeze({
+  ...NOTIFICATION_LISTENER_DEFAULTS,
+  /** Most notifications per batch. */
+  batchSize: 100,
+  /** Longest wait for one batch, ms. */
+  batchTimeout: 1000,
+});
 
 type State = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' | 'waiting';
 
@@ -51,12 +68,17 @@ type State = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' | 'waiting
  * after `stop()` without `wait()`) rejects with InvalidState. Repeating a step is harmless.
  */
 export class NotificationListener {
+  /** The targets (topics) subscribed to. */
   readonly targets: readonly Target[];
+  /** The pool; undefined = the topic's shared default queue. */
   readonly pool: string | undefined;
+  /** Whether REQUEUE and handler failures requeue. */
   readonly allowRequeue: boolean;
   /** The priorities subscribed to: those some endpoint has a method for. */
   readonly priorities: readonly Priority[];
+  /** Most notifications per dispatch (1 for a plain listener). */
   readonly batchSize: number;
+  /** Batch deadline, ms (undefined for a plain listener). */
   readonly batchTimeout: number | undefined;
   /** Typed events: `started`, `stopped`, `dispatched`, `handlerError`. */
   readonly events = new EventEmitter<NotificationListenerEvents>();
@@ -93,7 +115,7 @@ export class NotificationListener {
       this.batchSize = 1;
       this.batchTimeout = undefined;
     }
-    this.logger = (options.logger ?? transport.logger ?? silentLogger).child({ component: batch ? 'batch-notification-listener' : 'notification-listener', pool: this.pool });
+    this.logger = toLogger(options.logger, transport.logger ?? silentLogger).child({ component: batch ? 'batch-notification-listener' : 'notification-listener', pool: this.pool });
     const Dispatcher = batch ? BatchNotificationDispatcher : NotificationDispatcher;
     this.dispatcher = new Dispatcher(endpoints, {
       serializer: options.serializer,
@@ -230,11 +252,15 @@ export class NotificationListener {
   }
 }
 
-/** A listener calling endpoint methods once per notification: `(ctx, publisherId, eventType, payload, metadata)`. */
-export function getNotificationListener<Ctx = Context>(
+/**
+ * A listener calling endpoint methods once per notification: `(ctx, publisherId, eventType, payload, metadata)`.
+ * Every endpoint needs a priority method: the types reject one that certainly has none, and
+ * construction throws InvalidArgument (naming its index) for any that has none.
+ */
+export function getNotificationListener<Ctx = Context, const E extends ReadonlyArray<NotificationEndpoint<Ctx> | object> = ReadonlyArray<NotificationEndpoint<Ctx> | object>>(
   transport: Transport,
   targets: ReadonlyArray<Target | TargetInit>,
-  endpoints: ReadonlyArray<NotificationEndpoint<Ctx> | object>,
+  endpoints: E & CheckedEndpoints<E>,
   options: NotificationListenerOptions<Ctx> = {},
 ): NotificationListener {
   const batchOptions = options as BatchNotificationListenerOptions<Ctx> | null;
@@ -244,11 +270,17 @@ export function getNotificationListener<Ctx = Context>(
   return new NotificationListener(transport, targets, endpoints, options, false);
 }
 
-/** A listener calling endpoint methods with one array per priority group of each polled batch. */
-export function getBatchNotificationListener<Ctx = Context>(
+/**
+ * A listener calling endpoint methods with one array per priority group of each polled batch.
+ * Endpoints are checked as for `getNotificationListener()`.
+ */
+export function getBatchNotificationListener<
+  Ctx = Context,
+  const E extends ReadonlyArray<BatchNotificationEndpoint<Ctx> | object> = ReadonlyArray<BatchNotificationEndpoint<Ctx> | object>,
+>(
   transport: Transport,
   targets: ReadonlyArray<Target | TargetInit>,
-  endpoints: ReadonlyArray<BatchNotificationEndpoint<Ctx> | object>,
+  endpoints: E & CheckedEndpoints<E>,
   options: BatchNotificationListenerOptions<Ctx> = {},
 ): NotificationListener {
   return new NotificationListener(transport, targets, endpoints, options, true);

@@ -1,5 +1,6 @@
 // Where a Notifier sends: the broker (oslo `messaging` 1.0 / `messagingv2` 2.0), a log, an
 // in-memory list for tests, or nowhere (oslo notify/messaging.py, _impl_log.py, _impl_test.py, _impl_noop.py).
+import { SECRET_KEY_PATTERN } from '../secrets.js';
 import { Target } from '../target.js';
 import type { Logger, LogLevel } from '../logger.js';
 import type { Transport } from '../transport.js';
@@ -8,12 +9,15 @@ import type { Context, Priority } from '../driver/types.js';
 /** Priorities as they appear in the body (`priority` field): upper-case. */
 export type WirePriority = Uppercase<Priority>;
 
-/** The notification body of oslo-wire.md §1.10. */
+/** The notification body, in the shape oslo.messaging's Notifier builds it. */
 export interface NotificationBody {
   /** `randomUUID()`, with dashes. */
   message_id: string;
+  /** The notifier's publisher id, or null. */
   publisher_id: string | null;
+  /** e.g. `compute.instance.create.end`. */
   event_type: string;
+  /** Upper-case, e.g. `INFO`. */
   priority: WirePriority;
   /** The payload after `serializer.serializeEntity`; any JSON value. */
   payload: unknown;
@@ -28,7 +32,9 @@ export interface NotificationBody {
  * reject with a `MessagingError` when it is not.
  */
 export interface NotifierDriver {
+  /** Shown in logs and in `Notifier.drivers`. */
   readonly name: string;
+  /** Delivers one notification; see the interface for when it resolves and rejects. */
   notify(ctx: Context, message: NotificationBody, priority: Priority, retry: number | undefined): Promise<void>;
 }
 
@@ -69,10 +75,13 @@ export class MessagingNotifierDriver implements NotifierDriver {
 
 /** One record kept by the `test` driver: oslo's `(ctxt, message, priority, retry)`. */
 export interface TestNotificationRecord {
+  /** The context as it would have been sent (secret keys dropped). */
   ctx: Context;
+  /** The notification body. */
   message: NotificationBody;
   /** Upper-case, as oslo's test driver records it. */
   priority: WirePriority;
+  /** The notifier's `retry`. */
   retry: number | undefined;
 }
 
@@ -81,8 +90,10 @@ export interface TestNotificationRecord {
  * Each Notifier has its own (shared with its `prepare()`d children) unless one is passed in.
  */
 export class TestNotificationSink {
+  /** Every notification recorded, oldest first. */
   readonly records: TestNotificationRecord[] = [];
 
+  /** How many notifications were recorded. */
   get length(): number {
     return this.records.length;
   }
@@ -92,6 +103,7 @@ export class TestNotificationSink {
     return this.records.filter((r) => r.message.event_type === eventType);
   }
 
+  /** Forgets every record. */
   clear(): void {
     this.records.length = 0;
   }
@@ -141,8 +153,7 @@ export class NoopNotifierDriver implements NotifierDriver {
   async notify(): Promise<void> {}
 }
 
-/** Keys whose values are replaced by `***` (in the spirit of oslo strutils `_SANITIZE_KEYS`, matched anywhere in the key). */
-export const SECRET_KEY_PATTERN = /pass(word|wd|phrase)?|pswd|secret|token|credential|private_?key|api_?key|access_?key|encryption_?key|fernet_?key|ssl_?key|cookie|authorization/i;
+export { SECRET_KEY_PATTERN };
 
 /** A copy of `value` with the values of secret-looking keys masked, recursively (cycles become `[Circular]`). */
 export function maskSecrets(value: unknown, seen: WeakSet<object> = new WeakSet()): unknown {

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'eventemitter3';
 import { InvalidArgument, MessageDeliveryFailure, MessagingError } from '../errors.js';
 import { silentLogger, type Logger } from '../logger.js';
+import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { NoOpSerializer, type Serializer } from '../serializer.js';
 import { isPlainObject } from '../driver/envelope.js';
 import { assertJsonSafe } from '../json-check.js';
@@ -24,6 +25,7 @@ import {
   type WirePriority,
 } from './notifier-drivers.js';
 
+/** Options of `new Notifier()`. */
 export interface NotifierOptions<Ctx = Context> {
   /** Sender identity, e.g. `compute.host1`; `null` on the wire when absent. @default null */
   publisherId?: string | null;
@@ -35,8 +37,8 @@ export interface NotifierOptions<Ctx = Context> {
   retry?: number;
   /** Turns the context and payload into JSON values. @default NoOpSerializer */
   serializer?: Serializer<Ctx>;
-  /** Where the `log` driver writes and failures are reported. @default the transport's logger */
-  logger?: Logger;
+  /** Where the `log` driver writes and failures are reported; pino, bunyan, winston and console are adapted. @default the transport's logger */
+  logger?: LoggerLike;
   /** The list the `test` driver appends to. @default a new sink per Notifier */
   testSink?: TestNotificationSink;
   /**
@@ -48,16 +50,23 @@ export interface NotifierOptions<Ctx = Context> {
   sendSecretContextKeys?: boolean;
 }
 
+/** Defaults of NotifierOptions. */
 export const NOTIFIER_DEFAULTS = Object.freeze({
+  /** No publisher id: `null` on the wire. */
   publisherId: null,
+  /** oslo's `messagingv2`: the broker, in the 2.0 envelope. */
   driver: 'messagingv2' as NotifierDriverName,
+  /** oslo's default notification topic. */
   topics: Object.freeze(['notifications']) as readonly string[],
+  /** Secret-looking context keys are dropped. */
   sendSecretContextKeys: false,
 });
 
 /** Overrides for `prepare()`. */
 export interface NotifierPrepareOptions {
+  /** Another publisher id (`null` clears it). */
   publisherId?: string | null;
+  /** Another connection retry count. */
   retry?: number;
 }
 
@@ -79,7 +88,9 @@ interface NotifierCore<Ctx> {
  * nothing is sent.
  */
 export class Notifier<Ctx = Context> {
+  /** Sent as `publisher_id`. */
   readonly publisherId: string | null;
+  /** Connection retries per notification; undefined = forever. */
   readonly retry: number | undefined;
   /** Typed events (`sent`, `failed`), shared with `prepare()`d children. */
   readonly events: EventEmitter<NotifierEvents>;
@@ -96,7 +107,7 @@ export class Notifier<Ctx = Context> {
     this.retry = checkRetry(options.retry);
     const topics = checkTopics(options.topics ?? NOTIFIER_DEFAULTS.topics);
     const serializer = options.serializer ?? (new NoOpSerializer() as unknown as Serializer<Ctx>);
-    const logger = options.logger ?? transport.logger ?? silentLogger;
+    const logger = toLogger(options.logger, transport.logger ?? silentLogger);
     this.testNotifications = options.testSink ?? new TestNotificationSink();
     this.events = new EventEmitter<NotifierEvents>();
     const requested = options.driver ?? NOTIFIER_DEFAULTS.driver;
@@ -131,15 +142,19 @@ export class Notifier<Ctx = Context> {
     return child;
   }
 
+  /** Sends `payload` as `eventType` with priority `AUDIT`, to `<topic>.audit` for every topic. See the class for when it resolves and rejects. */
   audit(ctx: Ctx, eventType: string, payload: unknown): Promise<void> {
     return this.notify(ctx, eventType, payload, 'audit');
   }
+  /** Sends `payload` as `eventType` with priority `DEBUG`, to `<topic>.debug` for every topic. */
   debug(ctx: Ctx, eventType: string, payload: unknown): Promise<void> {
     return this.notify(ctx, eventType, payload, 'debug');
   }
+  /** Sends `payload` as `eventType` with priority `INFO`, to `<topic>.info` for every topic. */
   info(ctx: Ctx, eventType: string, payload: unknown): Promise<void> {
     return this.notify(ctx, eventType, payload, 'info');
   }
+  /** Sends `payload` as `eventType` with priority `WARN`, to `<topic>.warn` for every topic. */
   warn(ctx: Ctx, eventType: string, payload: unknown): Promise<void> {
     return this.notify(ctx, eventType, payload, 'warn');
   }
@@ -147,12 +162,15 @@ export class Notifier<Ctx = Context> {
   warning(ctx: Ctx, eventType: string, payload: unknown): Promise<void> {
     return this.notify(ctx, eventType, payload, 'warn');
   }
+  /** Sends `payload` as `eventType` with priority `ERROR`, to `<topic>.error` for every topic. */
   error(ctx: Ctx, eventType: string, payload: unknown): Promise<void> {
     return this.notify(ctx, eventType, payload, 'error');
   }
+  /** Sends `payload` as `eventType` with priority `CRITICAL`, to `<topic>.critical` for every topic. */
   critical(ctx: Ctx, eventType: string, payload: unknown): Promise<void> {
     return this.notify(ctx, eventType, payload, 'critical');
   }
+  /** Sends `payload` as `eventType` with priority `SAMPLE`, to `<topic>.sample` for every topic. */
   sample(ctx: Ctx, eventType: string, payload: unknown): Promise<void> {
     return this.notify(ctx, eventType, payload, 'sample');
   }

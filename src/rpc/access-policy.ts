@@ -10,6 +10,7 @@ type AnyFunction = (...args: any[]) => any;
  * `NoSuchMethod`, exactly as if the method did not exist.
  */
 export interface RpcAccessPolicy {
+  /** True when remote callers may invoke `endpoint[method]` (the function `fn`). */
   isAllowed(endpoint: object, method: string, fn: AnyFunction): boolean;
 }
 

@@ -11,6 +11,7 @@ import type { RpcArgs, RpcMethodName, RpcResult, UntypedApi } from './endpoint.j
 import { isTracing, traceRpc } from './instrumentation.js';
 import { assertJsonSafe } from '../json-check.js';
 
+/** Options of `getRpcClient()`. */
 export interface RpcClientOptions {
   /** Reply deadline of `call`, ms (oslo `rpc_response_timeout`). @default 60000 */
   timeout?: number;
@@ -24,22 +25,37 @@ export interface RpcClientOptions {
   serializer?: Serializer<any>;
 }
 
-export const RPC_CLIENT_DEFAULTS = Object.freeze({ timeout: 60_000 });
+/** Defaults of RpcClientOptions. */
+export const RPC_CLIENT_DEFAULTS = Object.freeze({
+  /** Reply deadline of `call`, ms (oslo `rpc_response_timeout`, 60 s). */
+  timeout: 60_000,
+});
 
 /** `prepare()` overrides: target fields and client options. Undefined = inherited; `null` clears. */
 export interface RpcPrepareOptions {
+  /** Target exchange; `null` = the transport's control exchange. */
   exchange?: string | null;
+  /** Target topic. */
   topic?: string;
+  /** Target server; `null` = any server of the topic. */
   server?: string | null;
+  /** Cast to every server of the topic (`call` refuses it). */
   fanout?: boolean;
+  /** Target namespace; `null` = the default namespace. */
   namespace?: string | null;
+  /** Target version; `null` = none (the server assumes 1.0). */
   version?: string | null;
+  /** Reply deadline of `call`, ms. */
   timeout?: number;
+  /** Connection retries per send; `null` = forever. */
   retry?: number | null;
+  /** Highest version this client may send; `null` = no cap. */
   versionCap?: string | null;
+  /** Call-monitor window, ms; `null` = none. */
   callMonitorTimeout?: number | null;
 }
 
+/** Per-call options: the last argument of `RpcClient.call()`. */
 export interface RpcCallOptions {
   /** Aborts the wait for the reply (rejects with AbortError). */
   signal?: AbortSignal;
@@ -47,6 +63,7 @@ export interface RpcCallOptions {
   timeout?: number;
 }
 
+/** Per-cast options: the last argument of `RpcClient.cast()`. */
 export interface RpcCastOptions {
   /** Aborts a send still waiting for a connection. */
   signal?: AbortSignal;
@@ -69,11 +86,13 @@ const TARGET_KEYS = ['exchange', 'topic', 'server', 'fanout', 'namespace', 'vers
  * `Api` types method names, args and results; the untyped default accepts anything.
  */
 export class RpcClient<Api = UntypedApi, Ctx = Context> {
+  /** Where requests go. */
   readonly target: Target;
   private readonly options: ResolvedOptions;
 
   /** Prefer `getRpcClient()`. Throws InvalidArgument/NotSupportedError for bad options. */
   constructor(
+    /** The transport requests are sent through. */
     readonly transport: Transport,
     target: Target | TargetInit,
     options: RpcClientOptions = {},
@@ -85,16 +104,19 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
     if (this.options.callMonitorTimeout !== undefined) transport.driver.requireFeatures({ callMonitor: true });
   }
 
-  /** The client's timeout (ms), retry, versionCap and callMonitorTimeout. */
+  /** Reply deadline of `call`, ms. */
   get timeout(): number {
     return this.options.timeout;
   }
+  /** Connection retries per send; undefined = forever. */
   get retry(): number | undefined {
     return this.options.retry;
   }
+  /** Highest version this client may send; undefined = no cap. */
   get versionCap(): string | undefined {
     return this.options.versionCap;
   }
+  /** Call-monitor window, ms; undefined = none. */
   get callMonitorTimeout(): number | undefined {
     return this.options.callMonitorTimeout;
   }

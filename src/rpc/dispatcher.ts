@@ -1,7 +1,8 @@
 // oslo's RPCDispatcher: picks the endpoint for a request by namespace and version, checks the
 // access policy, invokes the method, and runs the call-monitor heartbeat while it works.
 import { InvalidArgument, NoSuchMethod, UnsupportedVersion } from '../errors.js';
-import { silentLogger, type Logger } from '../logger.js';
+import type { Logger } from '../logger.js';
+import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { NoOpSerializer, type Serializer } from '../serializer.js';
 import { Target, versionIsCompatible } from '../target.js';
 import { isPlainObject } from '../driver/envelope.js';
@@ -20,13 +21,14 @@ export const PING_METHOD = 'oslo_rpc_server_ping';
 /** Below this call-monitor window (2 s, so a 1 s interval) oslo sends no heartbeats. */
 const MIN_HEARTBEAT_INTERVAL_MS = 1000;
 
+/** Options of `new RpcDispatcher()`; RpcServer passes its own. */
 export interface RpcDispatcherOptions {
   /** An instance, or (as in oslo) a class with a no-argument constructor. @default new DefaultRpcAccessPolicy() */
   accessPolicy?: RpcAccessPolicy | (new () => RpcAccessPolicy);
   /** @default new NoOpSerializer() */
   serializer?: Serializer<any>;
-  /** @default silentLogger */
-  logger?: Logger;
+  /** pino, bunyan, winston and console are adapted. @default silentLogger */
+  logger?: LoggerLike;
   /** Adds oslo's ping endpoint (`oslo_rpc_server_ping` → `"pong"`). @default false */
   rpcPingEnabled?: boolean;
 }
@@ -35,7 +37,21 @@ export interface RpcDispatcherOptions {
  * How one request ended: the serialised result, or the failure to send back. `expected`
  * failures are part of the method's contract and are logged at debug level only.
  */
-export type DispatchOutcome = { ok: true; result: unknown } | { ok: false; failure: unknown; expected: boolean };
+export type DispatchOutcome =
+  | {
+      /** The method returned. */
+      ok: true;
+      /** Its return value after `serializeEntity` (null for undefined). */
+      result: unknown;
+    }
+  | {
+      /** The method threw, or no method matched. */
+      ok: false;
+      /** What was thrown (NoSuchMethod, UnsupportedVersion, or the method's error). */
+      failure: unknown;
+      /** Declared with `expectedExceptions` / `static expectedErrors`. */
+      expected: boolean;
+    };
 
 interface BoundEndpoint {
   readonly endpoint: object;
@@ -49,6 +65,7 @@ const VERSION_MEMO_SIZE = 64;
 
 /** Routes RPC requests to endpoint methods. */
 export class RpcDispatcher {
+  /** The endpoints in dispatch order (the ping endpoint last when enabled). */
   readonly endpoints: readonly object[];
   private readonly bound: readonly BoundEndpoint[];
   private readonly accessPolicy: RpcAccessPolicy;
@@ -68,7 +85,7 @@ export class RpcDispatcher {
     }
     this.accessPolicy = policy;
     this.serializer = options.serializer ?? new NoOpSerializer();
-    this.logger = options.logger ?? silentLogger;
+    this.logger = toLogger(options.logger);
   }
 
   /** Handles one request. Never rejects: every failure becomes a `failure` outcome. */

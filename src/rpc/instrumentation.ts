@@ -14,16 +14,27 @@ export const RPC_CHANNELS = Object.freeze({
 
 /** What tracers receive as the context object (extra fields: `result`/`error` per tracingChannel rules). */
 export interface RpcTraceContext {
+  /** Which channel: client `call`, client `cast`, or server `dispatch`. */
   kind: 'call' | 'cast' | 'dispatch';
+  /** The RPC method. */
   method: string;
+  /** Target topic (client) or the server's topic. */
   topic?: string;
+  /** Target server (client) or the server's name. */
   server?: string;
+  /** Target exchange, when the target names one (client only). */
   exchange?: string;
+  /** Namespace asked for. */
   namespace?: string;
+  /** Version asked for (a server reports `'1.0'` when none was sent). */
   version?: string;
+  /** Fanout cast (client only). */
   fanout?: boolean;
+  /** Reply deadline of a call, ms (`call` only). */
   timeout?: number;
+  /** The request's unique id (`dispatch` only). */
   messageId?: string;
+  /** True for a call, false for a cast (`dispatch` only). */
   expectsReply?: boolean;
   [key: string]: unknown;
 }

@@ -3,7 +3,8 @@
 import { performance } from 'node:perf_hooks';
 import { EventEmitter } from 'eventemitter3';
 import { InvalidArgument, InvalidState, InvalidTarget, NotSupportedError, ServerListenError } from '../errors.js';
-import { silentLogger, type Logger } from '../logger.js';
+import { errorFields, silentLogger, type Logger } from '../logger.js';
+import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import type { Serializer } from '../serializer.js';
 import { Target, validateServerTarget, type TargetInit } from '../target.js';
 import type { Transport } from '../transport.js';
@@ -14,6 +15,7 @@ import { BoundedExecutor } from './bounded-executor.js';
 import { RpcDispatcher, type DispatchOutcome } from './dispatcher.js';
 import { isTracing, traceRpc } from './instrumentation.js';
 
+/** Options of `getRpcServer()`. */
 export interface RpcServerOptions {
   /** Requests handled at once (oslo `executor_thread_pool_size`). @default 64 */
   executorSize?: number;
@@ -21,23 +23,35 @@ export interface RpcServerOptions {
   accessPolicy?: RpcAccessPolicy | (new () => RpcAccessPolicy);
   /** Context/entity hooks. @default new NoOpSerializer() */
   serializer?: Serializer<any>;
-  /** Where dispatch errors are logged. @default the transport's logger */
-  logger?: Logger;
+  /** Where dispatch errors are logged; pino, bunyan, winston and console are adapted. @default the transport's logger */
+  logger?: LoggerLike;
   /** Adds oslo's `oslo_rpc_server_ping` endpoint that returns `"pong"`. @default false */
   rpcPingEnabled?: boolean;
 }
 
-export const RPC_SERVER_DEFAULTS = Object.freeze({ executorSize: 64, rpcPingEnabled: false });
+/** Defaults of RpcServerOptions (the access policy defaults to `new DefaultRpcAccessPolicy()`). */
+export const RPC_SERVER_DEFAULTS = Object.freeze({
+  /** Requests handled at once (oslo `executor_thread_pool_size`). */
+  executorSize: 64,
+  /** No `oslo_rpc_server_ping` method unless asked (oslo `rpc_ping_enabled`). */
+  rpcPingEnabled: false,
+});
 
 /** One handled request, as reported by the `dispatched` and `error` events. Never carries payloads. */
 export interface RpcDispatchInfo {
+  /** The method asked for. */
   method: string;
+  /** The namespace asked for; undefined = the default namespace. */
   namespace?: string;
+  /** The version asked for (`'1.0'` when none was sent). */
   version: string;
+  /** The request's unique id, when the driver knows it. */
   messageId?: string;
   /** True for a call (a reply was sent), false for a cast. */
   expectsReply: boolean;
+  /** From receipt to the end of the endpoint method, ms (the reply is not included). */
   durationMs: number;
+  /** Whether the method returned or threw (or could not be found). */
   outcome: 'result' | 'failure';
   /** The failure, when `outcome` is `failure`. */
   error?: unknown;
@@ -64,8 +78,11 @@ type State = 'idle' | 'starting' | 'running' | 'stopping' | 'waiting';
  * calls reject with InvalidState; repeated calls of the current step return the same promise.
  */
 export class RpcServer extends EventEmitter<RpcServerEvents> {
+  /** What the server listens on: `topic` (shared), `topic.server` (direct) and the topic's fanout. */
   readonly target: Target;
+  /** Routes requests to the endpoints. */
   readonly dispatcher: RpcDispatcher;
+  /** Requests handled at once. */
   readonly executorSize: number;
   private readonly logger: Logger;
   private state: State = 'idle';
@@ -76,6 +93,7 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
   private waiting?: Promise<void>;
 
   constructor(
+    /** The transport the server listens on. */
     readonly transport: Transport,
     target: Target | TargetInit,
     endpoints: readonly object[],
@@ -88,7 +106,7 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
     if (!Number.isInteger(size) || size < 1) throw new InvalidArgument('executorSize', 'a positive integer', size);
     this.executorSize = size;
     this.executor = new BoundedExecutor(size);
-    this.logger = (options.logger ?? transport.logger ?? silentLogger).child({ component: 'rpc-server', topic: this.target.topic, server: this.target.server });
+    this.logger = toLogger(options.logger, transport.logger ?? silentLogger).child({ component: 'rpc-server', topic: this.target.topic, server: this.target.server });
     this.dispatcher = new RpcDispatcher(endpoints, {
       accessPolicy: options.accessPolicy,
       serializer: options.serializer,
@@ -259,10 +277,7 @@ function isUsageError(err: unknown): boolean {
 
 /** Name, message and code of an error for logs; never its payload fields. */
 function summarise(err: unknown): Record<string, unknown> {
-  if (err instanceof Error) {
-    const code = (err as { code?: unknown }).code;
-    return { name: err.name, message: err.message, ...(code !== undefined ? { code } : {}) };
-  }
+  if (err instanceof Error) return errorFields(err);
   return { name: 'non-Error thrown', type: err === null ? 'null' : typeof err };
 }
 

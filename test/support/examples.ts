@@ -1,7 +1,8 @@
 // Runs the files of examples/ with tsx against a transport URL (the unit test on memory://, the
 // integration test on RabbitMQ) and holds the key lines each must print.
-import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { runProcess, type ProcessResult } from './process.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
@@ -14,20 +15,13 @@ export const EXPECTED: Record<string, RegExp[]> = {
   'typed-client.ts': [/^apples in stock: 3$/m, /^take 5 -> OutOfStock: only 1 apple left$/m, /^typed-client done$/m],
 };
 
-export function runExample(file: string, url = 'memory://'): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    // The given URL whatever the caller's environment says.
-    const env = { ...process.env, TIDINGS_TRANSPORT_URL: url };
-    const child = spawn(process.execPath, [TSX, `examples/${file}`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 25_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+/** Runs `examples/<file>` with tsx against `url`, whatever the caller's environment says. */
+export function runExample(file: string, url = 'memory://'): Promise<ProcessResult> {
+  return runProcess(process.execPath, [TSX, `examples/${file}`], { cwd: ROOT, env: { ...process.env, TIDINGS_TRANSPORT_URL: url } });
+}
+
+/** examples/quick-start.ts as a user of the package writes it: the README's code block. */
+export function quickStartAsPackageUser(): string {
+  const example = readFileSync(new URL('../../examples/quick-start.ts', import.meta.url), 'utf8');
+  return example.slice(example.indexOf('import ')).replace("from '../src/index.js'", "from 'tidings'");
 }

@@ -105,7 +105,8 @@ describe('error messages and fields', () => {
     expect(describe('y'.repeat(100))).toBe(JSON.stringify('y'.repeat(77) + '...'));
     expect(describe(true)).toBe('boolean true');
     expect(describe(3n)).toBe('bigint 3');
-    expect(describe([1])).toBe('an array');
+    expect(describe([1, 2])).toBe('an array of 2');
+    expect(describe([])).toBe('an empty array');
     expect(describe({ password: 'secret' })).toBe('an object');
     expect(describe(() => 1)).toBe('function');
   });

@@ -1,7 +1,7 @@
 // Runs every example with tsx on memory:// and checks its key output, so the examples never rot.
 import { readFileSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { EXPECTED, runExample } from '../support/examples.js';
+import { EXPECTED, quickStartAsPackageUser, runExample } from '../support/examples.js';
 
 describe('examples/', () => {
   it('every example has expectations here', () => {
@@ -10,8 +10,7 @@ describe('examples/', () => {
   });
 
   it("README.md's quick start is examples/quick-start.ts, importing from 'tidings'", () => {
-    const example = readFileSync(new URL('../../examples/quick-start.ts', import.meta.url), 'utf8');
-    const body = example.slice(example.indexOf('import ')).replace("from '../src/index.js'", "from 'tidings'");
+    const body = quickStartAsPackageUser();
     const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
     expect(readme).toContain('```ts\n' + body + '```');
   });

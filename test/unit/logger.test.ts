@@ -1,7 +1,7 @@
 // Loggers: silent default, memory logger for tests, JSON-lines console logger, errorReplacer.
 import { describe, expect, it } from 'vitest';
 import { ConnectionError } from '../../src/errors.js';
-import { createConsoleLogger, createMemoryLogger, errorReplacer, silentLogger } from '../../src/logger.js';
+import { createConsoleLogger, createMemoryLogger, errorFields, errorReplacer, isTidingsLogger, silentLogger } from '../../src/logger.js';
 
 describe('silentLogger', () => {
   it('drops everything and its child is itself', () => {
@@ -105,5 +105,31 @@ describe('errorReplacer', () => {
     const v = { a: 1 };
     expect(errorReplacer('k', v)).toBe(v);
     expect(JSON.parse(JSON.stringify({ nested: { e: new Error('x') } }, errorReplacer))).toEqual({ nested: { e: { name: 'Error', message: 'x' } } });
+  });
+});
+
+describe('errorFields', () => {
+  it('adds stack and Error causes (a bounded chain) only with detail', () => {
+    const root = new ConnectionError('down', { cause: new Error('ECONNREFUSED', { cause: 'a string cause' }) });
+    expect(errorFields(root)).toEqual({ name: 'ConnectionError', message: 'down', code: 'CONNECTION_ERROR' });
+    const detailed = errorFields(root, true);
+    expect(detailed.stack).toContain('ConnectionError: down');
+    // A non-Error cause may hold anything, so it is left out.
+    expect(detailed.cause).toEqual({ name: 'Error', message: 'ECONNREFUSED', stack: expect.stringContaining('ECONNREFUSED') });
+    const loop = new Error('loop');
+    (loop as { cause?: unknown }).cause = loop;
+    let depth = 0;
+    for (let e = errorFields(loop, true); e.cause; e = e.cause as Record<string, unknown>) depth++;
+    expect(depth).toBe(3);
+  });
+});
+
+describe('isTidingsLogger', () => {
+  it("is true for tidings' own loggers and their children, false for look-alikes", () => {
+    expect(isTidingsLogger(silentLogger)).toBe(true);
+    expect(isTidingsLogger(createMemoryLogger().child({ a: 1 }))).toBe(true);
+    expect(isTidingsLogger(createConsoleLogger({ sink: () => {} }).child({ a: 1 }))).toBe(true);
+    expect(isTidingsLogger({ ...silentLogger })).toBe(false);
+    expect(isTidingsLogger(null)).toBe(false);
   });
 });

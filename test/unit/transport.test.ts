@@ -79,6 +79,54 @@ describe('getRpcTransport / getNotificationTransport', () => {
     }
   });
 
+  it('logs at info which URL was chosen and why: argument, $TIDINGS_TRANSPORT_URL or the default', async () => {
+    process.env.TIDINGS_TRANSPORT_URL = `memory://user:${SECRET}@h/t-env`;
+    const opened: Array<[Promise<Transport>, Record<string, unknown>]> = [];
+    const loggers = [createMemoryLogger(), createMemoryLogger(), createMemoryLogger()];
+    opened.push([getRpcTransport(`memory://user:${SECRET}@h/t-arg`, { logger: loggers[0] }), { source: 'argument', url: 'memory://user:***@h/t-arg', transport: 'rpc' }]);
+    opened.push([getNotificationTransport(undefined, { logger: loggers[1] }), { source: 'env', envVar: 'TIDINGS_TRANSPORT_URL', url: 'memory://user:***@h/t-env', transport: 'notification' }]);
+    const fromEnv = await opened[1][0];
+    delete process.env.TIDINGS_TRANSPORT_URL;
+    opened.push([getRpcTransport(undefined, { logger: loggers[2] }), { source: 'default', url: 'memory://' }]);
+    for (const [i, [promise, expected]] of opened.entries()) {
+      const t = await promise;
+      try {
+        const chosen = loggers[i].records.filter((r) => r.msg === 'transport URL chosen');
+        expect(chosen).toHaveLength(1);
+        expect(chosen[0].level).toBe('info');
+        expect(chosen[0].fields).toMatchObject({ driver: 'memory', ...expected });
+        if (expected.source !== 'env') expect(chosen[0].fields).not.toHaveProperty('envVar');
+        expect(JSON.stringify(loggers[i].records)).not.toContain(SECRET);
+      } finally {
+        await t.cleanup();
+      }
+    }
+    expect(fromEnv.url).toBe('memory://user:***@h/t-env');
+  });
+
+  it('says that a bad URL came from $TIDINGS_TRANSPORT_URL, password redacted', async () => {
+    for (const bad of [`rabbit://user:${SECRET}@h:port/`, `rabbit://user:${SECRET}@`, `nosuch://user:${SECRET}@h/`]) {
+      process.env.TIDINGS_TRANSPORT_URL = bad;
+      const err = await rejection(getRpcTransport());
+      expect(err).toBeInstanceOf(InvalidTransportURL);
+      expect(err.message).toContain('(from $TIDINGS_TRANSPORT_URL)');
+      expect(err.message).toContain('user:***@');
+      expect(inspect(err)).not.toContain(SECRET);
+    }
+    // An explicit bad URL is not blamed on the variable.
+    const err = await rejection(getRpcTransport(`rabbit://user:${SECRET}@`));
+    expect(err.message).not.toContain('TIDINGS_TRANSPORT_URL');
+  });
+
+  it('JSON.stringify of a transport shows its kind and redacted URL only', async () => {
+    const t = await getRpcTransport(`memory://user:${SECRET}@localhost/t-json`, { logger: createMemoryLogger() });
+    try {
+      expect(JSON.parse(JSON.stringify(t))).toEqual({ kind: 'rpc', url: 'memory://user:***@localhost/t-json' });
+    } finally {
+      await t.cleanup();
+    }
+  });
+
   it('falls back to memory:// without a URL or variable', async () => {
     delete process.env.TIDINGS_TRANSPORT_URL;
     expect(DEFAULT_TRANSPORT_URL).toBe('memory://');

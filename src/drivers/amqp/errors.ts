@@ -1,5 +1,6 @@
 // Maps amqplib and socket errors into tidings' error tree; the raw error only rides as `cause`.
 import { ConnectionError, InvalidArgument, MessageDeliveryFailure, MessagingError } from '../../errors.js';
+import { redactUrlsIn } from '../../transport-url.js';
 
 /** AMQP reply codes that matter here. */
 export const AMQP_CODES = Object.freeze({ ACCESS_REFUSED: 403, NOT_FOUND: 404, RESOURCE_LOCKED: 405, PRECONDITION_FAILED: 406 });
@@ -41,24 +42,20 @@ export function declareMismatch(kind: 'queue' | 'exchange', name: string, err: u
 /**
  * Wraps any error from amqplib or the socket. MessagingErrors pass through; declare
  * mismatches become InvalidArgument (not retriable); refused logins and everything else a
- * retriable ConnectionError.
+ * retriable ConnectionError. amqplib gets an options object, never a URL, so its messages hold no
+ * password; any URL in them is redacted all the same.
  */
 export function toMessagingError(err: unknown, what: string): MessagingError {
   if (err instanceof MessagingError) return err;
   const code = codeOf(err);
   const text = messageOf(err);
   if (code === AMQP_CODES.ACCESS_REFUSED || /ACCESS_REFUSED|auth/i.test(text)) {
-    return new ConnectionError(`${what}: the broker refused the login or access (${sanitize(text)})`, { cause: err, retriable: true });
+    return new ConnectionError(`${what}: the broker refused the login or access (${redactUrlsIn(text)})`, { cause: err, retriable: true });
   }
-  return new ConnectionError(`${what}: ${sanitize(text)}`, { cause: err });
+  return new ConnectionError(`${what}: ${redactUrlsIn(text)}`, { cause: err });
 }
 
 /** A final failure after retries or for a message the broker refused. */
 export function deliveryFailure(what: string, err: unknown): MessageDeliveryFailure {
-  return new MessageDeliveryFailure(`${what}: ${sanitize(messageOf(err))}`, { cause: err });
-}
-
-/** amqplib never puts a password in its messages when given an options object, but be sure about URLs. */
-function sanitize(text: string): string {
-  return text.replace(/(\/\/|,)([^:@/,\s]*):[^@/,\s]*@/g, '$1$2:***@');
+  return new MessageDeliveryFailure(`${what}: ${redactUrlsIn(messageOf(err))}`, { cause: err });
 }

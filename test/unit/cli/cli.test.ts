@@ -1,10 +1,13 @@
-// The `tidings` binary on memory://: help texts, the demo, and bad input / timeouts reported as
-// one stderr line with the documented exit status.
+// The `tidings` binary on memory://: help texts, the demo, bad input / timeouts reported as
+// one stderr line with the documented exit status, memory:// warnings, and a closed stdout.
+import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../../support/wait.js';
-import { lines, requireBuiltBinary, runBin, startBin } from './bin.js';
+import { finished, lines, requireBuiltBinary, runBin, startBin, startShell } from './bin.js';
 
 const COMMANDS = ['call', 'cast', 'notify', 'listen', 'serve', 'demo'];
+const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const IN_PROCESS_WARNING = /^warning: memory:\/\/ is in-process: .*; pass --url or set \$TIDINGS_TRANSPORT_URL to a broker/;
 
 beforeAll(() => requireBuiltBinary());
 
@@ -27,6 +30,11 @@ describe('tidings --help', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`Usage: tidings ${command}`);
     expect(r.stderr).toBe('');
+  });
+
+  it.each(['--version', '-V'])('tidings %s prints the package version on stdout', async (flag) => {
+    const r = await runBin([flag]);
+    expect([r.code, r.stdout, r.stderr]).toEqual([0, `${VERSION}\n`, '']);
   });
 
   it('tidings help <command> is the same text as <command> --help', async () => {
@@ -98,6 +106,24 @@ describe('bad input: exit 2 and one line on stderr', () => {
     }
   });
 
+  it('refuses credentials without a host (exit 2) instead of trying localhost, secret not shown', async () => {
+    const r = await runBin(['call', 'ping', '--topic', 't', '--url', 'rabbit://user:secret@']);
+    expect(r.code).toBe(2);
+    expect(lines(r.stderr)).toHaveLength(1);
+    expect(r.stderr).toMatch(/^tidings call: Invalid transport URL rabbit:\/\/user:\*\*\*@: the host part has credentials but no host/);
+    expect(r.stderr).not.toContain('secret');
+    expect(r.stdout).toBe('');
+  });
+
+  it('refuses a password with an unencoded "@" and "/" (exit 2), asking to percent-encode it', async () => {
+    const r = await runBin(['cast', 'echo', '--topic', 't', '--url', 'amqp://user:p@ss/w0rd@127.0.0.1:5672/']);
+    expect(r.code).toBe(2);
+    expect(lines(r.stderr)).toHaveLength(1);
+    expect(r.stderr).toContain('amqp://user:***@127.0.0.1:5672/');
+    expect(r.stderr).toContain('encodeURIComponent');
+    for (const piece of ['p@ss', 'w0rd']) expect(r.stderr).not.toContain(piece);
+  });
+
   it('takes the URL from $TIDINGS_TRANSPORT_URL, redacted in errors too', async () => {
     const r = await runBin(['cast', 'echo', '--topic', 't'], { env: { TIDINGS_TRANSPORT_URL: 'nosuch://u:s3cret-pw@h/' } });
     expect(r.code).toBe(2);
@@ -106,18 +132,85 @@ describe('bad input: exit 2 and one line on stderr', () => {
   });
 });
 
-describe('timeouts: exit 3 and one line on stderr', () => {
-  it('call on memory:// has no server in another process, so it times out', async () => {
-    const started = Date.now();
-    const r = await runBin(['call', 'ping', '--topic', 'nobody-serves-this', '--timeout', '300']);
-    expect(r.code).toBe(3);
-    expect(lines(r.stderr)).toHaveLength(1);
-    expect(r.stderr).toMatch(/^tidings call: timeout: .*memory:\/\/ is in-process/);
+describe('call on memory:// fails at once: no other process can answer', () => {
+  it.each([
+    ['implicitly (no --url, no $TIDINGS_TRANSPORT_URL)', [], {}, 'memory:// (used without --url or $TIDINGS_TRANSPORT_URL) is in-process'],
+    ['from --url', ['--url', 'memory://'], {}, 'memory:// is in-process'],
+    ['from $TIDINGS_TRANSPORT_URL', [], { TIDINGS_TRANSPORT_URL: 'memory://' }, 'memory:// is in-process'],
+  ])('%s: exit 2 with one line saying how to point at a broker', async (_name, extra, env, said) => {
+    // No --timeout: the default reply deadline (30 s) is longer than runBin's 20 s limit.
+    const r = await runBin(['call', 'ping', '--topic', 'nobody-serves-this', ...extra], { env });
+    expect(r.code).toBe(2);
+    expect(lines(r.stderr)).toEqual([
+      `tidings call: ${said}: no server in another process can answer a call; pass --url or set $TIDINGS_TRANSPORT_URL to a broker, e.g. rabbit://guest:guest@127.0.0.1:5672/`,
+    ]);
     expect(r.stdout).toBe('');
-    // Generous bound: it must honour --timeout rather than the 30 s default.
-    expect(Date.now() - started).toBeLessThan(15_000);
+  });
+});
+
+describe('URL schemes this version does not ship: exit 2 and one line on stderr', () => {
+  const commands: Array<[string, string[]]> = [
+    ['call', ['call', 'ping', '--topic', 't']],
+    ['cast', ['cast', 'ping', '--topic', 't']],
+    ['notify', ['notify', 'a.b']],
+    ['listen', ['listen']],
+    ['serve', ['serve', '--topic', 't']],
+  ];
+  it.each(['redis://u:s3cret-pw@127.0.0.1:6379/', 'rediss://u:s3cret-pw@127.0.0.1:6380/', 'kafka://127.0.0.1:9092/'])('%s', async (url) => {
+    const scheme = url.slice(0, url.indexOf(':'));
+    const results = await Promise.all(commands.map(([, args]) => runBin([...args, '--url', url])));
+    results.forEach((r, i) => {
+      expect(r.code, `${commands[i][0]}: ${r.stderr}`).toBe(2);
+      expect(lines(r.stderr)).toHaveLength(1);
+      expect(r.stderr).toMatch(new RegExp(`^tidings ${commands[i][0]}: The ${scheme} driver is not part of this version of tidings yet \\(${scheme}://`));
+      expect(r.stderr).not.toContain('s3cret-pw');
+      expect(r.stdout).toBe('');
+    });
+  });
+});
+
+describe('JSON arguments from stdin (-)', () => {
+  it.each([
+    ['cast args', ['cast', 'echo', '-', '--topic', 't'], '{"a": '],
+    ['notify payload', ['notify', 'a.b', '-'], '[1, 2'],
+  ])('%s: bad JSON on stdin is bad input (exit 2)', async (_name, args, input) => {
+    const r = await runBin(args, { input });
+    expect(r.code).toBe(2);
+    expect(lines(r.stderr)).toHaveLength(1);
+    expect(r.stderr).toMatch(/^tidings (cast|notify): json-(args|payload) \(from stdin\) is not valid JSON/);
   });
 
+  it('cast: JSON on stdin that is not an object is bad input (exit 2)', async () => {
+    const r = await runBin(['cast', 'echo', '-', '--topic', 't'], { input: '[1, 2]' });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^tidings cast: json-args \(from stdin\) must be a JSON object/);
+  });
+
+  it.each([
+    ['cast', ['cast', 'echo', '-', '--topic', 't'], 'json-args'],
+    ['notify', ['notify', 'a.b', '-'], 'json-payload'],
+  ])('%s: empty stdin is bad input (exit 2) with a clear message', async (command, args, what) => {
+    for (const input of [undefined, '', ' \n']) {
+      const r = await runBin(args, { input });
+      expect(r.code).toBe(2);
+      expect(lines(r.stderr)).toEqual([`tidings ${command}: ${what} is "-" but stdin is empty: pipe the JSON in, e.g. echo '{"a": 1}' | tidings ...`]);
+    }
+  });
+
+  it('valid JSON on stdin is sent (exit 0, only the memory:// warning)', async () => {
+    const [cast, notify] = await Promise.all([
+      runBin(['cast', 'echo', '-', '--topic', 't'], { input: '{"a": 1}\n' }),
+      runBin(['notify', 'a.b', '-'], { input: '"a scalar payload"' }),
+    ]);
+    for (const r of [cast, notify]) {
+      expect(r.code).toBe(0);
+      expect(lines(r.stderr)).toHaveLength(1);
+      expect(r.stderr).toMatch(IN_PROCESS_WARNING);
+    }
+  });
+});
+
+describe('timeouts: exit 3 and one line on stderr', () => {
   it('listen --count with too few notifications before --timeout exits 3', async () => {
     const r = await runBin(['listen', '--count', '1', '--timeout', '300']);
     expect(r.code).toBe(3);
@@ -134,13 +227,19 @@ describe('timeouts: exit 3 and one line on stderr', () => {
 });
 
 describe('successful one-shot commands on memory://', () => {
-  it('cast and notify exit 0 once the (in-process) broker accepted the message', async () => {
+  it('cast and notify exit 0 once the (in-process) broker accepted the message, with one warning that no other process receives it', async () => {
     const [cast, notify] = await Promise.all([
       runBin(['cast', 'echo', '{"a":1}', '--topic', 't-cast']),
       runBin(['notify', 'compute.instance.create.end', '{"id":1}', '--priority', 'warn', '--publisher-id', 'test.host']),
     ]);
-    expect([cast.code, cast.stderr, cast.stdout]).toEqual([0, '', '']);
-    expect([notify.code, notify.stderr, notify.stdout]).toEqual([0, '', '']);
+    expect([cast.code, cast.stdout]).toEqual([0, '']);
+    expect(lines(cast.stderr)).toEqual([
+      'warning: memory:// is in-process: nothing outside this process receives this cast; pass --url or set $TIDINGS_TRANSPORT_URL to a broker, e.g. rabbit://guest:guest@127.0.0.1:5672/',
+    ]);
+    expect([notify.code, notify.stdout]).toEqual([0, '']);
+    expect(lines(notify.stderr)).toEqual([
+      'warning: memory:// is in-process: nothing outside this process receives this notification; pass --url or set $TIDINGS_TRANSPORT_URL to a broker, e.g. rabbit://guest:guest@127.0.0.1:5672/',
+    ]);
   });
 });
 
@@ -148,7 +247,7 @@ describe('long-running commands stop gracefully on a signal', () => {
   it.each([
     ['serve', ['serve', '--topic', 't-signal', '--server', 'host-1'], 'serving on memory:// topic=t-signal server=host-1', 'SIGTERM'],
     ['listen', ['listen', '--topic', 't-signal', '--pool', 'p1'], 'listening on memory:// topic=t-signal', 'SIGINT'],
-  ] as const)('%s exits 0 after announcing itself and receiving a signal', async (_name, args, ready, signal) => {
+  ] as const)('%s warns once that memory:// is in-process, exits 0 after announcing itself and receiving a signal', async (name, args, ready, signal) => {
     const run = startBin(args);
     try {
       await waitFor(() => run.stderr().includes(ready), { timeoutMs: 15_000, message: `"${ready}" on stderr (got: ${run.stderr()})` });
@@ -156,8 +255,29 @@ describe('long-running commands stop gracefully on a signal', () => {
       const r = await run.done;
       expect(r.code).toBe(0);
       expect(r.stdout).toBe('');
+      const warnings = lines(r.stderr).filter((l) => l.startsWith('warning:'));
+      expect(warnings).toEqual([
+        `warning: memory:// is in-process: nothing outside this process can reach this ${name === 'serve' ? 'server' : 'listener'}; pass --url or set $TIDINGS_TRANSPORT_URL to a broker, e.g. rabbit://guest:guest@127.0.0.1:5672/`,
+      ]);
     } finally {
       if (run.child.exitCode === null) run.child.kill('SIGKILL');
     }
+  });
+});
+
+describe('a reader that closes stdout early ends the command quietly (exit 0)', () => {
+  it('tidings demo | head -1: exit 0 and no stack trace', async () => {
+    // The subshell reports the binary's own exit status, which a pipeline would hide behind head's.
+    const run = startShell('(tidings demo; echo "tidings exited $?" >&2) | head -1');
+    const r = await finished(run, 30_000, 'tidings demo | head -1');
+    expect(r.stdout).toBe('tidings demo: RPC and notifications end to end on memory://\n');
+    expect(lines(r.stderr)).toEqual(['tidings exited 0']);
+  });
+
+  it('demo with its stdout pipe destroyed after the first output: exit 0, nothing on stderr', async () => {
+    const run = startBin(['demo'], {}, { pausedStdout: true });
+    run.child.stdout!.once('data', () => run.child.stdout!.destroy());
+    const r = await finished(run, 30_000, 'tidings demo');
+    expect([r.code, r.signal, r.stderr]).toEqual([0, null, '']);
   });
 });

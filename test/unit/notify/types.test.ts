@@ -3,6 +3,7 @@ import { describe, expectTypeOf, it } from 'vitest';
 import type { Context } from '../../../src/driver/types.js';
 import type { Transport } from '../../../src/transport.js';
 import {
+  NotificationFilter,
   NotificationResult,
   getBatchNotificationListener,
   getNotificationListener,
@@ -51,5 +52,45 @@ describe('notification API types', () => {
     }
     const make = () => new Notifier<MyCtx>(transport, { serializer: { serializeEntity: (_c, e) => e, deserializeEntity: (_c, e) => e, serializeContext: (c) => ({ user: c.user }), deserializeContext: (c) => ({ user: String(c.user) }) } });
     expectTypeOf(make).returns.toHaveProperty('info').parameter(0).toEqualTypeOf<MyCtx>();
+  });
+
+  it('rejects at compile time an endpoint that certainly has no priority method', () => {
+    const filterRule = new NotificationFilter({ eventType: 'compute\\..*' });
+    const plain = () => [
+      // @ts-expect-error `infoo` is no priority
+      getNotificationListener(transport, [{ topic: 'n' }], [{ infoo() {} }]),
+      // @ts-expect-error the second endpoint has only `warning` (the priority is `warn`)
+      getNotificationListener(transport, [{ topic: 'n' }], [{ info() {} }, { warning() {} }]),
+      // @ts-expect-error a priority key that is not a function
+      getNotificationListener(transport, [{ topic: 'n' }], [{ info: 42 }]),
+      // @ts-expect-error a filter alone handles nothing
+      getNotificationListener(transport, [{ topic: 'n' }], [{ filterRule }]),
+      // @ts-expect-error batch listeners too
+      getBatchNotificationListener(transport, [{ topic: 'n' }], [{ infoo() {} }]),
+    ];
+    expectTypeOf(plain).returns.items.toHaveProperty('start');
+  });
+
+  it('keeps accepting class instances, helpers, filterRule and endpoints built at run time', () => {
+    class Audit implements NotificationEndpoint {
+      audit() {}
+    }
+    class Mixed {
+      count = 0;
+      filterRule = new NotificationFilter({ publisherId: 'compute.*' });
+      critical(_ctx: unknown, _publisherId: string, _eventType: string, payload: { id: number }) {
+        this.count += payload.id;
+      }
+      private helper() {}
+    }
+    const built: Record<string, unknown> = Object.fromEntries([['info', () => undefined]]);
+    const some: object[] = [new Audit()];
+    const ok = () => [
+      getNotificationListener(transport, [{ topic: 'n' }], [new Audit(), new Mixed(), { filterRule: new NotificationFilter({ eventType: 'x' }), warn() {}, extra: 1 }]),
+      getNotificationListener(transport, [{ topic: 'n' }], [built]),
+      getNotificationListener(transport, [{ topic: 'n' }], some),
+      getBatchNotificationListener(transport, [{ topic: 'n' }], [{ debug(items) { expectTypeOf(items).toEqualTypeOf<NotificationBatchItem<Context>[]>(); }, helper() {} }]),
+    ];
+    expectTypeOf(ok).returns.items.toHaveProperty('stop');
   });
 });

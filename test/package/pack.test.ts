@@ -1,0 +1,132 @@
+// The package as a user gets it: `npm pack`, install the tarball into a fresh app, then typecheck,
+// import, require, run the bin and read stack traces there. Guards exports, types and files.
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requireBuiltBinary } from '../unit/cli/bin.js';
+import { EXPECTED, quickStartAsPackageUser } from '../support/examples.js';
+import { runProcess, type ProcessResult } from '../support/process.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const repoPkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+const SLOW = 300_000;
+
+// npm run exports npm_* settings (prefix, local prefix, ...) that would point the app's npm at
+// this repository; the app's npm must see only its own folder.
+const ENV: NodeJS.ProcessEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) && k !== 'INIT_CWD'));
+
+let work = '';
+let app = '';
+let packed: { filename: string; files: { path: string }[] };
+
+function explain(what: string, r: ProcessResult): string {
+  return `${what} exited ${r.code ?? r.signal}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`;
+}
+
+function inApp(command: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<ProcessResult> {
+  return runProcess(command, args, { cwd: app, env: { ...ENV, ...env }, timeoutMs: 120_000 });
+}
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).map((f) => join(dir, f));
+}
+
+beforeAll(async () => {
+  requireBuiltBinary();
+  work = mkdtempSync(join(tmpdir(), 'tidings-pack-'));
+  // --ignore-scripts: prepack would rebuild dist/ while other test files run dist/cli/main.js;
+  // `npm test` has just built it.
+  const pack = await runProcess('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', work], { cwd: ROOT, env: ENV, timeoutMs: 120_000 });
+  if (pack.code !== 0) throw new Error(explain('npm pack', pack));
+  [packed] = JSON.parse(pack.stdout) as (typeof packed)[];
+
+  app = join(work, 'app');
+  mkdirSync(app);
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'tidings-pack-app', private: true, type: 'module' }));
+  const deps = [join(work, packed.filename), `typescript@${repoPkg.devDependencies.typescript}`, `@types/node@${repoPkg.devDependencies['@types/node']}`];
+  const install = await inApp('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...deps]);
+  if (install.code !== 0) {
+    throw new Error(`${explain(`npm install ${deps.join(' ')}`, install)}\nThis test needs the npm registry or a warm npm cache (~/.npm) holding typescript, @types/node and eventemitter3.`);
+  }
+}, SLOW);
+
+afterAll(() => {
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+describe('npm pack', () => {
+  it('packs dist, src, README.md, LICENSE and package.json, and nothing else', () => {
+    const paths = packed.files.map((f) => f.path);
+    expect(new Set(paths.map((p) => p.split('/')[0]))).toEqual(new Set(['dist', 'src', 'README.md', 'LICENSE', 'package.json']));
+    expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/index.js.map', 'dist/index.d.ts.map', 'dist/driver/index.js', 'dist/cli/main.js', 'src/index.ts']));
+    expect(paths.filter((p) => /(^|\/)(test|bench|\.ci|examples)\/|\.test\.[jt]s$/.test(p))).toEqual([]);
+  });
+});
+
+describe('the installed package', () => {
+  it('typechecks the README quick start (ESM) and a CommonJS consumer (strict, nodenext, lib check on), then runs it on memory://', async () => {
+    writeFileSync(join(app, 'index.ts'), quickStartAsPackageUser());
+    writeFileSync(
+      join(app, 'consumer.cts'),
+      [
+        "import tidings = require('tidings');",
+        "import driver = require('tidings/driver');",
+        "export const target: tidings.Target = new tidings.Target({ topic: 'calc' });",
+        'export const watch: driver.StopWatch = new driver.StopWatch();',
+        '',
+      ].join('\n'),
+    );
+    const compilerOptions = { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', types: ['node'], skipLibCheck: false, outDir: 'out' };
+    writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['index.ts', 'consumer.cts'] }));
+    const tsc = await inApp(process.execPath, [join(app, 'node_modules/typescript/bin/tsc'), '-p', '.']);
+    expect(tsc.code, explain('tsc -p .', tsc)).toBe(0);
+
+    const r = await inApp(process.execPath, [join(app, 'out/index.js')], { TIDINGS_TRANSPORT_URL: 'memory://' });
+    expect(r.code, explain('node out/index.js', r)).toBe(0);
+    expect(r.stderr).toBe('');
+    for (const p of EXPECTED['quick-start.ts']!) expect(r.stdout).toMatch(p);
+  }, SLOW);
+
+  it('can be required from CommonJS (tidings and tidings/driver) and its exports used', async () => {
+    const script = "const t = require('tidings'); const d = require('tidings/driver'); console.log(new t.Target({ topic: 'calc' }).topic, new d.StopWatch() instanceof d.StopWatch);";
+    const r = await inApp(process.execPath, ['-e', script]);
+    expect(r.code, explain('node -e <require>', r)).toBe(0);
+    expect(r.stdout).toBe('calc true\n');
+  });
+
+  it('runs the tidings bin', async () => {
+    const r = await inApp(join(app, 'node_modules/.bin/tidings'), ['--help']);
+    expect(r.code, explain('tidings --help', r)).toBe(0);
+    expect(r.stdout).toContain('Usage: tidings <command>');
+  });
+
+  it.each([
+    { what: 'new Target({ topic: 1 })', code: "import { Target } from 'tidings'; new Target({ topic: 1 });", file: 'target.ts' },
+    { what: "TransportURL.parse('bogus')", code: "import { TransportURL } from 'tidings'; TransportURL.parse('bogus');", file: 'transport-url.ts' },
+  ])('with --enable-source-maps, an error from $what points at the throw in the shipped src/$file', async ({ code, file }) => {
+    const r = await inApp(process.execPath, ['--enable-source-maps', '--input-type=module', '-e', code]);
+    expect(r.code).not.toBe(0);
+    const frame = /\((\/[^()]*\/node_modules\/tidings\/src\/([\w/-]+\.ts)):(\d+):\d+\)/.exec(r.stderr);
+    expect(frame, `no src/*.ts frame in:\n${r.stderr}`).not.toBeNull();
+    const [, path, relative, line] = frame!;
+    expect(relative).toBe(file);
+    expect(existsSync(path!)).toBe(true);
+    expect(readFileSync(path!, 'utf8').split('\n')[Number(line) - 1]).toContain('throw new ');
+  });
+
+  it('has a source for every .js.map and .d.ts.map (go to definition lands in src/)', () => {
+    const dist = join(app, 'node_modules/tidings/dist');
+    const files = filesUnder(dist);
+    const declarations = files.filter((f) => f.endsWith('.d.ts'));
+    const maps = files.filter((f) => f.endsWith('.map'));
+    expect(maps.filter((f) => f.endsWith('.d.ts.map'))).toHaveLength(declarations.length);
+    const missing: string[] = [];
+    for (const map of maps) {
+      const { sources, sourceRoot = '' } = JSON.parse(readFileSync(map, 'utf8')) as { sources: string[]; sourceRoot?: string };
+      for (const s of sources) if (!existsSync(resolve(dirname(map), sourceRoot, s))) missing.push(`${map} -> ${s}`);
+    }
+    expect(missing).toEqual([]);
+  });
+});

@@ -1,0 +1,88 @@
+// package.json claims only what ships: peers and description follow the schemes transport.ts can
+// load, exports work for import and require, and the license is the one declared.
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { PLANNED_SCHEMES, TRANSPORT_SCHEMES } from '../../src/transport.js';
+
+interface PackageJson {
+  description: string;
+  keywords: string[];
+  license: string;
+  repository: { type: string; url: string };
+  exports: Record<string, string | Record<string, string>>;
+  files: string[];
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+  devDependencies: Record<string, string>;
+}
+
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as PackageJson;
+
+/** What each URL scheme needs from the user (`peer`: the broker library) and is called in prose. */
+const BROKERS: Record<string, { peer?: string; name: string }> = {
+  memory: { name: 'memory://' },
+  rabbit: { peer: 'amqplib', name: 'RabbitMQ' },
+  kombu: { peer: 'amqplib', name: 'RabbitMQ' },
+  amqp: { peer: 'amqplib', name: 'RabbitMQ' },
+  amqps: { peer: 'amqplib', name: 'RabbitMQ' },
+  redis: { peer: 'ioredis', name: 'Redis' },
+  rediss: { peer: 'ioredis', name: 'Redis' },
+  kafka: { peer: 'kafkajs', name: 'Kafka' },
+};
+
+const shipped = TRANSPORT_SCHEMES.map((s) => BROKERS[s]!);
+const shippedNames = new Set(shipped.map((b) => b.name));
+const shippedPeers = new Set(shipped.flatMap((b) => (b.peer ? [b.peer] : [])));
+const plannedOnly = PLANNED_SCHEMES.map((s) => BROKERS[s]!).filter((b) => !shippedNames.has(b.name));
+
+describe('package.json claims what src/transport.ts can load', () => {
+  it('knows every scheme transport.ts ships or plans (add a new one to BROKERS above)', () => {
+    for (const scheme of [...TRANSPORT_SCHEMES, ...PLANNED_SCHEMES]) expect(BROKERS, `scheme ${scheme}`).toHaveProperty([scheme]);
+    expect(TRANSPORT_SCHEMES.filter((s) => PLANNED_SCHEMES.includes(s))).toEqual([]);
+  });
+
+  it('has exactly the broker libraries of the shipped drivers as optional peers, each also a devDependency', () => {
+    expect(Object.keys(pkg.peerDependencies ?? {}).sort()).toEqual([...shippedPeers].sort());
+    expect(Object.keys(pkg.peerDependenciesMeta ?? {}).sort()).toEqual([...shippedPeers].sort());
+    for (const peer of shippedPeers) {
+      expect(pkg.peerDependenciesMeta?.[peer]?.optional, `${peer} is optional`).toBe(true);
+      expect(pkg.devDependencies, `${peer} in devDependencies`).toHaveProperty([peer]);
+    }
+  });
+
+  it('names every shipped broker in the description and no broker that is only planned', () => {
+    for (const name of shippedNames) expect(pkg.description).toContain(name);
+    for (const { name, peer } of plannedOnly) {
+      expect(pkg.description.toLowerCase()).not.toContain(name.toLowerCase());
+      expect(pkg.keywords.map((k) => k.toLowerCase())).not.toContain(name.toLowerCase());
+      expect(pkg.keywords).not.toContain(peer);
+    }
+  });
+
+  it('has the keywords people search for', () => {
+    expect(pkg.keywords).toEqual(expect.arrayContaining(['oslo.messaging', 'rpc', 'notifications', 'rabbitmq', 'amqp', 'messaging', 'microservices']));
+  });
+});
+
+describe('package.json exports, files, license', () => {
+  it('gives every code subpath types first, then import, then default (require(esm) on Node >= 20.19)', () => {
+    for (const [subpath, target] of Object.entries(pkg.exports)) {
+      if (typeof target === 'string') continue;
+      expect(Object.keys(target), subpath).toEqual(['types', 'import', 'default']);
+      expect(target.default, subpath).toBe(target.import);
+    }
+  });
+
+  it('packs dist, src (for source maps), README.md and LICENSE only', () => {
+    expect([...pkg.files].sort()).toEqual(['LICENSE', 'README.md', 'dist', 'src']);
+  });
+
+  it('declares Apache-2.0, ships its full text, and points at the repository', () => {
+    expect(pkg.license).toBe('Apache-2.0');
+    const license = readFileSync(new URL('../../LICENSE', import.meta.url), 'utf8');
+    expect(license).toMatch(/^\s+Apache License\n\s+Version 2\.0, January 2004\n/);
+    expect(license).toContain('TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION');
+    expect(license).toContain('END OF TERMS AND CONDITIONS');
+    expect(pkg.repository).toEqual({ type: 'git', url: 'git+https://github.com/tidings-js/tidings.git' });
+  });
+});
