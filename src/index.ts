@@ -1,7 +1,7 @@
 // Public surface: façades, Target, errors, types. Never a driver.
 export * from './errors.js';
 export { Target, versionIsCompatible, type TargetInit } from './target.js';
-export { TransportURL, type TransportHost } from './transport-url.js';
+export { TransportURL, redactString, type TransportHost } from './transport-url.js';
 export {
   getRpcTransport,
   getNotificationTransport,
@@ -85,6 +85,7 @@ export {
   type NotificationEndpoint,
   type CheckedEndpoints,
   type MissingPriorityMethod,
+  type HasPriorityMethod,
   type BatchNotificationEndpoint,
   type NotificationMetadata,
   type NotificationBatchItem,

@@ -6,25 +6,37 @@ import { LOG_LEVELS, defineLogger, errorFields, isTidingsLogger, levelEnabled, s
 
 /** pino and bunyan: fields first, message second (`logger.info({ port }, 'listening')`). */
 export interface ObjectFirstLogger {
+  /** Logs `msg` at debug with `fields` as record fields. */
   debug(fields: object, msg: string): unknown;
+  /** Logs `msg` at info with `fields` as record fields. */
   info(fields: object, msg: string): unknown;
+  /** Logs `msg` at warn with `fields` as record fields. */
   warn(fields: object, msg: string): unknown;
+  /** Logs `msg` at error with `fields` as record fields. */
   error(fields: object, msg: string): unknown;
+  /** A logger adding `bindings` to every record. */
   child(bindings: LogFields): ObjectFirstLogger;
 }
 
 /** A winston logger: `log(info)` with `level` and `message`, `child(meta)`, optional `levels`. */
 export interface WinstonLikeLogger {
+  /** Writes one entry: its `level`, its `message` and the other keys as metadata. */
   log(entry: { level: string; message: string; [key: string]: unknown }): unknown;
+  /** A logger adding `meta` to every entry. */
   child(meta: LogFields): WinstonLikeLogger;
+  /** The level names the logger knows (syslog levels have `warning`, not `warn`). */
   readonly levels?: Readonly<Record<string, number>>;
 }
 
 /** `console`, a `new Console(stream)`, or anything with the four message-first methods and no `child()`. */
 export interface ConsoleLike {
+  /** Prints at debug level. */
   debug(...data: unknown[]): void;
+  /** Prints at info level. */
   info(...data: unknown[]): void;
+  /** Prints at warn level. */
   warn(...data: unknown[]): void;
+  /** Prints at error level. */
   error(...data: unknown[]): void;
 }
 

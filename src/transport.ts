@@ -90,7 +90,12 @@ export class Transport {
   }
 
   /** `JSON.stringify` shows the kind and the redacted URL, never the driver's internals. */
-  toJSON(): { kind: TransportKind; url: string } {
+  toJSON(): {
+    /** `rpc` or `notification`. */
+    kind: TransportKind;
+    /** The redacted URL. */
+    url: string;
+  } {
     return { kind: this.kind, url: this.url };
   }
 

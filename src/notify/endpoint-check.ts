@@ -10,10 +10,12 @@ type MaybeFunction<V> = unknown extends V ? true : [Extract<V, (...args: any[]) 
  * True unless `T` certainly has no priority method. `object` and index signatures (endpoints
  * built at run time) pass: only the run-time check can judge those.
  */
-type HasPriorityMethod<T> = object extends T ? true : true extends { [P in Priority]: P extends keyof T ? MaybeFunction<T[P]> : false }[Priority] ? true : false;
+/** `true` when `T` has a priority method (or is too loose a type to tell, e.g. `object`). */
+export type HasPriorityMethod<T> = object extends T ? true : true extends { [P in Priority]: P extends keyof T ? MaybeFunction<T[P]> : false }[Priority] ? true : false;
 
 /** What a listener endpoint without a priority method is told it lacks: the key reads as the compiler's error. */
 export interface MissingPriorityMethod {
+  /** Never present: the key only names what the endpoint lacks in the compiler's message. */
   readonly 'a notification endpoint needs a method named audit, debug, info, warn, error, critical or sample': true;
 }
 

@@ -31,7 +31,7 @@ export {
   type NotificationHandlerResult,
   type HandlerFailure,
 } from './dispatcher.js';
-export { type CheckedEndpoints, type MissingPriorityMethod } from './endpoint-check.js';
+export { type CheckedEndpoints, type HasPriorityMethod, type MissingPriorityMethod } from './endpoint-check.js';
 export { NotificationFilter, type NotificationFilterInit, type FilterPattern, type FilterPatternMap } from './filter.js';
 export {
   NOTIFY_CHANNELS,
