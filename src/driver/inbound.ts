@@ -24,7 +24,8 @@ export interface DeliverySettler<D> {
   describe(delivery: D): LogFields;
 }
 
-interface InboundOptions<D> {
+/** What an inbound pipeline is built with. */
+export interface InboundOptions<D> {
   readonly settler: DeliverySettler<D>;
   readonly logger: Logger;
   /** Ids remembered for duplicate suppression. */
@@ -33,8 +34,11 @@ interface InboundOptions<D> {
 
 /** Shared by both pipelines: decoding and the malformed-message rule. */
 abstract class Inbound<D> {
+  /** Settles deliveries on the driver's broker. */
   protected readonly settler: DeliverySettler<D>;
+  /** The listener's logger. */
   protected readonly logger: Logger;
+  /** Recently seen `_unique_id`s. */
   protected readonly dedup: DuplicateMessageChecker;
 
   constructor(options: InboundOptions<D>) {

@@ -11,3 +11,7 @@ export * from './remote-error.js';
 export * from './dedup.js';
 export * from './wire.js';
 export * from './types.js';
+export * from './addressing.js';
+export * from './pending-replies.js';
+export * from './inbound.js';
+export * from './messages.js';

@@ -12,6 +12,7 @@ import { encodeReply, type ParsedNotification, type ParsedRpcRequest } from './w
  * reply that cannot be delivered is logged by the driver (the caller times out).
  */
 export interface ReplySender {
+  /** Publishes `body` (an encoded reply to call `msgId`) to `replyQueue`. */
   sendReply(replyQueue: string, msgId: string, body: string): Promise<void> | void;
 }
 

@@ -5,6 +5,7 @@ import type { Logger } from '../logger.js';
 import { deserializeRemoteError, type RemoteErrorRegistry } from './remote-error.js';
 import type { DriverMessage } from './types.js';
 
+/** What a call waits with: its topic (for messages), deadlines and abort signal. */
 export interface CallOptions {
   /** For messages: the topic the call went to. */
   readonly topic: string;
@@ -35,6 +36,7 @@ export class PendingCall {
   private undelivered?: unknown;
 
   constructor(
+    /** The `_msg_id` its reply carries. */
     readonly msgId: string,
     private readonly options: CallOptions,
     private readonly registry: PendingReplies,

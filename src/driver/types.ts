@@ -8,6 +8,7 @@ export type DriverMessage = Record<string, unknown>;
 
 /** An RPC request as servers receive it: validated once by the driver seam (wire.ts). */
 export interface RpcRequest {
+  /** The endpoint method to run: a non-empty string. */
   readonly method: string;
   /** Keyword arguments; `{}` when the sender sent none. */
   readonly args: Record<string, unknown>;
@@ -23,11 +24,17 @@ export interface RpcRequest {
  * keys a sender added pass through.
  */
 export interface ReceivedNotification {
+  /** The notifier's id for it (a uuid with dashes) when the sender set one. */
   readonly message_id?: string;
+  /** The sender, e.g. `compute.host1`; null when it has none. */
   readonly publisher_id?: string | null;
+  /** What happened, e.g. `compute.instance.create.end`. */
   readonly event_type: string;
+  /** The priority, upper case on the wire (`INFO`). */
   readonly priority: string;
+  /** Any JSON value. */
   readonly payload: unknown;
+  /** `YYYY-MM-DD HH:MM:SS[.ffffff]`, naive UTC, when the sender set one. */
   readonly timestamp?: string;
   readonly [key: string]: unknown;
 }
