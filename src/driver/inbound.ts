@@ -26,7 +26,9 @@ export interface DeliverySettler<D> {
 
 /** What an inbound pipeline is built with. */
 export interface InboundOptions<D> {
+  /** Settles deliveries on the driver's broker. */
   readonly settler: DeliverySettler<D>;
+  /** Where malformed messages and duplicates are reported. */
   readonly logger: Logger;
   /** Ids remembered for duplicate suppression. */
   readonly dedupWindow: number;
