@@ -98,10 +98,26 @@ export class NotificationInbound<D> extends Inbound<D> {
   /** `_unique_id`s handed out and not settled yet. */
   private readonly inFlight = new Set<string>();
   private unsettledCount = 0;
+  private settledWaiters: Array<() => void> = [];
 
   /** Notifications handed out and not acknowledged or requeued yet. */
   get unsettled(): number {
     return this.unsettledCount;
+  }
+
+  /**
+   * Resolves once every notification handed out is settled (or abandoned), or after `timeoutMs`:
+   * a listener closing its channel first lets running handlers acknowledge.
+   */
+  whenSettled(timeoutMs: number): Promise<void> {
+    if (this.unsettledCount === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.settledWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   /** The notification to dispatch, or undefined when it was settled here (malformed or duplicate). */
@@ -150,5 +166,10 @@ export class NotificationInbound<D> extends Inbound<D> {
   private forget(message: NotificationMessage<D>): void {
     this.unsettledCount--;
     if (message.uniqueId !== undefined) this.inFlight.delete(message.uniqueId);
+    if (this.unsettledCount === 0 && this.settledWaiters.length > 0) {
+      const waiters = this.settledWaiters;
+      this.settledWaiters = [];
+      for (const wake of waiters) wake();
+    }
   }
 }

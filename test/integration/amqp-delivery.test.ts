@@ -115,10 +115,10 @@ describe('amqp driver delivery (RabbitMQ)', () => {
     expect((await ch.checkQueue(key)).messageCount).toBe(0);
   });
 
-  it('applies prefetch on listener channels and caps batches; prefetchSize reflects it', async () => {
+  it('applies prefetch on listener channels and caps batches', async () => {
     const driver = makeDriver({ prefetchCount: 5 });
     drivers.push(driver);
-    expect(driver.prefetchSize).toBe(5);
+    expect(driver.options.prefetchCount).toBe(5);
     const topic = `${PREFIX}-pf`;
     for (let i = 0; i < 20; i++) await driver.sendNotification(new Target({ topic: `${topic}.info` }), {}, notification(i));
     const listener = await driver.listenForNotifications([[new Target({ topic }), 'info']], { batchSize: 50, batchTimeout: 200 });

@@ -9,7 +9,7 @@ import type { ReplySender } from '../../driver/messages.js';
 import { PendingReplies, type PendingCall } from '../../driver/pending-replies.js';
 import { encodeNotification, encodeRpcRequest } from '../../driver/wire.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
-import { PollStyleListenerAdapter, type Listener } from '../../driver/listener.js';
+import type { Listener } from '../../driver/listener.js';
 import type { Context, DriverMessage } from '../../driver/types.js';
 import { AbortError, InvalidState, MessageDeliveryFailure, MessageUndeliverable, MessagingError } from '../../errors.js';
 import type { Target } from '../../target.js';
@@ -68,7 +68,6 @@ interface PublishRequest {
 export class AmqpDriver extends BaseDriver implements ReplySender {
   readonly name = 'amqp';
   readonly capabilities = CAPABILITIES;
-  override readonly prefetchSize: number;
   /** The resolved options (hosts carry credentials: never log this object). */
   readonly options: ResolvedAmqpOptions;
   /** Connection events: 'connected' | 'reconnected' | 'disconnected' | 'blocked' | 'unblocked' | 'connect-failed'. */
@@ -77,23 +76,17 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
   private readonly publisher: Publisher;
   private replyWaiter?: ReplyWaiter;
   private readonly pending: PendingReplies;
-  private readonly adapters = new Set<Listener<IncomingMessage>>();
-  /** Listeners still subscribing (they retry while the broker is down): cleanup stops them too. */
-  private readonly starting = new Set<AmqpListener<any>>();
   private readonly obsoleteReplyQueues = new ObsoleteReplyQueues();
   private listenerCount = 0;
   private readonly keyCache = new Map<string, string>();
   private readonly exchangeDecls = new Map<string, ExchangeDecl>();
   private readonly queueKeyCache = new Map<string, Map<string, string>>();
-  private closed = false;
-  private cleaning?: Promise<void>;
   /** Aborted by cleanup(): publish retries and reply resends stop waiting at once. */
   private readonly closing = new AbortController();
 
   constructor(init: DriverInit) {
     super(init);
     this.options = resolveOptions(init.url, init.options);
-    this.prefetchSize = this.options.prefetchCount > 0 ? this.options.prefetchCount : -1;
     this.conn = new AmqpConnection('publisher', this.options, this.logger, this.events);
     this.publisher = new Publisher(this.conn, this.options, this.logger);
     this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
@@ -164,17 +157,11 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     return this.startListener<IncomingMessage>('notification', specs, options, { pool: options.pool });
   }
 
-  cleanup(): Promise<void> {
-    this.cleaning ??= this.doCleanup();
-    return this.cleaning;
+  protected override cleanupStarted(): void {
+    this.closing.abort();
   }
 
-  private async doCleanup(): Promise<void> {
-    this.closed = true;
-    this.closing.abort();
-    await Promise.all([...this.starting].map((l) => l.cleanup().catch(() => undefined)));
-    await Promise.all([...this.adapters].map((a) => a.cleanup().catch((err) => this.logger.warn('Listener cleanup failed', { err }))));
-    this.adapters.clear();
+  protected async close(): Promise<void> {
     const gone = new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply');
     this.pending.failAll(gone);
     await this.replyWaiter?.close(gone);
@@ -224,10 +211,6 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     return this.toString();
   }
 
-  private assertOpen(): void {
-    if (this.closed) throw new InvalidState('The transport was cleaned up; create a new one');
-  }
-
   private getReplyWaiter(): ReplyWaiter {
     this.replyWaiter ??= new ReplyWaiter(this.conn, this.options, this.logger, this.pending);
     return this.replyWaiter;
@@ -243,30 +226,8 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     const logger = this.logger.child({ listener: n, kind, ...fields });
     const conn = new AmqpConnection(`listener:${n}`, this.options, logger, this.events);
     const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this);
-    this.starting.add(source);
-    try {
-      await source.start();
-    } catch (err) {
-      await source.cleanup().catch(() => undefined);
-      throw this.closed ? new InvalidState('The transport was cleaned up while the listener was starting', { cause: err }) : err;
-    } finally {
-      this.starting.delete(source);
-    }
-    const adapter = new PollStyleListenerAdapter<M>(source, { batchSize: options.batchSize, batchTimeout: options.batchTimeout, logger });
-    const tracked: Listener<M> = {
-      start: (cb) => adapter.start(cb),
-      stop: () => adapter.stop(),
-      cleanup: async () => {
-        await adapter.cleanup();
-        this.adapters.delete(tracked as unknown as Listener<IncomingMessage>);
-      },
-    };
-    this.adapters.add(tracked as unknown as Listener<IncomingMessage>);
-    if (this.closed) {
-      await tracked.cleanup();
-      throw new InvalidState('The transport was cleaned up while the listener was starting');
-    }
-    return tracked;
+    const prefetchSize = this.options.prefetchCount > 0 ? this.options.prefetchCount : -1;
+    return this.openListener(source, () => source.start(), { ...options, prefetchSize, logger });
   }
 
   /** Declares what the message needs (cached per connection) and publishes it, retrying per `retry`. */

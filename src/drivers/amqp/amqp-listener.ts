@@ -5,7 +5,7 @@ import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
 import { NotificationInbound, RpcInbound, type DeliverySettler } from '../../driver/inbound.js';
 import type { ReceivedMessage } from '../../driver/incoming-message.js';
 import type { NotificationMessage, ReplySender } from '../../driver/messages.js';
-import { BufferedPollStyleListener } from '../../driver/poll-style-listener.js';
+import type { ListenerSink, PushSource } from '../../driver/push-listener.js';
 import type { Logger } from '../../logger.js';
 import { withRetry } from '../../retry.js';
 import { AckBatcher } from './ack-batcher.js';
@@ -16,7 +16,8 @@ import type { ConsumerSpec } from './topology.js';
 
 export type ListenerKind = 'rpc' | 'notification';
 
-export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends BufferedPollStyleListener<M> implements DeliverySettler<ConsumeMessage> {
+export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> implements PushSource<M>, DeliverySettler<ConsumeMessage> {
+  private sink?: ListenerSink<M>;
   private channel?: Channel;
   private channelId = 0;
   private consumerTags: string[] = [];
@@ -39,7 +40,6 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends B
     private readonly logger: Logger,
     replies: ReplySender,
   ) {
-    super(options.prefetchCount > 0 ? options.prefetchCount : -1);
     const pipeline = { settler: this, logger, dedupWindow: options.dedupWindow };
     if (kind === 'rpc') this.rpc = new RpcInbound({ ...pipeline, replies });
     else this.notifications = new NotificationInbound(pipeline);
@@ -64,7 +64,11 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends B
     );
   }
 
-  override async stop(): Promise<void> {
+  attach(sink: ListenerSink<M>): void {
+    this.sink = sink;
+  }
+
+  async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     this.removeHook?.();
@@ -72,20 +76,17 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends B
     for (const tag of this.consumerTags.splice(0)) {
       await ch?.cancel(tag).catch(() => undefined);
     }
-    await super.stop();
   }
 
-  override cleanup(): Promise<void> {
+  cleanup(): Promise<void> {
     this.cleaning ??= this.doCleanup();
     return this.cleaning;
   }
 
   private async doCleanup(): Promise<void> {
     await this.stop();
-    const deadline = Date.now() + this.options.shutdownTimeout;
-    while ((this.notifications?.unsettled ?? 0) > 0 && this.channel && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    // Handlers still running may acknowledge on this channel: give them shutdownTimeout.
+    if (this.channel) await this.notifications?.whenSettled(this.options.shutdownTimeout);
     const ch = this.channel;
     if (ch) {
       for (const spec of this.specs) {
@@ -204,12 +205,8 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends B
 
   /** Buffered notifications of a dead channel will be redelivered by the broker: drop our copies. */
   private purgeBuffered(channelId: number): void {
-    const items = this.buffer.drain();
-    for (const item of items) {
-      const n = item as unknown as NotificationMessage<ConsumeMessage>;
-      if (n.generation === channelId) this.notifications?.abandon(n);
-      else this.buffer.push(item);
-    }
+    const dead = this.sink!.withdraw((m) => (m as unknown as NotificationMessage<ConsumeMessage>).generation === channelId);
+    for (const m of dead) this.notifications?.abandon(m as unknown as NotificationMessage<ConsumeMessage>);
   }
 
   private onDelivery(ch: Channel, id: number, raw: ConsumeMessage | null): void {
@@ -220,13 +217,13 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends B
     }
     if (this.rpc) {
       const request = this.rpc.receive(raw.content, raw, id);
-      if (request !== undefined) this.deliver(request as unknown as M);
+      if (request !== undefined) this.sink!.deliver(request as unknown as M);
       return;
     }
     const notification = this.notifications!.receive(raw.content, raw, id);
     if (notification === undefined) return;
     this.batchers.get(id)?.track(raw);
-    this.deliver(notification as unknown as M);
+    this.sink!.deliver(notification as unknown as M);
   }
 }
 

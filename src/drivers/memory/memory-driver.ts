@@ -5,15 +5,15 @@ import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListe
 import type { DriverCapabilities } from '../../driver/capabilities.js';
 import { decodeBody, newHexId } from '../../driver/envelope.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
-import { PollStyleListenerAdapter, type Listener } from '../../driver/listener.js';
+import type { Listener } from '../../driver/listener.js';
 import type { ReplySender } from '../../driver/messages.js';
 import { PendingReplies } from '../../driver/pending-replies.js';
 import { isPriority, type Context, type DriverMessage } from '../../driver/types.js';
 import { encodeNotification, encodeRpcRequest } from '../../driver/wire.js';
-import { AbortError, InvalidArgument, InvalidState, InvalidTarget, MessageDeliveryFailure } from '../../errors.js';
+import { AbortError, InvalidArgument, InvalidTarget, MessageDeliveryFailure } from '../../errors.js';
 import type { Target } from '../../target.js';
 import { getMemoryBroker, type MemoryBroker, type MemoryConsumer, type MemoryDelivery } from './memory-broker.js';
-import { MemoryNotificationListener, MemoryRpcListener, type DetachableListener, type MemoryListener, type MemoryListenerDeps } from './memory-listener.js';
+import { MemoryNotificationListener, MemoryRpcListener, type MemoryListener, type MemoryListenerDeps } from './memory-listener.js';
 import { resolveMemoryOptions, type MemoryDriverOptions } from './options.js';
 
 const CAPABILITIES: DriverCapabilities = Object.freeze({
@@ -29,21 +29,17 @@ const CAPABILITIES: DriverCapabilities = Object.freeze({
 export class MemoryDriver extends BaseDriver implements ReplySender {
   readonly name = 'memory';
   readonly capabilities = CAPABILITIES;
-  override readonly prefetchSize: number;
   readonly options: MemoryDriverOptions;
   /** The broker this driver publishes to and consumes from. */
   readonly broker: MemoryBroker;
 
-  private closed = false;
   private replyQueue?: string;
   private replyConsumer?: MemoryConsumer;
   private readonly pending: PendingReplies;
-  private readonly listeners = new Set<DetachableListener>();
 
   constructor(init: DriverInit) {
     super(init);
     this.options = resolveMemoryOptions(init.url, init.options);
-    this.prefetchSize = this.options.prefetchCount > 0 ? this.options.prefetchCount : -1;
     this.broker = getMemoryBroker(init.url.virtualHost ?? '');
     this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
   }
@@ -117,13 +113,10 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
     return this.startListener(source, options);
   }
 
-  async cleanup(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
+  protected async close(): Promise<void> {
     this.pending.failAll(new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply'));
     this.replyConsumer?.close();
     if (this.replyQueue) this.broker.deleteQueue(this.replyQueue);
-    for (const listener of [...this.listeners]) listener.detach();
   }
 
   /** @internal Publishes a reply or heartbeat to a caller's reply queue; never throws. */
@@ -137,10 +130,9 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
     }
   }
 
-  private startListener<M extends ReceivedMessage>(source: MemoryListener<M>, options: ListenOptions): Listener<M> {
-    source.subscribe();
-    this.listeners.add(source);
-    return new PollStyleListenerAdapter(source, { batchSize: options.batchSize, batchTimeout: options.batchTimeout, logger: this.logger });
+  private startListener<M extends ReceivedMessage>(source: MemoryListener<M>, options: ListenOptions): Promise<Listener<M>> {
+    const prefetchSize = this.options.prefetchCount > 0 ? this.options.prefetchCount : -1;
+    return this.openListener(source, () => source.subscribe(), { ...options, prefetchSize });
   }
 
   private listenerDeps(logger: MemoryListenerDeps['logger']): MemoryListenerDeps {
@@ -150,7 +142,6 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
       prefetchCount: this.options.prefetchCount,
       dedupWindow: this.options.dedupWindow,
       replies: this,
-      onCleanup: (listener) => this.listeners.delete(listener),
     };
   }
 
@@ -175,9 +166,6 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
     this.pending.accept(reply);
   }
 
-  private assertOpen(): void {
-    if (this.closed) throw new InvalidState(`The memory driver for ${this.url.toString()} was cleaned up`);
-  }
 }
 
 function checkDuration(field: string, value: unknown): void {

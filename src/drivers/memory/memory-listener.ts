@@ -1,10 +1,10 @@
-// Listeners of memory://: broker consumers feeding the shared inbound pipeline. They declare and
-// bind the same queues as oslo's rabbit driver; the pipeline decodes, rejects and dedupes.
+// Listeners of memory://: broker consumers pushing through the shared inbound pipeline into the
+// listener. They declare and bind the same queues as oslo's rabbit driver.
 import { fanoutAddress, newFanoutQueueName, notificationQueueName, serverAddress, topicAddress } from '../../driver/addressing.js';
 import { NotificationInbound, RpcInbound, type DeliverySettler } from '../../driver/inbound.js';
 import type { ReceivedMessage } from '../../driver/incoming-message.js';
 import type { NotificationMessage, ReplySender, RpcMessage } from '../../driver/messages.js';
-import { BufferedPollStyleListener } from '../../driver/poll-style-listener.js';
+import type { ListenerSink, PushSource } from '../../driver/push-listener.js';
 import type { Logger } from '../../logger.js';
 import type { MemoryBroker, MemoryConsumer, MemoryDelivery } from './memory-broker.js';
 
@@ -16,28 +16,24 @@ export interface MemoryListenerDeps {
   readonly prefetchCount: number;
   readonly dedupWindow: number;
   readonly replies: ReplySender;
-  /** Called once when the listener is cleaned up, so the driver stops tracking it. */
-  readonly onCleanup: (listener: DetachableListener) => void;
-}
-
-/** What the driver keeps of a listener: a way to cut it off when the driver is cleaned up. */
-export interface DetachableListener {
-  detach(): void;
 }
 
 /**
- * Consumers + buffer shared by RPC and notification listeners. A delivery's generation is the
- * index of the consumer it came from, so the settler acks on the right one.
+ * Consumers shared by RPC and notification listeners. A delivery's generation is the index of
+ * the consumer it came from, so the settler acks on the right one.
  */
-export abstract class MemoryListener<M extends ReceivedMessage = ReceivedMessage> extends BufferedPollStyleListener<M> implements DetachableListener, DeliverySettler<MemoryDelivery> {
+export abstract class MemoryListener<M extends ReceivedMessage = ReceivedMessage> implements PushSource<M>, DeliverySettler<MemoryDelivery> {
   protected readonly consumers: MemoryConsumer[] = [];
   /** Queues private to this listener, deleted on cleanup. */
   protected readonly privateQueues: string[] = [];
+  private sink?: ListenerSink<M>;
   private stopped = false;
   private cleaned = false;
 
-  constructor(protected readonly deps: MemoryListenerDeps) {
-    super(deps.prefetchCount > 0 ? deps.prefetchCount : -1);
+  constructor(protected readonly deps: MemoryListenerDeps) {}
+
+  attach(sink: ListenerSink<M>): void {
+    this.sink = sink;
   }
 
   /** Declares, binds and consumes; after it returns every matching publish reaches this listener. */
@@ -46,28 +42,20 @@ export abstract class MemoryListener<M extends ReceivedMessage = ReceivedMessage
   /** The message the pipeline makes of a delivery, or undefined when it settled it. */
   protected abstract receive(delivery: MemoryDelivery, consumer: number): M | undefined;
 
-  /** Stops taking messages; what is already buffered is still handed out by poll(). */
-  override async stop(): Promise<void> {
-    if (!this.stopped) {
-      this.stopped = true;
-      for (const consumer of this.consumers) consumer.cancel();
-    }
-    await super.stop();
-  }
-
-  /** Gives unacked messages back (channel close), drops the buffer and deletes private queues. Idempotent. */
-  override async cleanup(): Promise<void> {
-    await this.stop();
-    this.release();
-  }
-
-  /**
-   * The driver's connection is gone (driver cleanup): no more messages, unacked ones go back
-   * to their queues. The buffer is not closed, so a running poll loop waits instead of spinning.
-   */
-  detach(): void {
+  /** Stops taking messages (consumers cancelled); unacked ones stay with this listener. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
     this.stopped = true;
-    this.release();
+    for (const consumer of this.consumers) consumer.cancel();
+  }
+
+  /** Gives unacked messages back (channel close) and deletes private queues. Idempotent. */
+  async cleanup(): Promise<void> {
+    await this.stop();
+    if (this.cleaned) return;
+    this.cleaned = true;
+    for (const consumer of this.consumers) consumer.close();
+    for (const queue of this.privateQueues) this.deps.broker.deleteQueue(queue);
   }
 
   ack(delivery: MemoryDelivery, consumer: number): boolean {
@@ -92,7 +80,7 @@ export abstract class MemoryListener<M extends ReceivedMessage = ReceivedMessage
       queue,
       (delivery) => {
         const message = this.receive(delivery, index);
-        if (message !== undefined) this.deliver(message);
+        if (message !== undefined) this.sink!.deliver(message);
       },
       { prefetch: this.deps.prefetchCount },
     );
@@ -102,15 +90,6 @@ export abstract class MemoryListener<M extends ReceivedMessage = ReceivedMessage
   private settled(ok: boolean, what: string, delivery: MemoryDelivery): boolean {
     if (!ok) this.deps.logger.debug(`${what} of a message whose consumer is closed ignored (it was requeued)`, { queue: delivery.queue });
     return ok;
-  }
-
-  private release(): void {
-    if (this.cleaned) return;
-    this.cleaned = true;
-    for (const consumer of this.consumers) consumer.close();
-    this.buffer.drain();
-    for (const queue of this.privateQueues) this.deps.broker.deleteQueue(queue);
-    this.deps.onCleanup(this);
   }
 }
 

@@ -86,7 +86,7 @@ describe('memory driver: malformed messages', () => {
 describe('memory driver: prefetch and batches', () => {
   it('caps unacked messages per consumer and batch sizes at prefetch_count', async () => {
     const { client, server, vhost } = makePair({ options: { prefetchCount: 3 } });
-    expect(server.prefetchSize).toBe(3);
+    expect(server.options.prefetchCount).toBe(3);
     const topic = uniqueName();
     const held: IncomingMessage[] = [];
     const listener = track(await server.listenForNotifications([[new Target({ topic }), 'info']], { batchSize: 10, batchTimeout: 50 }));

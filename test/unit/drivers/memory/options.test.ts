@@ -48,7 +48,7 @@ describe('memory driver options', () => {
     const transport = await getRpcTransport(`memory:///${vhost}?prefetch_count=5`);
     try {
       expect(transport.driver).toBeInstanceOf(MemoryDriver);
-      expect(transport.driver.prefetchSize).toBe(5);
+      expect((transport.driver as MemoryDriver).options.prefetchCount).toBe(5);
       expect(transport.driver.capabilities).toEqual({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true });
       expect((transport.driver as MemoryDriver).broker).toBe(getMemoryBroker(vhost));
       transport.driver.requireFeatures({ requeue: true, pools: true, fanout: true, callMonitor: true });
