@@ -17,9 +17,9 @@ import { abortableSleep, throwIfAborted, withRetry } from '../../retry.js';
 import { AmqpListener } from './amqp-listener.js';
 import { AmqpConnection, type DriverEventEmitter } from './connection.js';
 import { resolveOptions, type ResolvedAmqpOptions } from './options.js';
-import { exchangeKey, Publisher, queueKey } from './publisher.js';
+import { Publisher } from './publisher.js';
 import { ReplyWaiter } from './reply-waiter.js';
-import { fanoutExchange, notificationSpecs, rpcServerSpecs, topicExchange, topicQueue, type ExchangeDecl } from './topology.js';
+import { notificationSpecs, PublishTopology, rpcServerSpecs, type Declaration } from './topology.js';
 
 const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true });
 
@@ -45,11 +45,8 @@ class ObsoleteReplyQueues {
 }
 
 interface PublishRequest {
-  exchange: ExchangeDecl;
-  /** What must be declared before publishing (`exchangeKey` or `queueKey`). */
-  declareKey: string;
-  /** Notifications also declare and bind their default queue. */
-  notifyQueue?: string;
+  /** What must be declared before publishing (notifications: with their default queue). */
+  decl: Declaration;
   routingKey: string;
   content: Buffer;
   expiration?: number;
@@ -74,13 +71,11 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
   readonly events: DriverEventEmitter = new EventEmitter();
   private readonly conn: AmqpConnection;
   private readonly publisher: Publisher;
+  private readonly topology: PublishTopology;
   private replyWaiter?: ReplyWaiter;
   private readonly pending: PendingReplies;
   private readonly obsoleteReplyQueues = new ObsoleteReplyQueues();
   private listenerCount = 0;
-  private readonly keyCache = new Map<string, string>();
-  private readonly exchangeDecls = new Map<string, ExchangeDecl>();
-  private readonly queueKeyCache = new Map<string, Map<string, string>>();
   /** Aborted by cleanup(): publish retries and reply resends stop waiting at once. */
   private readonly closing = new AbortController();
 
@@ -89,6 +84,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     this.options = resolveOptions(init.url, init.options);
     this.conn = new AmqpConnection('publisher', this.options, this.logger, this.events);
     this.publisher = new Publisher(this.conn, this.options, this.logger);
+    this.topology = new PublishTopology(this.options);
     this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
   }
 
@@ -109,18 +105,17 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     const waiter = options.waitForReply ? this.getReplyWaiter() : undefined;
     const msgId = waiter ? newHexId() : undefined;
     const content = Buffer.from(encodeRpcRequest(message, ctx, waiter && msgId ? { msgId, replyQueue: waiter.queue, callMonitorTimeout: options.callMonitorTimeout } : undefined));
-    const exchange = target.fanout ? fanoutExchange(topic) : this.topicExchangeOf(this.exchangeFor(target));
+    const decl = target.fanout ? this.topology.fanout(topic) : this.topology.topic(this.exchangeFor(target));
     const routingKey = target.fanout ? '' : requestAddress(topic, target.server);
     if (!waiter || !msgId) {
-      await this.publish({ exchange, declareKey: this.exchangeKeyOf(exchange.name), routingKey, content, retry: options.retry, signal: options.signal });
+      await this.publish({ decl, routingKey, content, retry: options.retry, signal: options.signal });
       return undefined;
     }
     const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal });
     // The call resolves on its reply without waiting for the request's confirm (a reply proves
     // delivery); a failed confirm still retries the same body or fails the call.
     this.publish({
-      exchange,
-      declareKey: this.exchangeKeyOf(exchange.name),
+      decl,
       routingKey,
       content,
       expiration: options.timeout,
@@ -140,8 +135,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     this.assertOpen();
     const topic = target.topic as string;
     const content = Buffer.from(encodeNotification(message, ctx, options.version));
-    const exchange = this.topicExchangeOf(this.exchangeFor(target));
-    await this.publish({ exchange, declareKey: this.queueKeyOf(exchange.name, topic), notifyQueue: topic, routingKey: topic, content, retry: options.retry });
+    await this.publish({ decl: this.topology.notification(this.exchangeFor(target), topic), routingKey: topic, content, retry: options.retry });
   }
 
   async listen(target: Target, options: ListenOptions = {}): Promise<Listener<RpcIncomingMessage>> {
@@ -168,42 +162,6 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     await this.publisher.drain(this.options.shutdownTimeout);
     await this.conn.close();
     this.logger.debug('AMQP driver cleaned up');
-  }
-
-  /** The topic exchange declaration of `name`, memoised (a pure function of the options) so sends do not build one per message. */
-  private topicExchangeOf(name: string): ExchangeDecl {
-    let decl = this.exchangeDecls.get(name);
-    if (decl === undefined) {
-      decl = topicExchange(name, this.options);
-      if (this.exchangeDecls.size > 10_000) this.exchangeDecls.clear();
-      this.exchangeDecls.set(name, decl);
-    }
-    return decl;
-  }
-
-  /** Declare-cache keys, memoised so the hot path does not build strings per message. */
-  private exchangeKeyOf(exchange: string): string {
-    let key = this.keyCache.get(exchange);
-    if (key === undefined) {
-      key = exchangeKey(exchange);
-      this.keyCache.set(exchange, key);
-    }
-    return key;
-  }
-
-  private queueKeyOf(exchange: string, topic: string): string {
-    let byTopic = this.queueKeyCache.get(exchange);
-    if (!byTopic) {
-      byTopic = new Map();
-      this.queueKeyCache.set(exchange, byTopic);
-    }
-    let key = byTopic.get(topic);
-    if (key === undefined) {
-      key = queueKey(exchange, topic, topic);
-      if (byTopic.size > 10_000) byTopic.clear();
-      byTopic.set(topic, key);
-    }
-    return key;
   }
 
   /** `util.inspect` shows the redacted form only. */
@@ -253,20 +211,16 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
 
   private publishOnce(req: PublishRequest): Promise<void> {
     if (req.call?.isOver) return Promise.reject(new AbortError('The call is over; not publishing its request again'));
-    if ((!req.before || req.ready?.()) && this.publisher.isDeclared(req.declareKey)) {
-      return this.publisher.publish(req.exchange.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal, call: req.call });
+    if ((!req.before || req.ready?.()) && this.publisher.isDeclared(req.decl)) {
+      return this.publisher.publish(req.decl.exchange.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal, call: req.call });
     }
     return this.publishSlow(req);
   }
 
   private async publishSlow(req: PublishRequest): Promise<void> {
     if (req.before) await req.before();
-    const ex = req.exchange;
-    if (!this.publisher.isDeclared(req.declareKey)) {
-      await this.publisher.declareExchange(ex);
-      if (req.notifyQueue !== undefined) await this.publisher.declareBoundQueue(ex, topicQueue(req.notifyQueue, this.options), req.routingKey);
-    }
-    await this.publisher.publish(ex.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal, call: req.call });
+    await this.publisher.ensureDeclared(req.decl);
+    await this.publisher.publish(req.decl.exchange.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal, call: req.call });
   }
 
   /**

@@ -20,6 +20,17 @@ export interface BindingDecl {
   readonly routingKey: string;
 }
 
+/**
+ * What must exist before a publish: an exchange and, for notifications, the notifier's default
+ * queue bound to it (store-and-forward). The Publisher remembers declarations by identity, so
+ * `PublishTopology` hands out one object per name.
+ */
+export interface Declaration {
+  readonly exchange: ExchangeDecl;
+  readonly queue?: QueueDecl;
+  readonly routingKey?: string;
+}
+
 /** A queue with the exchanges it is bound to: what one consumer subscribes to. */
 export interface ConsumerSpec {
   readonly queue: QueueDecl;
@@ -109,4 +120,50 @@ export function notificationSpecs(pairs: ReadonlyArray<{ exchange: string; routi
     byQueue.set(name, list);
   }
   return [...byQueue].map(([name, bindings]) => ({ queue: topicQueue(name, o), bindings }));
+}
+
+/** Bound on memoised declarations per kind; past it the memo starts over (names are unbounded input). */
+const MEMO_LIMIT = 10_000;
+
+/**
+ * The declarations a driver publishes with, one object per exchange (and per notification
+ * topic), a pure function of the options: sends build no declaration objects and the
+ * Publisher's declared set is keyed by identity.
+ */
+export class PublishTopology {
+  private readonly topics = new Map<string, Declaration>();
+  private readonly fanouts = new Map<string, Declaration>();
+  private readonly notifications = new Map<string, Map<string, Declaration>>();
+
+  constructor(private readonly options: TopologyOptions) {}
+
+  /** A request to a topic exchange (`<topic>` or `<topic>.<server>` routing keys). */
+  topic(exchange: string): Declaration {
+    return memo(this.topics, exchange, () => ({ exchange: topicExchange(exchange, this.options) }));
+  }
+
+  /** A fanout cast: the `<topic>_fanout` exchange. */
+  fanout(topic: string): Declaration {
+    return memo(this.fanouts, topic, () => ({ exchange: fanoutExchange(topic) }));
+  }
+
+  /** A notification to `address` on `exchange`, with the default queue of that address bound. */
+  notification(exchange: string, address: string): Declaration {
+    let byAddress = this.notifications.get(exchange);
+    if (byAddress === undefined) {
+      byAddress = new Map();
+      this.notifications.set(exchange, byAddress);
+    }
+    return memo(byAddress, address, () => ({ exchange: this.topic(exchange).exchange, queue: topicQueue(address, this.options), routingKey: address }));
+  }
+}
+
+function memo<V>(map: Map<string, V>, key: string, make: () => V): V {
+  let value = map.get(key);
+  if (value === undefined) {
+    if (map.size >= MEMO_LIMIT) map.clear();
+    value = make();
+    map.set(key, value);
+  }
+  return value;
 }
