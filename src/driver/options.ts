@@ -6,7 +6,25 @@ import { REDACTED, SECRET_KEY_PATTERN } from '../secrets.js';
 import type { TransportURL } from '../transport-url.js';
 
 /** What URL query text read as: an option value, or what was expected and what was there. */
-export type QueryValue<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly expected: string; readonly received: unknown };
+export type QueryValue<T> = QueryValueRead<T> | QueryValueRefused;
+
+/** URL query text that is a valid option value. */
+export interface QueryValueRead<T> {
+  /** Discriminant: the text was read. */
+  readonly ok: true;
+  /** The value, in the option's units. */
+  readonly value: T;
+}
+
+/** URL query text that is not a valid option value. */
+export interface QueryValueRefused {
+  /** Discriminant: the text was refused. */
+  readonly ok: false;
+  /** A valid value in the URL's words and units ("a non-negative number of seconds"). */
+  readonly expected: string;
+  /** What the text read as (a number when it parsed as one, else the text), for the error. */
+  readonly received: unknown;
+}
 
 /** One option of a driver: its default, URL query names and validation. Built by the `*Option` helpers. */
 export interface OptionField<T> {
