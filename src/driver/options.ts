@@ -95,10 +95,9 @@ function field<T>(kind: Kind<Exclude<T, undefined>>, spec: OptionSpec<T>): Optio
 
 /** An integer kind; `words` names the unit ("integer", "integer number of milliseconds"). */
 function integerKind(min: number, max: number | undefined, words: string): Kind<number> {
-  const range = max !== undefined ? ` from ${min} to ${max}` : min === 0 || min === 1 ? '' : ` of at least ${min}`;
-  const article = max !== undefined || (min !== 0 && min !== 1) ? 'an' : min === 0 ? 'a non-negative' : 'a positive';
   const accepts = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= min && (max === undefined || v <= max);
-  const expected = `${article} ${words}${range}`;
+  const expected =
+    max !== undefined ? `an ${words} from ${min} to ${max}` : min === 0 ? `a non-negative ${words}` : min === 1 ? `a positive ${words}` : `an ${words} of at least ${min}`;
   return {
     expected,
     accepts,
