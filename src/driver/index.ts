@@ -15,3 +15,4 @@ export * from './addressing.js';
 export * from './pending-replies.js';
 export * from './inbound.js';
 export * from './messages.js';
+export * from './options.js';

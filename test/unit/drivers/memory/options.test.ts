@@ -29,7 +29,7 @@ describe('memory driver options', () => {
 
   it('refuses bad values naming the field, the expected and the received value', () => {
     expect(() => resolveMemoryOptions(url('memory:///x?prefetch_count=-1'))).toThrow(/prefetch_count: expected a non-negative integer, received number -1/);
-    expect(() => resolveMemoryOptions(url('memory:///x?dedup_window=abc'))).toThrow(InvalidTransportURL);
+    expect(() => resolveMemoryOptions(url('memory:///x?dedup_window=abc'))).toThrow(InvalidArgument);
     const err = (() => {
       try {
         resolveMemoryOptions(url('memory://'), { dedupWindow: 0 });
