@@ -6,6 +6,7 @@ import { silentLogger, type Logger } from '../logger.js';
 import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { Target, validateNotificationTarget, type TargetInit } from '../target.js';
 import type { Serializer } from '../serializer.js';
+import { BoundedExecutor } from '../executor.js';
 import type { Transport } from '../transport.js';
 import type { IncomingMessage } from '../driver/incoming-message.js';
 import type { Listener } from '../driver/listener.js';
@@ -19,7 +20,6 @@ import {
   type NotificationEndpoint,
 } from './dispatcher.js';
 import type { CheckedEndpoints } from './endpoint-check.js';
-import { BoundedExecutor } from './executor.js';
 import { dispatchChannel, type NotificationListenerEvents } from './instrumentation.js';
 
 /** Options of `getNotificationListener()` (and, with batch options, `getBatchNotificationListener()`). */
@@ -194,7 +194,7 @@ export class NotificationListener {
     await this.stopping;
     this.state = 'waiting';
     try {
-      await this.executor.idle();
+      await this.executor.drain();
       await this.listener?.cleanup();
     } finally {
       this.listener = undefined;

@@ -7,11 +7,11 @@ import { errorFields, silentLogger, type Logger } from '../logger.js';
 import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import type { Serializer } from '../serializer.js';
 import { Target, validateServerTarget, type TargetInit } from '../target.js';
+import { BoundedExecutor } from '../executor.js';
 import type { Transport } from '../transport.js';
 import type { RpcIncomingMessage } from '../driver/incoming-message.js';
 import type { Listener } from '../driver/listener.js';
 import type { RpcAccessPolicy } from './access-policy.js';
-import { BoundedExecutor } from './bounded-executor.js';
 import { RpcDispatcher, type DispatchOutcome } from './dispatcher.js';
 import { isTracing, traceRpc } from './instrumentation.js';
 
@@ -87,7 +87,7 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
   private readonly logger: Logger;
   private state: State = 'idle';
   private listener?: Listener<RpcIncomingMessage>;
-  private executor: BoundedExecutor;
+  private readonly executor: BoundedExecutor;
   private starting?: Promise<void>;
   private stopping?: Promise<void>;
   private waiting?: Promise<void>;
