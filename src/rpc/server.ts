@@ -1,7 +1,8 @@
 // The RPC server (oslo RPCServer + MessageHandlingServer): listens on a Target through the
 // driver, runs requests on a bounded executor, replies to calls, and never dies of a handler.
 import { performance } from 'node:perf_hooks';
-import { EventEmitter } from 'eventemitter3';
+import type { EventEmitter } from 'eventemitter3';
+import { GuardedEventEmitter } from '../events.js';
 import { InvalidArgument, InvalidState, InvalidTarget, NotSupportedError, ServerListenError } from '../errors.js';
 import { errorFields, silentLogger, type Logger } from '../logger.js';
 import { toLogger, type LoggerLike } from '../logger-adapters.js';
@@ -77,13 +78,15 @@ type State = 'idle' | 'starting' | 'running' | 'stopping' | 'waiting';
  * Lifecycle: `start()` → `stop()` → `wait()`, then `start()` again if wanted. Out-of-order
  * calls reject with InvalidState; repeated calls of the current step return the same promise.
  */
-export class RpcServer extends EventEmitter<RpcServerEvents> {
+export class RpcServer {
   /** What the server listens on: `topic` (shared), `topic.server` (direct) and the topic's fanout. */
   readonly target: Target;
   /** Routes requests to the endpoints. */
   readonly dispatcher: RpcDispatcher;
   /** Requests handled at once. */
   readonly executorSize: number;
+  /** Typed events: `started`, `stopped`, `dispatched`, `error`. A listener that throws is logged, never breaks dispatch. */
+  readonly events: EventEmitter<RpcServerEvents>;
   private readonly logger: Logger;
   private state: State = 'idle';
   private listener?: Listener<RpcIncomingMessage>;
@@ -99,7 +102,6 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
     endpoints: readonly object[],
     options: RpcServerOptions = {},
   ) {
-    super();
     if (!transport || typeof transport !== 'object' || !transport.driver) throw new InvalidArgument('transport', 'a Transport from getRpcTransport()', transport);
     this.target = Target.from(target);
     const size = options.executorSize ?? RPC_SERVER_DEFAULTS.executorSize;
@@ -107,6 +109,7 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
     this.executorSize = size;
     this.executor = new BoundedExecutor(size);
     this.logger = toLogger(options.logger, transport.logger ?? silentLogger).child({ component: 'rpc-server', topic: this.target.topic, server: this.target.server });
+    this.events = new GuardedEventEmitter<RpcServerEvents>(this.logger);
     this.dispatcher = new RpcDispatcher(endpoints, {
       accessPolicy: options.accessPolicy,
       serializer: options.serializer,
@@ -134,7 +137,7 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
     this.starting = this.doStart().then(
       () => {
         this.state = 'running';
-        this.emit('started');
+        this.events.emit('started');
       },
       (err: unknown) => {
         this.state = 'idle';
@@ -158,7 +161,7 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
       this.state = 'stopping';
       await this.listener!.stop();
       this.logger.debug('rpc server stopped receiving');
-      this.emit('stopped');
+      this.events.emit('stopped');
     })();
     return this.stopping;
   }
@@ -255,19 +258,10 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
         this.logger.debug('expected exception during message handling', { ...fields, err });
       } else {
         this.logger.error('exception during message handling', { ...fields, err });
-        this.safeEmit('error', info.error, info);
+        this.events.emit('error', info.error, info);
       }
     }
-    this.safeEmit('dispatched', info);
-  }
-
-  /** A throwing event listener must not break dispatch or replies. */
-  private safeEmit<E extends keyof RpcServerEvents>(event: E, ...args: RpcServerEvents[E]): void {
-    try {
-      (this.emit as (e: E, ...a: RpcServerEvents[E]) => boolean)(event, ...args);
-    } catch (err) {
-      this.logger.warn('an rpc server event listener threw', { event, err });
-    }
+    this.events.emit('dispatched', info);
   }
 }
 

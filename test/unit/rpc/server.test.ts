@@ -93,7 +93,7 @@ describe('RpcServer dispatch', () => {
     const handled: number[] = [];
     const events: string[] = [];
     const server = await h.server([{ work: async (_c: unknown, a: { n: number }) => (await gate.promise, handled.push(a.n)) }], { executorSize: 1 });
-    server.on('stopped', () => events.push('stopped'));
+    server.events.on('stopped', () => events.push('stopped'));
     const client = getRpcClient(await h.transport(), { topic: h.topic });
     for (let n = 1; n <= 3; n++) await client.cast({}, 'work', { n });
     await waitFor(() => server.inFlight === 1, { timeoutMs: 5000 });
@@ -142,8 +142,8 @@ describe('RpcServer dispatch', () => {
       ],
       { logger },
     );
-    server.on('error', (err) => errors.push(err));
-    server.on('dispatched', (info) => dispatched.push(info));
+    server.events.on('error', (err) => errors.push(err));
+    server.events.on('dispatched', (info) => dispatched.push(info));
     const client = getRpcClient(await h.transport(), { topic: h.topic }, { timeout: 5000 });
     await expect(client.call({ token: 'tok-123' }, 'boom', { secret: 'hunter2' })).rejects.toThrow('failed for 7 chars');
     await expect(client.call({}, 'raw', {})).rejects.toThrow();
@@ -162,6 +162,36 @@ describe('RpcServer dispatch', () => {
     ]);
   });
 
+  it('a throwing event listener never breaks start, dispatch or the reply; it is logged', async () => {
+    h = createHarness();
+    const logger = createMemoryLogger();
+    const server = getRpcServer(await h.transport(), { topic: h.topic, server: uniqueName('host') }, [
+      {
+        ok: () => 'ok',
+        boom: () => {
+          throw new Error('handler failed');
+        },
+      },
+    ], { logger });
+    for (const event of ['started', 'dispatched', 'error'] as const) {
+      server.events.on(event, () => {
+        throw new Error(`${event} listener bug`);
+      });
+    }
+    await server.start();
+    await server.stop();
+    await server.wait();
+    await server.start();
+    const client = getRpcClient(await h.transport(), { topic: h.topic }, { timeout: 5000 });
+    expect(await client.call({}, 'ok', {})).toBe('ok');
+    await expect(client.call({}, 'boom', {})).rejects.toThrow('handler failed');
+    expect(await client.call({}, 'ok', {})).toBe('ok');
+    await server.stop();
+    await server.wait();
+    const warned = logger.records.filter((r) => r.level === 'warn' && r.msg === 'an event listener threw').map((r) => r.fields.event);
+    expect(warned).toEqual(['started', 'started', 'dispatched', 'error', 'dispatched', 'dispatched']);
+  });
+
   it('expected exceptions reach the caller but are logged at debug level only', async () => {
     h = createHarness();
     const logger = createMemoryLogger();
@@ -176,7 +206,7 @@ describe('RpcServer dispatch', () => {
     }
     const server = await h.server([new Inventory()], { logger });
     const errors: unknown[] = [];
-    server.on('error', (e) => errors.push(e));
+    server.events.on('error', (e) => errors.push(e));
     const client = getRpcClient(await h.transport(), { topic: h.topic }, { timeout: 5000 });
     await expect(client.call({}, 'reserve', {})).rejects.toThrow('quota');
     await expect(client.call({}, 'take', {})).rejects.toBeInstanceOf(RangeError);
