@@ -14,7 +14,7 @@ import type { RpcIncomingMessage } from '../driver/incoming-message.js';
 import type { Listener } from '../driver/listener.js';
 import type { RpcAccessPolicy } from './access-policy.js';
 import { RpcDispatcher, type DispatchOutcome } from './dispatcher.js';
-import { isTracing, traceRpc } from './instrumentation.js';
+import { traceRpc, type RpcTraceContext } from './instrumentation.js';
 
 /** Options of `getRpcServer()`. */
 export interface RpcServerOptions {
@@ -229,13 +229,7 @@ export class RpcServer {
     };
     let outcome: DispatchOutcome;
     try {
-      outcome = await (isTracing('dispatch')
-        ? traceRpc(
-            () => ({ kind: 'dispatch', topic: this.target.topic, server: this.target.server, method: info.method, namespace: info.namespace, version: info.version, messageId: info.messageId, expectsReply: info.expectsReply }),
-            'dispatch',
-            () => this.dispatcher.dispatch(incoming),
-          )
-        : this.dispatcher.dispatch(incoming));
+      outcome = await traceRpc('dispatch', this, this.dispatch, incoming, info, this.traceContext);
     } catch (failure) {
       outcome = { ok: false, failure, expected: false };
     }
@@ -248,6 +242,16 @@ export class RpcServer {
     } catch (err) {
       this.logger.error('could not send reply', { method: info.method, messageId: info.messageId, err });
     }
+  }
+
+  private dispatch(incoming: RpcIncomingMessage): Promise<DispatchOutcome> {
+    return this.dispatcher.dispatch(incoming);
+  }
+
+  /** Asked for only while a tracer listens (see traceRpc). */
+  private traceContext(_incoming: RpcIncomingMessage, info: RpcDispatchInfo): RpcTraceContext {
+    const { method, namespace, version, messageId, expectsReply } = info;
+    return { kind: 'dispatch', topic: this.target.topic, server: this.target.server, method, namespace, version, messageId, expectsReply };
   }
 
   private report(info: RpcDispatchInfo): void {

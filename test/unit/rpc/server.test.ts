@@ -232,32 +232,37 @@ describe('RpcServer dispatch', () => {
     await expect(client.call({}, 'hidden', {})).rejects.toThrow(/does not support RPC method hidden/);
   });
 
-  it('publishes client and server spans on diagnostics_channel tracing channels', async () => {
+  it('publishes client and server spans on diagnostics_channel tracing channels, with their contexts', async () => {
     h = createHarness();
     const events: string[] = [];
+    const contexts: Record<string, unknown[]> = { call: [], cast: [], dispatch: [] };
     const method = uniqueName('m').replace(/-/g, '_');
-    const handlers = (kind: string) => ({
-      start: (ctx: unknown) => (ctx as { method: string }).method === method && events.push(`${kind}:start`),
+    const handlers = (kind: 'call' | 'cast' | 'dispatch') => ({
+      start: (ctx: unknown) => (ctx as { method: string }).method === method && events.push(`${kind}:start`) && contexts[kind].push({ ...(ctx as object) }),
       end: () => {},
       asyncStart: () => {},
       asyncEnd: (ctx: unknown) => (ctx as { method: string }).method === method && events.push(`${kind}:asyncEnd`),
       error: () => {},
     });
-    const call = diagnostics.tracingChannel(RPC_CHANNELS.call);
-    const dispatch = diagnostics.tracingChannel(RPC_CHANNELS.dispatch);
-    const callHandlers = handlers('call');
-    const dispatchHandlers = handlers('dispatch');
-    call.subscribe(callHandlers);
-    dispatch.subscribe(dispatchHandlers);
+    const channels = (['call', 'cast', 'dispatch'] as const).map((kind) => [diagnostics.tracingChannel(RPC_CHANNELS[kind]), handlers(kind)] as const);
+    for (const [channel, handler] of channels) channel.subscribe(handler);
     try {
-      await h.server([{ [method]: () => 'traced' }]);
+      const server = await h.server([{ [method]: () => 'traced' }], { server: 'host-t' });
       const client = getRpcClient(await h.transport(), { topic: h.topic }, { timeout: 5000 });
       expect(await client.call({}, method, {})).toBe('traced');
-      await waitFor(() => events.includes('dispatch:asyncEnd'), { timeoutMs: 5000 });
-      expect(events).toEqual(expect.arrayContaining(['call:start', 'call:asyncEnd', 'dispatch:start', 'dispatch:asyncEnd']));
+      await client.prepare({ version: '1.1' }).cast({}, method, {});
+      await waitFor(() => contexts.dispatch.length === 2 && events.filter((e) => e === 'dispatch:asyncEnd').length === 2, { timeoutMs: 5000 });
+      expect(events).toEqual(expect.arrayContaining(['call:start', 'call:asyncEnd', 'cast:start', 'cast:asyncEnd', 'dispatch:start', 'dispatch:asyncEnd']));
+      const target = { exchange: undefined, topic: h.topic, server: undefined, fanout: undefined, namespace: undefined };
+      expect(contexts.call).toEqual([{ kind: 'call', method, ...target, version: undefined, timeout: 5000 }]);
+      expect(contexts.cast).toEqual([{ kind: 'cast', method, ...target, version: '1.1' }]);
+      expect(contexts.cast[0]).not.toHaveProperty('timeout');
+      expect(contexts.dispatch).toEqual([
+        { kind: 'dispatch', topic: h.topic, server: server.target.server, method, namespace: undefined, version: '1.0', messageId: expect.any(String), expectsReply: true },
+        { kind: 'dispatch', topic: h.topic, server: server.target.server, method, namespace: undefined, version: '1.1', messageId: expect.any(String), expectsReply: false },
+      ]);
     } finally {
-      call.unsubscribe(callHandlers);
-      dispatch.unsubscribe(dispatchHandlers);
+      for (const [channel, handler] of channels) channel.unsubscribe(handler);
     }
   });
 });
