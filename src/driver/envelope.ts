@@ -72,18 +72,6 @@ export function packContext(message: DriverMessage, ctx: Context): DriverMessage
   return message;
 }
 
-/** Removes `_context_*` entries from a message and returns them as a context. */
-export function unpackContext(message: DriverMessage): Context {
-  const ctx: Context = {};
-  for (const key of Object.keys(message)) {
-    if (key.startsWith(CONTEXT_PREFIX)) {
-      ctx[key.slice(CONTEXT_PREFIX.length)] = message[key];
-      delete message[key];
-    }
-  }
-  return ctx;
-}
-
 const ID_BYTES = 16;
 const ID_POOL_SIZE = ID_BYTES * 256;
 const idPool = Buffer.allocUnsafe(ID_POOL_SIZE);
@@ -114,9 +102,4 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 
 function kind(value: unknown): string {
   return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
-}
-
-/** A JSON round trip, so that in-process payloads change (or fail) exactly as on a broker. */
-export function jsonRoundTrip<T>(value: T): T {
-  return JSON.parse(JSON.stringify(value)) as T;
 }
