@@ -1,6 +1,7 @@
 // oslo's message envelope (2.0) and context flattening: the shapes every wire format shares.
 import { randomFillSync } from 'node:crypto';
 import { MalformedMessage } from '../errors.js';
+import { isPlainObject } from '../json-check.js';
 import type { Context, DriverMessage } from './types.js';
 
 /** The envelope version tidings writes (oslo `_VERSION`). */
@@ -91,13 +92,6 @@ export function newHexId(): string {
   idPool[at + 6] = (idPool[at + 6] & 0x0f) | 0x40; // version 4
   idPool[at + 8] = (idPool[at + 8] & 0x3f) | 0x80; // RFC 4122 variant
   return idPool.toString('hex', at, at + ID_BYTES);
-}
-
-/** True for `{...}` objects (prototype Object or null): what JSON decodes objects to. */
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
 }
 
 function kind(value: unknown): string {

@@ -7,8 +7,7 @@ import { InvalidArgument, MessageDeliveryFailure, MessagingError } from '../erro
 import { silentLogger, type Logger } from '../logger.js';
 import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { NoOpSerializer, type Serializer } from '../serializer.js';
-import { isPlainObject } from '../driver/envelope.js';
-import { assertJsonSafe } from '../json-check.js';
+import { assertJsonSafe, isPlainObject } from '../json-check.js';
 import type { Transport } from '../transport.js';
 import type { Context, Priority } from '../driver/types.js';
 import { sendChannel, type NotifierEvents } from './instrumentation.js';

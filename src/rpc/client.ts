@@ -5,12 +5,11 @@ import { throwIfAborted } from '../retry.js';
 import { NoOpSerializer, type Serializer } from '../serializer.js';
 import { checkVersion, Target, validateSendTarget, versionIsCompatible, type TargetInit } from '../target.js';
 import type { Transport } from '../transport.js';
-import { isPlainObject } from '../driver/envelope.js';
 import type { SendOptions } from '../driver/base-driver.js';
 import type { Context, DriverMessage } from '../driver/types.js';
 import type { RpcArgs, RpcMethodName, RpcResult, UntypedApi } from './endpoint.js';
 import { traceRpc, type RpcTraceContext } from './instrumentation.js';
-import { assertJsonSafe } from '../json-check.js';
+import { assertJsonSafe, isPlainObject } from '../json-check.js';
 
 /** Options of `getRpcClient()`. */
 export interface RpcClientOptions {
