@@ -2,7 +2,8 @@
 // place to split a decoded body into message, context and wire keys, validate it, and build replies.
 import { InvalidArgument, MalformedMessage } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { isPlainObject, newHexId, packContext, serializeEnvelope } from './envelope.js';
+import { isPlainObject } from '../json-check.js';
+import { newHexId, packContext, serializeEnvelope } from './envelope.js';
 import type { RpcReply } from './incoming-message.js';
 import { serializeFailure } from './remote-error.js';
 import type { Context, DriverMessage, ReceivedNotification, RpcRequest } from './types.js';

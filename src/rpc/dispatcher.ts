@@ -5,12 +5,11 @@ import type { Logger } from '../logger.js';
 import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { NoOpSerializer, type Serializer } from '../serializer.js';
 import { Target, versionIsCompatible } from '../target.js';
-import { isPlainObject } from '../driver/envelope.js';
 import type { RpcIncomingMessage } from '../driver/incoming-message.js';
 import type { RpcRequest } from '../driver/types.js';
 import { DefaultRpcAccessPolicy, expose, lookupEndpointMethod, type RpcAccessPolicy } from './access-policy.js';
 import { isExpectedError, type RpcMeta } from './endpoint.js';
-import { assertJsonSafe } from '../json-check.js';
+import { assertJsonSafe, isPlainObject } from '../json-check.js';
 
 /** The target of endpoints that declare none: the default namespace, version 1.0. */
 export const DEFAULT_ENDPOINT_TARGET = new Target({ version: '1.0' });

@@ -19,11 +19,6 @@ export function isPreconditionFailed(err: unknown): boolean {
   return codeOf(err) === AMQP_CODES.PRECONDITION_FAILED || /PRECONDITION_FAILED/.test(messageOf(err));
 }
 
-/** True for 404 NOT_FOUND (exchange or queue missing). */
-export function isNotFound(err: unknown): boolean {
-  return codeOf(err) === AMQP_CODES.NOT_FOUND || /NOT_FOUND/.test(messageOf(err));
-}
-
 /**
  * A declare the broker refused because the object exists with other arguments. The message
  * names the queue/exchange and the argument, so a mismatch with the Python side's options

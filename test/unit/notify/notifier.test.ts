@@ -212,6 +212,18 @@ describe('Notifier', () => {
     expect(n.testNotifications.length).toBe(1);
   });
 
+  it('a throwing event listener never fails the send; it is logged', async () => {
+    const t = await transport();
+    const logger = createMemoryLogger();
+    const n = new Notifier(t, { driver: 'test', logger });
+    n.events.on('sent', () => {
+      throw new Error('listener bug');
+    });
+    await expect(n.info({}, 'ev', {})).resolves.toBeUndefined();
+    expect(n.testNotifications.length).toBe(1);
+    expect(logger.records.filter((r) => r.level === 'warn').map((r) => [r.msg, r.fields.event])).toEqual([['an event listener threw', 'sent']]);
+  });
+
   it('wraps a non-tidings driver failure in MessageDeliveryFailure', async () => {
     const t = await transport();
     vi.spyOn(t.driver, 'sendNotification').mockRejectedValue(new TypeError('socket gone'));
