@@ -8,9 +8,9 @@ import {
   NotSupportedError,
   type Transport,
   type TransportOptions,
-} from '../../src/index.js';
-import type { DriverCapabilities } from '../../src/driver/capabilities.js';
-import { deferred, uniqueName } from '../support/wait.js';
+} from '../index.js';
+import type { DriverCapabilities } from '../driver/capabilities.js';
+import { deferred, uniqueName } from './wait.js';
 
 /** What a driver hands to `runConformanceSuite`. */
 export interface ConformanceSubject {
