@@ -16,9 +16,6 @@ export interface TransportHost {
   readonly password?: string;
 }
 
-/** The schemes tidings knows; anything else is refused at parse time by `transport.ts`. */
-export const KNOWN_SCHEMES = ['memory', 'rabbit', 'amqp', 'amqps', 'kombu', 'redis', 'rediss', 'kafka'] as const;
-
 const REDACTED = '***';
 
 /** A parsed transport URL. Immutable; `toString()` never shows a password. */
