@@ -47,7 +47,10 @@ export function resetMemoryBrokers(): void {
   resetBrokers();
 }
 
-/** What the memory driver declares: every capability of the contract. */
+/**
+ * What the memory driver MUST declare: every capability of the contract. Written out, not read
+ * from the driver, because the suite checks the driver against it.
+ */
 export const MEMORY_CAPABILITIES: DriverCapabilities = Object.freeze({
   rpc: true,
   fanout: true,

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { DriverModule } from '../../src/driver/base-driver.js';
 import { DriverLoadFailure, InvalidArgument, InvalidTransportURL } from '../../src/errors.js';
 import { getRpcTransport, PLANNED_SCHEMES, registerDriver, TRANSPORT_SCHEMES, type DriverLoader } from '../../src/transport.js';
+import { expectFailure } from '../../src/testing/harness.js';
 
 const SECRET = 'hunter2-secret';
 const loadMemory: DriverLoader = () => import('../../src/drivers/memory/index.js');
@@ -23,51 +24,29 @@ function countingLoader(): DriverLoader & { calls: number } {
   return load;
 }
 
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a rejection');
-}
-
-function thrown(action: () => unknown): Error {
-  try {
-    action();
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a throw');
-}
-
 describe('registerDriver: input', () => {
-  it.each(['Memtest', 'MEMORY', '1abc', 'my_q', 'a+b', 'my q', '', 'memtest://'])('refuses the scheme %j with InvalidArgument naming the field, the expectation and the value', (scheme) => {
-    const err = thrown(() => registerDriver(scheme, loadMemory));
-    expect(err).toBeInstanceOf(InvalidArgument);
-    expect((err as InvalidArgument).field).toBe('scheme');
-    expect((err as InvalidArgument).expected).toMatch(/lower-case URL scheme/);
-    expect((err as InvalidArgument).received).toBe(scheme);
+  it.each(['Memtest', 'MEMORY', '1abc', 'my_q', 'a+b', 'my q', '', 'memtest://'])('refuses the scheme %j with InvalidArgument naming the field, the expectation and the value', async (scheme) => {
+    const err = await expectFailure(() => registerDriver(scheme, loadMemory), InvalidArgument);
+    expect(err.field).toBe('scheme');
+    expect(err.expected).toMatch(/lower-case URL scheme/);
+    expect(err.received).toBe(scheme);
     expect(err.message).toContain(JSON.stringify(scheme));
   });
 
-  it.each([undefined, 42, {}])('refuses a scheme that is not a string (%j)', (scheme) => {
-    const err = thrown(() => registerDriver(scheme as never, loadMemory));
-    expect(err).toBeInstanceOf(InvalidArgument);
-    expect((err as InvalidArgument).field).toBe('scheme');
+  it.each([undefined, 42, {}])('refuses a scheme that is not a string (%j)', async (scheme) => {
+    const err = await expectFailure(() => registerDriver(scheme as never, loadMemory), InvalidArgument);
+    expect(err.field).toBe('scheme');
   });
 
-  it.each([undefined, 'tidings-my-driver', { createDriver: () => undefined }])('refuses a load that is not a function (%j)', (load) => {
-    const err = thrown(() => registerDriver(freshScheme(), load as never));
-    expect(err).toBeInstanceOf(InvalidArgument);
-    expect((err as InvalidArgument).field).toBe('load');
+  it.each([undefined, 'tidings-my-driver', { createDriver: () => undefined }])('refuses a load that is not a function (%j)', async (load) => {
+    const err = await expectFailure(() => registerDriver(freshScheme(), load as never), InvalidArgument);
+    expect(err.field).toBe('load');
     expect(err.message).toMatch(/expected a function/);
   });
 
-  it.each(TRANSPORT_SCHEMES)('refuses to re-register the built-in scheme %s without { replace: true }', (scheme) => {
-    const err = thrown(() => registerDriver(scheme, loadMemory));
-    expect(err).toBeInstanceOf(InvalidArgument);
-    expect((err as InvalidArgument).field).toBe('scheme');
+  it.each(TRANSPORT_SCHEMES)('refuses to re-register the built-in scheme %s without { replace: true }', async (scheme) => {
+    const err = await expectFailure(() => registerDriver(scheme, loadMemory), InvalidArgument);
+    expect(err.field).toBe('scheme');
     expect(err.message).toContain('replace: true');
   });
 });
@@ -102,8 +81,7 @@ describe('registerDriver: loading', () => {
     const first = countingLoader();
     const second = countingLoader();
     registerDriver(scheme, first);
-    const err = thrown(() => registerDriver(scheme, second));
-    expect(err).toBeInstanceOf(InvalidArgument);
+    const err = await expectFailure(() => registerDriver(scheme, second), InvalidArgument);
     expect(err.message).toContain(JSON.stringify(scheme));
 
     registerDriver(scheme, second, { replace: true });
@@ -115,8 +93,7 @@ describe('registerDriver: loading', () => {
   it('lists user schemes next to the built-in ones when a scheme is unknown, and TRANSPORT_SCHEMES stays the shipped ones', async () => {
     const scheme = freshScheme();
     registerDriver(scheme, loadMemory);
-    const err = await rejection(getRpcTransport(`nosuch://u:${SECRET}@h/`));
-    expect(err).toBeInstanceOf(InvalidTransportURL);
+    const err = await expectFailure(() => getRpcTransport(`nosuch://u:${SECRET}@h/`), InvalidTransportURL);
     expect(err.message).toMatch(new RegExp(`known schemes: memory, .*${scheme}`));
     expect(err.message).not.toContain(SECRET);
     expect(TRANSPORT_SCHEMES).toEqual(['memory', 'rabbit', 'kombu', 'amqp', 'amqps']);
@@ -124,7 +101,7 @@ describe('registerDriver: loading', () => {
 
   it('a planned scheme (kafka) is "not shipped" until a driver is registered for it, then loads that driver', async () => {
     expect(PLANNED_SCHEMES).toContain('kafka');
-    expect(await rejection(getRpcTransport('kafka://127.0.0.1:9092/'))).toBeInstanceOf(DriverLoadFailure);
+    await expectFailure(() => getRpcTransport('kafka://127.0.0.1:9092/'), DriverLoadFailure);
     const load = countingLoader();
     registerDriver('kafka', load);
     const t = await getRpcTransport(`kafka:///${randomUUID()}`);
@@ -141,8 +118,7 @@ describe('registerDriver: a module that is not a driver fails with DriverLoadFai
   ])('%s', async (_what, mod) => {
     const scheme = freshScheme();
     registerDriver(scheme, async () => mod as DriverModule);
-    const err = await rejection(getRpcTransport(`${scheme}://u:${SECRET}@h/`));
-    expect(err).toBeInstanceOf(DriverLoadFailure);
+    const err = await expectFailure(() => getRpcTransport(`${scheme}://u:${SECRET}@h/`), DriverLoadFailure);
     expect(err.message).toContain(`"${scheme}"`);
     expect(err.message).toMatch(/no createDriver\(\) function/);
     expect(err.message).not.toContain(SECRET);
@@ -154,8 +130,7 @@ describe('registerDriver: a module that is not a driver fails with DriverLoadFai
   ])('createDriver returning %s', async (_what, createDriver) => {
     const scheme = freshScheme();
     registerDriver(scheme, async () => ({ createDriver }) as unknown as DriverModule);
-    const err = await rejection(getRpcTransport(`${scheme}://u:${SECRET}@h/`));
-    expect(err).toBeInstanceOf(DriverLoadFailure);
+    const err = await expectFailure(() => getRpcTransport(`${scheme}://u:${SECRET}@h/`), DriverLoadFailure);
     expect(err.message).toContain(`"${scheme}"`);
     expect(err.message).toMatch(/not a BaseDriver/);
     expect(err.message).not.toContain(SECRET);
@@ -167,8 +142,7 @@ describe('registerDriver: a module that is not a driver fails with DriverLoadFai
     registerDriver(scheme, async () => {
       throw boom;
     });
-    const err = await rejection(getRpcTransport(`${scheme}:///`));
-    expect(err).toBeInstanceOf(DriverLoadFailure);
+    const err = await expectFailure(() => getRpcTransport(`${scheme}:///`), DriverLoadFailure);
     expect(err.message).toContain(`the ${scheme} driver`);
     expect(err.cause).toBe(boom);
   });
