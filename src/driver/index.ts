@@ -16,3 +16,4 @@ export * from './pending-replies.js';
 export * from './inbound.js';
 export * from './messages.js';
 export * from './options.js';
+export * from './push-listener.js';

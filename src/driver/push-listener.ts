@@ -35,6 +35,7 @@ export interface PushListenerOptions {
   batchTimeout?: number;
   /** The driver's prefetch; a positive value caps batch sizes. */
   prefetchSize?: number;
+  /** Where failing callbacks are logged. @default silent */
   logger?: Logger;
 }
 

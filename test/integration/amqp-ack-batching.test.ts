@@ -10,7 +10,7 @@ import { makeAmqpDriver } from '../support/amqp-driver.js';
 import { Target } from '../../src/target.js';
 import { requireRabbitMQ } from '../support/brokers.js';
 import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
-import { uniqueName, waitFor } from '../support/wait.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const run = promisify(execFile);
 const PREFIX = uniqueName('t-ackbatch');

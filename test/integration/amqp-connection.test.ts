@@ -14,7 +14,7 @@ import { getRpcTransport } from '../../src/transport.js';
 import { cleanupAmqpDrivers, makeAmqpDriver, sampleNotification } from '../support/amqp-driver.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
 import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
-import { uniqueName, waitFor } from '../support/wait.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const run = promisify(execFile);
 const PREFIX = uniqueName('t-amqpconn');

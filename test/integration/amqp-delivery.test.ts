@@ -10,7 +10,7 @@ import { Target } from '../../src/target.js';
 import { cleanupAmqpDrivers, makeAmqpDriver, openRawChannel, sampleNotification } from '../support/amqp-driver.js';
 import { requireRabbitMQ } from '../support/brokers.js';
 import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
-import { deferred, uniqueName, waitFor } from '../support/wait.js';
+import { deferred, uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const PREFIX = uniqueName('t-amqpdel');
 const EXCHANGE = `${PREFIX}-x`;

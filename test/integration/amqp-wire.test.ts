@@ -13,7 +13,7 @@ import { Target } from '../../src/target.js';
 import { cleanupAmqpDrivers, makeAmqpDriver, openRawChannel } from '../support/amqp-driver.js';
 import { requireRabbitMQ } from '../support/brokers.js';
 import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
-import { uniqueName, waitFor } from '../support/wait.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const run = promisify(execFile);
 const PREFIX = uniqueName('t-amqpwire');

@@ -3,7 +3,7 @@
 // when every started and waiting task has finished.
 import { describe, expect, it } from 'vitest';
 import { BoundedExecutor } from '../../src/executor.js';
-import { deferred } from '../support/wait.js';
+import { deferred } from '../../src/testing/wait.js';
 
 /** Lets every pending promise reaction run (a macrotask turn), without waiting on a clock. */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));

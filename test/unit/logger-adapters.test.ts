@@ -27,7 +27,7 @@ import {
   type Transport,
 } from '../../src/index.js';
 import { getMemoryBroker } from '../../src/drivers/memory/index.js';
-import { uniqueName, waitFor } from '../support/wait.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
 
 // bunyan ships no types: the little of it these tests use, typed here.
 interface BunyanModule {

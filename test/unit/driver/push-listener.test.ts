@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidState } from '../../../src/errors.js';
 import { createMemoryLogger } from '../../../src/logger.js';
 import { listenToPushSource, type ListenerSink, type PushSource } from '../../../src/driver/push-listener.js';
-import { deferred, waitFor } from '../../support/wait.js';
+import { deferred, waitFor } from '../../../src/testing/wait.js';
 import { FakeMessage } from './fakes.js';
 
 /** A push source the test drives: deliver() is the broker's consumer callback. */

@@ -11,7 +11,7 @@ import { NotificationFilter } from '../../../src/notify/filter.js';
 import { NotificationResult, type HandlerFailure, type NotificationMetadata } from '../../../src/notify/dispatcher.js';
 import { getNotificationListener } from '../../../src/notify/listener.js';
 import type { NotificationDispatchedEvent } from '../../../src/notify/instrumentation.js';
-import { deferred, uniqueName, waitFor } from '../../support/wait.js';
+import { deferred, uniqueName, waitFor } from '../../../src/testing/wait.js';
 import { useNotifyHarness } from './harness.js';
 
 interface Seen {

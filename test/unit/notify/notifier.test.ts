@@ -11,7 +11,7 @@ import type { NotificationSendOptions } from '../../../src/driver/base-driver.js
 import { Notifier, formatTimestamp } from '../../../src/notify/notifier.js';
 import { TestNotificationSink, maskSecrets, type NotificationBody } from '../../../src/notify/notifier-drivers.js';
 import { NOTIFY_CHANNELS, type NotificationSentEvent } from '../../../src/notify/instrumentation.js';
-import { uniqueName } from '../../support/wait.js';
+import { uniqueName } from '../../../src/testing/wait.js';
 
 const UUID_WITH_DASHES = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const OSLO_TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{6})?$/;

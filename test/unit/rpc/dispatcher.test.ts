@@ -6,7 +6,7 @@ import { Target } from '../../../src/target.js';
 import { LegacyRpcAccessPolicy } from '../../../src/rpc/access-policy.js';
 import { RpcDispatcher, type DispatchOutcome } from '../../../src/rpc/dispatcher.js';
 import { expectedExceptions, type RpcMeta } from '../../../src/rpc/endpoint.js';
-import { deferred } from '../../support/wait.js';
+import { deferred } from '../../../src/testing/wait.js';
 import { FakeRpcIncoming, request } from './fake-incoming.js';
 
 function failureOf(outcome: DispatchOutcome): unknown {

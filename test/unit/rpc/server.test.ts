@@ -7,7 +7,7 @@ import { expectedExceptions } from '../../../src/rpc/endpoint.js';
 import { RPC_CHANNELS } from '../../../src/rpc/instrumentation.js';
 import { getRpcServer, type RpcDispatchInfo } from '../../../src/rpc/server.js';
 import { ExplicitRpcAccessPolicy, expose } from '../../../src/rpc/access-policy.js';
-import { deferred, uniqueName, waitFor } from '../../support/wait.js';
+import { deferred, uniqueName, waitFor } from '../../../src/testing/wait.js';
 import { createHarness, type Harness } from './harness.js';
 
 let h: Harness;

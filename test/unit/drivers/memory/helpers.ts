@@ -7,7 +7,7 @@ import { MemoryDriver } from '../../../../src/drivers/memory/index.js';
 import { silentLogger, type Logger } from '../../../../src/logger.js';
 import { Target } from '../../../../src/target.js';
 import { TransportURL } from '../../../../src/transport-url.js';
-import { uniqueName } from '../../../support/wait.js';
+import { uniqueName } from '../../../../src/testing/wait.js';
 
 export interface DriverFixtureOptions {
   /** Full URL; defaults to an isolated `memory:///<vhost>`. */

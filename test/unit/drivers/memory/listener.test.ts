@@ -6,7 +6,7 @@ import type { IncomingMessage } from '../../../../src/driver/incoming-message.js
 import { getMemoryBroker, type MemoryDelivery } from '../../../../src/drivers/memory/index.js';
 import { createMemoryLogger } from '../../../../src/logger.js';
 import { Target } from '../../../../src/target.js';
-import { deferred, uniqueName, waitFor } from '../../../support/wait.js';
+import { deferred, uniqueName, waitFor } from '../../../../src/testing/wait.js';
 import { cleanupAll, makePair, record, track } from './helpers.js';
 
 afterEach(cleanupAll);

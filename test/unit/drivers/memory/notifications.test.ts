@@ -7,7 +7,7 @@ import { getMemoryBroker, type MemoryDelivery } from '../../../../src/drivers/me
 import { InvalidArgument, InvalidTarget } from '../../../../src/errors.js';
 import { createMemoryLogger } from '../../../../src/logger.js';
 import { Target } from '../../../../src/target.js';
-import { uniqueName, waitFor } from '../../../support/wait.js';
+import { uniqueName, waitFor } from '../../../../src/testing/wait.js';
 import { cleanupAll, makePair, record } from './helpers.js';
 
 afterEach(cleanupAll);

@@ -6,7 +6,7 @@ import { InvalidArgument, InvalidTransportURL } from '../../../../src/errors.js'
 import { Target } from '../../../../src/target.js';
 import { getRpcTransport } from '../../../../src/transport.js';
 import { TransportURL } from '../../../../src/transport-url.js';
-import { uniqueName } from '../../../support/wait.js';
+import { uniqueName } from '../../../../src/testing/wait.js';
 
 const url = (s: string) => TransportURL.parse(s);
 

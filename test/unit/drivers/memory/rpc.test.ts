@@ -7,7 +7,7 @@ import { RemoteErrorRegistry, defaultRemoteErrorRegistry, remoteOrigin } from '.
 import { AbortError, InvalidArgument, InvalidState, InvalidTarget, MessageDeliveryFailure, MessagingTimeout, RemoteError } from '../../../../src/errors.js';
 import { createMemoryLogger } from '../../../../src/logger.js';
 import { Target } from '../../../../src/target.js';
-import { deferred, uniqueName, waitFor } from '../../../support/wait.js';
+import { deferred, uniqueName, waitFor } from '../../../../src/testing/wait.js';
 import { getMemoryBroker } from '../../../../src/drivers/memory/index.js';
 import { cleanupAll, echoServer, makePair, record } from './helpers.js';
 

@@ -1,8 +1,8 @@
 // Conformance: a malformed message (bad JSON, unknown envelope version, missing fields) is
 // rejected without requeue and logged without its body; the server or listener keeps serving.
 import { describe, expect, it } from 'vitest';
-import { createMemoryLogger, getRpcClient, type Context, type MemoryLogger } from '../../src/index.js';
-import { waitFor } from '../support/wait.js';
+import { createMemoryLogger, getRpcClient, type Context, type MemoryLogger } from '../index.js';
+import { waitFor } from './wait.js';
 import type { ConformanceEnv } from './harness.js';
 import { notifier, recordingEndpoint, startListener, type Seen } from './notify.js';
 import { startServer } from './rpc.js';
