@@ -89,11 +89,6 @@ export class NotificationMessage<D = unknown> extends IncomingMessage {
     this.uniqueId = parsed.uniqueId;
   }
 
-  /** True once acknowledged, requeued or abandoned. */
-  get isSettled(): boolean {
-    return this.settled;
-  }
-
   async acknowledge(): Promise<void> {
     if (this.settled) return;
     this.settled = true;

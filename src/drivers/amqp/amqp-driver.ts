@@ -3,7 +3,7 @@
 import { EventEmitter } from 'eventemitter3';
 import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
 import type { DriverCapabilities } from '../../driver/capabilities.js';
-import { requestAddress } from '../../driver/addressing.js';
+import { notificationAddress, requestAddress } from '../../driver/addressing.js';
 import { newHexId } from '../../driver/envelope.js';
 import type { ReplySender } from '../../driver/messages.js';
 import { PendingReplies, type PendingCall } from '../../driver/pending-replies.js';
@@ -146,7 +146,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
 
   async listenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions = {}): Promise<Listener<IncomingMessage>> {
     this.assertOpen();
-    const pairs = targetsAndPriorities.map(([t, p]) => ({ exchange: this.exchangeFor(t), routingKey: `${t.topic}.${p}` }));
+    const pairs = targetsAndPriorities.map(([t, p]) => ({ exchange: this.exchangeFor(t), routingKey: notificationAddress(t.topic as string, p) }));
     const specs = notificationSpecs(pairs, options.pool, this.options);
     return this.startListener<IncomingMessage>('notification', specs, options, { pool: options.pool });
   }

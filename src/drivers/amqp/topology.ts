@@ -1,7 +1,7 @@
 // The exchanges and queues oslo.messaging 14 declares (oslo-wire.md §1.2), as pure functions of
 // the options, so both sides of a mixed Python/TypeScript deployment declare identical objects.
 import type { Options } from 'amqplib';
-import { newHexId } from '../../driver/envelope.js';
+import { fanoutAddress, newFanoutQueueName, notificationQueueName, serverAddress, topicAddress } from '../../driver/addressing.js';
 import type { AmqpOptions } from './options.js';
 
 export interface ExchangeDecl {
@@ -69,7 +69,7 @@ export function topicExchange(name: string, o: TopologyOptions): ExchangeDecl {
 
 /** `<topic>_fanout`: fanout, never durable, auto-delete. */
 export function fanoutExchange(topic: string): ExchangeDecl {
-  return { name: `${topic}_fanout`, type: 'fanout', options: { durable: false, autoDelete: true, internal: false } };
+  return { name: fanoutAddress(topic), type: 'fanout', options: { durable: false, autoDelete: true, internal: false } };
 }
 
 /** `<topic>`, `<topic>.<server>` and notification queues: no x-expires. */
@@ -88,22 +88,16 @@ export function transientQueue(name: string, o: TopologyOptions): QueueDecl {
   return { name, options: { durable: false, autoDelete: false, exclusive: false, arguments: args } };
 }
 
-export function replyQueueName(): string {
-  return `reply_${newHexId()}`;
-}
-
-export function fanoutQueueName(topic: string): string {
-  return `${topic}_fanout_${newHexId()}`;
-}
 
 /** An RPC server's three subscriptions (oslo `listen`): shared topic, server queue, private fanout. */
 export function rpcServerSpecs(exchange: string, topic: string, server: string, o: TopologyOptions): ConsumerSpec[] {
   const ex = topicExchange(exchange, o);
-  const serverKey = `${topic}.${server}`;
+  const topicKey = topicAddress(topic);
+  const serverKey = serverAddress(topic, server);
   return [
-    { queue: topicQueue(topic, o), bindings: [{ exchange: ex, routingKey: topic }] },
+    { queue: topicQueue(topicKey, o), bindings: [{ exchange: ex, routingKey: topicKey }] },
     { queue: topicQueue(serverKey, o), bindings: [{ exchange: ex, routingKey: serverKey }] },
-    { queue: transientQueue(fanoutQueueName(topic), o), bindings: [{ exchange: fanoutExchange(topic), routingKey: topic }], deleteOnCleanup: true },
+    { queue: transientQueue(newFanoutQueueName(topic), o), bindings: [{ exchange: fanoutExchange(topic), routingKey: topic }], deleteOnCleanup: true },
   ];
 }
 
@@ -114,7 +108,7 @@ export function rpcServerSpecs(exchange: string, topic: string, server: string, 
 export function notificationSpecs(pairs: ReadonlyArray<{ exchange: string; routingKey: string }>, pool: string | undefined, o: TopologyOptions): ConsumerSpec[] {
   const byQueue = new Map<string, BindingDecl[]>();
   for (const { exchange, routingKey } of pairs) {
-    const name = pool ?? routingKey;
+    const name = notificationQueueName(routingKey, pool);
     const list = byQueue.get(name) ?? [];
     if (!list.some((b) => b.exchange.name === exchange && b.routingKey === routingKey)) list.push({ exchange: topicExchange(exchange, o), routingKey });
     byQueue.set(name, list);

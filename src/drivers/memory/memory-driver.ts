@@ -1,6 +1,6 @@
 // The memory:// driver: the embedded default transport and the reference implementation of
 // the driver contract. Same topology, envelope and acknowledgement rules as oslo's rabbit driver.
-import { fanoutAddress, newReplyAddress, requestAddress } from '../../driver/addressing.js';
+import { fanoutAddress, newReplyAddress, notificationAddress, requestAddress } from '../../driver/addressing.js';
 import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
 import type { DriverCapabilities } from '../../driver/capabilities.js';
 import { decodeBody, newHexId } from '../../driver/envelope.js';
@@ -106,7 +106,7 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
     const bindings = targetsAndPriorities.map(([target, priority]): [string, string] => {
       if (!target?.topic) throw new InvalidTarget('A notification target needs a topic', target);
       if (!isPriority(priority)) throw new InvalidArgument('priority', 'one of audit, debug, info, warn, error, critical, sample', priority);
-      return [this.exchangeFor(target), `${target.topic}.${priority}`];
+      return [this.exchangeFor(target), notificationAddress(target.topic, priority)];
     });
     const logger = this.logger.child({ listener: 'notification', pool });
     const source = new MemoryNotificationListener(this.listenerDeps(logger), bindings, pool);
