@@ -5,6 +5,7 @@ import type { Logger, LogFields } from '../logger.js';
 import { DuplicateMessageChecker } from './dedup.js';
 import { decodeBody } from './envelope.js';
 import { NotificationMessage, RpcMessage, type ReplySender } from './messages.js';
+import type { DriverMessage } from './types.js';
 import { parseNotification, parseRpcRequest } from './wire.js';
 
 /**
@@ -49,8 +50,18 @@ abstract class Inbound<D> {
     this.dedup = new DuplicateMessageChecker(options.dedupWindow);
   }
 
+  /** `parse(decoded body)`, or undefined after rejecting (never requeueing) and logging a malformed one. */
+  protected decode<T>(body: Uint8Array | string, delivery: D, generation: number, parse: (raw: DriverMessage) => T): T | undefined {
+    try {
+      return parse(decodeBody(body));
+    } catch (err) {
+      this.rejectMalformed(delivery, generation, body, err);
+      return undefined;
+    }
+  }
+
   /** Rejects (never requeues) a message that cannot be dispatched and logs why; the listener goes on. */
-  protected rejectMalformed(delivery: D, generation: number, body: Uint8Array | string, err: unknown): void {
+  private rejectMalformed(delivery: D, generation: number, body: Uint8Array | string, err: unknown): void {
     this.settler.reject(delivery, generation);
     this.logger.warn('Rejecting a malformed message (not requeued)', {
       ...this.settler.describe(delivery),
@@ -71,13 +82,8 @@ export class RpcInbound<D> extends Inbound<D> {
 
   /** The request to dispatch, or undefined when it was settled here (malformed or duplicate). */
   receive(body: Uint8Array | string, delivery: D, generation = 0): RpcMessage<D> | undefined {
-    let request;
-    try {
-      request = parseRpcRequest(decodeBody(body));
-    } catch (err) {
-      this.rejectMalformed(delivery, generation, body, err);
-      return undefined;
-    }
+    const request = this.decode(body, delivery, generation, parseRpcRequest);
+    if (request === undefined) return undefined;
     // oslo acks a request before dispatch; one whose ack failed comes again to someone else.
     if (!this.settler.ack(delivery, generation)) return undefined;
     const id = request.uniqueId;
@@ -122,13 +128,8 @@ export class NotificationInbound<D> extends Inbound<D> {
 
   /** The notification to dispatch, or undefined when it was settled here (malformed or duplicate). */
   receive(body: Uint8Array | string, delivery: D, generation = 0): NotificationMessage<D> | undefined {
-    let parsed;
-    try {
-      parsed = parseNotification(decodeBody(body));
-    } catch (err) {
-      this.rejectMalformed(delivery, generation, body, err);
-      return undefined;
-    }
+    const parsed = this.decode(body, delivery, generation, parseNotification);
+    if (parsed === undefined) return undefined;
     const id = parsed.uniqueId;
     if (id !== undefined) {
       if (this.dedup.has(id) || this.inFlight.has(id)) {
