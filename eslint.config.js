@@ -1,12 +1,16 @@
 // Lint: typescript-eslint's recommended rules plus the import directions of style.md.
 import tseslint from 'typescript-eslint';
 
-const restrict = (patterns, message) => ({
-  'no-restricted-imports': ['error', { patterns: patterns.map((group) => ({ group: [group], message })) }],
+const TEST_KIT = { patterns: ['**/testing/**', 'vitest'], message: 'Only src/testing (tidings/testing) uses the test kit and vitest; nothing else in src/ imports it.' };
+
+// One no-restricted-imports per file (a later block would replace an earlier one), so every
+// src/ block also carries TEST_KIT.
+const restrict = (patterns, message, extra = [TEST_KIT]) => ({
+  'no-restricted-imports': ['error', { patterns: [{ patterns, message }, ...extra].flatMap((g) => g.patterns.map((group) => ({ group: [group], message: g.message }))) }],
 });
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'dist-bench/**', 'node_modules/**', '.tmp/**', 'coverage/**'] },
+  { ignores: ['dist/**', 'dist-bench/**', 'node_modules/**', '.tmp/**', 'coverage/**', 'docs/api/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {
@@ -31,5 +35,10 @@ export default tseslint.config(
     files: ['src/*.ts'],
     ignores: ['src/transport.ts'],
     rules: restrict(['**/drivers/**', 'amqplib', 'ioredis', 'kafkajs'], 'Only src/transport.ts knows drivers, and loads them lazily.'),
+  },
+  { files: ['src/transport.ts', 'src/cli/**/*.ts'], rules: restrict([], '') },
+  {
+    files: ['src/testing/**/*.ts'],
+    rules: restrict(['**/cli/**', '**/drivers/amqp/**', '**/drivers/redis/**', '**/drivers/kafka/**', 'amqplib', 'ioredis', 'kafkajs'], 'tidings/testing drives the public API; of the drivers it knows only memory:// (for its test hooks).', []),
   },
 );

@@ -1,6 +1,13 @@
-// Checks that a value survives JSON on the wire unchanged in meaning, so a bad argument fails
-// before anything is sent (client) and a bad result becomes a failure reply (server).
+// Core JSON checks: does a value survive JSON on the wire unchanged in meaning (so a bad argument
+// fails before anything is sent and a bad result becomes a failure reply), and is it a plain object.
 import { InvalidArgument } from './errors.js';
+
+/** True for `{...}` objects (prototype Object or null): what JSON decodes objects to. */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
 
 /**
  * Throws InvalidArgument naming the offending path (e.g. `args.user.id`) for BigInt, symbols,

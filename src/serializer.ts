@@ -1,7 +1,7 @@
 // Serializer hooks: how entities (args, results, payloads) and contexts cross the wire.
 import { InvalidArgument } from './errors.js';
 import type { Context } from './driver/types.js';
-import { isPlainObject } from './driver/envelope.js';
+import { isPlainObject } from './json-check.js';
 
 /** oslo's Serializer: entity and context hooks applied by the façades on both sides. */
 export interface Serializer<Ctx = Context> {

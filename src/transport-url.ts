@@ -2,7 +2,7 @@
 // password with an unencoded `@ / ? # ,` could also produce is refused instead of guessed at:
 // driver://[user:pass@]host:port[,[user2:pass2@]host2:port2]/virtual_host?k=v
 import { InvalidTransportURL } from './errors.js';
-import { SECRET_KEY_PATTERN } from './secrets.js';
+import { REDACTED, SECRET_KEY_PATTERN } from './secrets.js';
 
 /** One `[user:pass@]host[:port]` entry of a transport URL, percent-decoded. */
 export interface TransportHost {
@@ -16,10 +16,6 @@ export interface TransportHost {
   readonly password?: string;
 }
 
-/** The schemes tidings knows; anything else is refused at parse time by `transport.ts`. */
-export const KNOWN_SCHEMES = ['memory', 'rabbit', 'amqp', 'amqps', 'kombu', 'redis', 'rediss', 'kafka'] as const;
-
-const REDACTED = '***';
 
 /** A parsed transport URL. Immutable; `toString()` never shows a password. */
 export class TransportURL {

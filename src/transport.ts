@@ -4,23 +4,58 @@ import { DriverLoadFailure, InvalidArgument, InvalidTransportURL } from './error
 import { silentLogger, type Logger } from './logger.js';
 import { toLogger, type LoggerLike } from './logger-adapters.js';
 import { TransportURL } from './transport-url.js';
-import type { BaseDriver, DriverModule } from './driver/base-driver.js';
+import { BaseDriver, type DriverModule } from './driver/base-driver.js';
 import { defaultRemoteErrorRegistry, type RemoteErrorRegistry } from './driver/remote-error.js';
 
-const LOADERS: Record<string, () => Promise<DriverModule>> = {
-  memory: () => import('./drivers/memory/index.js'),
-  rabbit: () => import('./drivers/amqp/index.js'),
-  kombu: () => import('./drivers/amqp/index.js'),
-  amqp: () => import('./drivers/amqp/index.js'),
-  amqps: () => import('./drivers/amqp/index.js'),
-};
+/** Loads a driver module on first use of its scheme; see {@link registerDriver}. */
+export type DriverLoader = () => Promise<DriverModule>;
 
-/** URL schemes this version of tidings can load a driver for. */
-export const TRANSPORT_SCHEMES: readonly string[] = Object.freeze(Object.keys(LOADERS));
+/** Options of {@link registerDriver}. */
+export interface RegisterDriverOptions {
+  /** Replace the driver already registered for the scheme (a built-in one too). @default false */
+  replace?: boolean;
+}
+
+const LOADERS = new Map<string, DriverLoader>();
+
+// The part before `+` selects the driver (oslo's `kombu+memory`), so a registered scheme cannot hold one.
+const SCHEME = /^[a-z][a-z0-9.-]*$/;
 
 /**
- * Schemes of drivers that are planned but not shipped yet: a clearer error than "unknown", and
- * what package.json must not claim yet (test/unit/package-metadata.test.ts holds it to that).
+ * Makes `getRpcTransport()` / `getNotificationTransport()` load `load()`'s driver for URLs with
+ * this scheme (`myq://host/` for `scheme` `myq`), so an application adds a transport without
+ * forking tidings. `load` runs lazily, on the first transport of the scheme, so a broker library
+ * is only imported by processes that use it: pass `() => import('./my-driver.js')`.
+ *
+ * The built-in schemes (memory, rabbit, amqp, amqps, kombu) are registered the same way. A
+ * scheme tidings plans but does not ship yet (redis, rediss, kafka) is free to register.
+ *
+ * @throws InvalidArgument when `scheme` is not a lower-case URL scheme without `+`, when `load`
+ * is not a function, or when the scheme already has a driver and `options.replace` is not true.
+ */
+export function registerDriver(scheme: string, load: DriverLoader, options: RegisterDriverOptions = {}): void {
+  if (typeof scheme !== 'string' || !SCHEME.test(scheme)) {
+    throw new InvalidArgument('scheme', 'a lower-case URL scheme: a letter, then letters, digits, "." or "-" (no "+", which separates oslo sub-drivers)', scheme);
+  }
+  if (typeof load !== 'function') throw new InvalidArgument('load', 'a function returning a Promise of a driver module, e.g. () => import(\'./my-driver.js\')', load);
+  if (LOADERS.has(scheme) && options.replace !== true) {
+    throw new InvalidArgument('scheme', `a scheme without a registered driver, or { replace: true } to replace the one of ${JSON.stringify(scheme)}`, scheme);
+  }
+  LOADERS.set(scheme, load);
+}
+
+const loadMemory: DriverLoader = () => import('./drivers/memory/index.js');
+const loadAmqp: DriverLoader = () => import('./drivers/amqp/index.js');
+const BUILT_IN: Readonly<Record<string, DriverLoader>> = { memory: loadMemory, rabbit: loadAmqp, kombu: loadAmqp, amqp: loadAmqp, amqps: loadAmqp };
+for (const [scheme, load] of Object.entries(BUILT_IN)) registerDriver(scheme, load);
+
+/** URL schemes this version of tidings ships a driver for (more may be added with {@link registerDriver}). */
+export const TRANSPORT_SCHEMES: readonly string[] = Object.freeze(Object.keys(BUILT_IN));
+
+/**
+ * Schemes of drivers that are planned but not shipped yet: a clearer error than "unknown" while
+ * no driver is registered for them, and what package.json must not claim yet
+ * (test/unit/package-metadata.test.ts holds it to that).
  */
 export const PLANNED_SCHEMES: readonly string[] = Object.freeze(['redis', 'rediss', 'kafka']);
 
@@ -128,12 +163,13 @@ export function getNotificationTransport(url?: string | TransportURL, options: T
 async function createTransport(kind: TransportKind, url: string | TransportURL | undefined, options: TransportOptions): Promise<Transport> {
   const { parsed, source } = chooseUrl(url);
   const from = source === 'env' ? ` (from $${TRANSPORT_URL_ENV})` : '';
-  const load = LOADERS[parsed.driver];
+  const load = LOADERS.get(parsed.driver);
+  const known = [...LOADERS.keys()].join(', ');
   if (!load && PLANNED_SCHEMES.includes(parsed.driver)) {
-    throw new DriverLoadFailure(`The ${parsed.driver} driver is not part of this version of tidings yet (${parsed.toString()}${from}); available schemes: ${TRANSPORT_SCHEMES.join(', ')}`);
+    throw new DriverLoadFailure(`The ${parsed.driver} driver is not part of this version of tidings yet (${parsed.toString()}${from}); available schemes: ${known}`);
   }
   if (!load) {
-    throw new InvalidTransportURL(`Unknown transport URL scheme ${JSON.stringify(parsed.scheme)} in ${parsed.toString()}${from}; known schemes: ${TRANSPORT_SCHEMES.join(', ')}`);
+    throw new InvalidTransportURL(`Unknown transport URL scheme ${JSON.stringify(parsed.scheme)} in ${parsed.toString()}${from}; known schemes: ${known}`);
   }
   const allowed = options.allowedRemoteExmods ?? [];
   if (!Array.isArray(allowed) || allowed.some((m) => typeof m !== 'string')) {
@@ -150,9 +186,12 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
     const hint = missing ? `: the package "${missing}" is not installed (npm install ${missing})` : `: ${(err as Error).message}`;
     throw new DriverLoadFailure(`Could not load the ${parsed.driver} driver for ${parsed.toString()}${hint}`, { cause: err });
   }
+  if (typeof mod?.createDriver !== 'function') {
+    throw new DriverLoadFailure(`The driver module registered for ${JSON.stringify(parsed.driver)} has no createDriver() function (${parsed.toString()})`);
+  }
   const logger = baseLogger.child({ driver: parsed.driver, transport: kind, url: parsed.toString() });
   logger.info('transport URL chosen', source === 'env' ? { source, envVar: TRANSPORT_URL_ENV } : { source });
-  const driver = mod.createDriver({
+  const driver: unknown = mod.createDriver({
     url: parsed,
     defaultExchange: controlExchange,
     allowedRemoteExmods: allowed,
@@ -160,6 +199,10 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
     logger,
     options: { ...(options.driverOptions ?? {}) },
   });
+  // A plain object would only fail later, inside a façade, far from the registration at fault.
+  if (!(driver instanceof BaseDriver)) {
+    throw new DriverLoadFailure(`The createDriver() of the driver registered for ${JSON.stringify(parsed.driver)} returned something that is not a BaseDriver (${parsed.toString()}); extend BaseDriver from tidings/driver`);
+  }
   return new Transport(kind, driver, baseLogger);
 }
 

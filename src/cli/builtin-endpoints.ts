@@ -20,8 +20,6 @@ export interface BuiltinEndpointInfo {
   url: string;
 }
 
-export type BuiltinEndpoints = ReturnType<typeof createBuiltinEndpoints>;
-
 /** The names `serve` prints on start. */
 export const BUILTIN_METHODS = ['echo', 'add', 'sleep', 'fail', 'whoami', 'ping'] as const;
 

@@ -20,7 +20,7 @@ export class AsyncQueue<T> {
     return this.items.length - this.head;
   }
 
-  /** True after `close()` until `reopen()`: nothing more is accepted. */
+  /** True after `close()`: waiters are woken and `shift()` no longer waits. */
   get closed(): boolean {
     return this.closedFlag;
   }
@@ -83,11 +83,6 @@ export class AsyncQueue<T> {
       if (w.timer) clearTimeout(w.timer);
       w.resolve(undefined);
     }
-  }
-
-  /** Re-opens a closed queue (a listener restarted after stop). */
-  reopen(): void {
-    this.closedFlag = false;
   }
 
   private take(): T {

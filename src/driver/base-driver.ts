@@ -2,9 +2,11 @@
 import type { Logger } from '../logger.js';
 import type { Target } from '../target.js';
 import type { TransportURL } from '../transport-url.js';
+import { InvalidState } from '../errors.js';
 import { requireCapability, type DriverCapabilities } from './capabilities.js';
-import type { IncomingMessage, RpcIncomingMessage } from './incoming-message.js';
+import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from './incoming-message.js';
 import type { Listener } from './listener.js';
+import { listenToPushSource, type PushSource } from './push-listener.js';
 import type { RemoteErrorRegistry } from './remote-error.js';
 import type { Context, DriverMessage, Priority } from './types.js';
 
@@ -80,8 +82,6 @@ export abstract class BaseDriver {
   abstract readonly name: string;
   /** What this driver supports; see `requireFeatures`. */
   abstract readonly capabilities: DriverCapabilities;
-  /** A positive prefetch caps listener batch sizes; -1 = unlimited. */
-  readonly prefetchSize: number = -1;
 
   /** The transport URL; `toString()` is redacted. */
   readonly url: TransportURL;
@@ -93,6 +93,9 @@ export abstract class BaseDriver {
   readonly remoteErrors: RemoteErrorRegistry;
   /** The transport's logger, bound to this driver. */
   protected readonly logger: Logger;
+  /** Listeners handed out and not cleaned up yet: `cleanup()` releases them. */
+  private readonly openListeners = new Set<Listener<ReceivedMessage>>();
+  private cleaning?: Promise<void>;
 
   constructor(init: DriverInit) {
     this.url = init.url;
@@ -155,11 +158,76 @@ export abstract class BaseDriver {
   abstract listenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options?: NotificationListenOptions): Promise<Listener<IncomingMessage>>;
 
   /**
-   * Releases every connection and timer. Pending calls MUST reject (MessagingTimeout or
+   * Releases every listener, connection and timer. Pending calls reject (MessagingTimeout or
    * MessageDeliveryFailure), never hang. Idempotent. After cleanup every method rejects with
-   * `InvalidState`.
+   * `InvalidState`. Listeners are cleaned up first (they hand what they received to their
+   * callbacks and give unsettled messages back), then the driver's `close()`.
    */
-  abstract cleanup(): Promise<void>;
+  cleanup(): Promise<void> {
+    this.cleaning ??= (async () => {
+      this.cleanupStarted();
+      await Promise.all([...this.openListeners].map((l) => l.cleanup().catch((err: unknown) => this.logger.warn('Listener cleanup failed', { err }))));
+      await this.close();
+    })();
+    return this.cleaning;
+  }
+
+  /** Called synchronously when `cleanup()` begins, before listeners are released (e.g. to abort retries). */
+  protected cleanupStarted(): void {}
+
+  /**
+   * The driver's part of `cleanup()`, called once after its listeners are released: fail pending
+   * calls, close connections. MUST NOT throw for a broker that is already gone.
+   */
+  protected abstract close(): Promise<void>;
+
+  /** True once `cleanup()` began. */
+  protected get closed(): boolean {
+    return this.cleaning !== undefined;
+  }
+
+  /** Throws InvalidState once the driver is cleaned up. */
+  protected assertOpen(): void {
+    if (this.closed) throw new InvalidState(`The ${this.name} transport ${this.url.toString()} was cleaned up; create a new one`);
+  }
+
+  /**
+   * Wraps a push source into the Listener the façades get and tracks it for `cleanup()`.
+   * `subscribe` runs after the source is attached (messages may arrive before `start()`: they
+   * wait); when it fails, or the driver is cleaned up meanwhile, the source is cleaned up and
+   * the call rejects.
+   */
+  protected async openListener<M extends ReceivedMessage>(
+    source: PushSource<M>,
+    subscribe: () => Promise<void> | void,
+    options: ListenOptions & { prefetchSize?: number; logger?: Logger },
+  ): Promise<Listener<M>> {
+    this.assertOpen();
+    const listener = listenToPushSource(source, { ...options, logger: options.logger ?? this.logger });
+    const tracked: Listener<M> = {
+      start: (callback) => listener.start(callback),
+      stop: () => listener.stop(),
+      cleanup: async () => {
+        try {
+          await listener.cleanup();
+        } finally {
+          this.openListeners.delete(tracked as Listener<ReceivedMessage>);
+        }
+      },
+    };
+    this.openListeners.add(tracked as Listener<ReceivedMessage>);
+    try {
+      await subscribe();
+    } catch (err) {
+      await tracked.cleanup().catch(() => undefined);
+      throw this.closed ? new InvalidState('The transport was cleaned up while the listener was starting', { cause: err }) : err;
+    }
+    if (this.closed) {
+      await tracked.cleanup();
+      throw new InvalidState('The transport was cleaned up while the listener was starting');
+    }
+    return tracked;
+  }
 
   /** The exchange a target resolves to. */
   exchangeFor(target: Target): string {

@@ -1,6 +1,7 @@
 // oslo's message envelope (2.0) and context flattening: the shapes every wire format shares.
 import { randomFillSync } from 'node:crypto';
 import { MalformedMessage } from '../errors.js';
+import { isPlainObject } from '../json-check.js';
 import type { Context, DriverMessage } from './types.js';
 
 /** The envelope version tidings writes (oslo `_VERSION`). */
@@ -72,18 +73,6 @@ export function packContext(message: DriverMessage, ctx: Context): DriverMessage
   return message;
 }
 
-/** Removes `_context_*` entries from a message and returns them as a context. */
-export function unpackContext(message: DriverMessage): Context {
-  const ctx: Context = {};
-  for (const key of Object.keys(message)) {
-    if (key.startsWith(CONTEXT_PREFIX)) {
-      ctx[key.slice(CONTEXT_PREFIX.length)] = message[key];
-      delete message[key];
-    }
-  }
-  return ctx;
-}
-
 const ID_BYTES = 16;
 const ID_POOL_SIZE = ID_BYTES * 256;
 const idPool = Buffer.allocUnsafe(ID_POOL_SIZE);
@@ -105,18 +94,6 @@ export function newHexId(): string {
   return idPool.toString('hex', at, at + ID_BYTES);
 }
 
-/** True for `{...}` objects (prototype Object or null): what JSON decodes objects to. */
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
-
 function kind(value: unknown): string {
   return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
-}
-
-/** A JSON round trip, so that in-process payloads change (or fail) exactly as on a broker. */
-export function jsonRoundTrip<T>(value: T): T {
-  return JSON.parse(JSON.stringify(value)) as T;
 }

@@ -1,16 +1,15 @@
-// Messages handed from a driver's listener to the façades.
-import type { Context, DriverMessage } from './types.js';
+// Messages handed from a driver's listener to the façades, typed once by the driver seam.
+import type { Context, ReceivedNotification, RpcRequest } from './types.js';
 
 /**
- * A received message. `acknowledge()` and `requeue()` MUST NOT throw or reject: a failure is
- * logged by the driver and swallowed, because a handler's outcome must never crash a server.
+ * What every received message has. `acknowledge()` and `requeue()` MUST NOT throw or reject: a
+ * failure is logged by the driver and swallowed, because a handler's outcome must never crash a
+ * server.
  */
-export abstract class IncomingMessage {
+export abstract class ReceivedMessage {
   constructor(
     /** The request context, already unflattened from `_context_*` keys. */
     readonly ctx: Context,
-    /** The message body: `{method, args, namespace?, version?}` for RPC, the notification dict otherwise. */
-    readonly message: DriverMessage,
     /** The message's unique id (`_unique_id` or the notification `message_id`) when known. */
     readonly msgId?: string,
   ) {}
@@ -33,6 +32,12 @@ export abstract class IncomingMessage {
   }
 }
 
+/** A received notification, validated by the driver seam. */
+export abstract class IncomingMessage extends ReceivedMessage {
+  /** The oslo notification dict without wire and context keys. */
+  abstract readonly notification: ReceivedNotification;
+}
+
 /** What an RPC server sends back: a result or a failure (an Error or any thrown value). */
 export type RpcReply =
   | {
@@ -48,8 +53,14 @@ export type RpcReply =
       result?: undefined;
     };
 
-/** A received RPC request. */
-export abstract class RpcIncomingMessage extends IncomingMessage {
+/**
+ * A received RPC request, validated by the driver seam. Drivers acknowledge requests on receipt
+ * (at-most-once, as oslo), so `acknowledge()` and `requeue()` have nothing left to do.
+ */
+export abstract class RpcIncomingMessage extends ReceivedMessage {
+  /** Method, arguments, namespace and version, with oslo's defaults applied. */
+  abstract readonly request: RpcRequest;
+
   /** Call-monitor window the client asked for, in milliseconds; undefined when none. */
   abstract readonly callMonitorTimeout?: number;
 

@@ -2,7 +2,7 @@
 // PollStyleListenerAdapter turns any PollStyleListener into one with a resilient poll loop.
 import { InvalidState } from '../errors.js';
 import { silentLogger, type Logger, type LogFields } from '../logger.js';
-import type { IncomingMessage } from './incoming-message.js';
+import type { ReceivedMessage } from './incoming-message.js';
 import type { PollStyleListener } from './poll-style-listener.js';
 
 /**
@@ -10,10 +10,10 @@ import type { PollStyleListener } from './poll-style-listener.js';
  * *accepted* (e.g. handed to a bounded executor), not necessarily processed: the listener
  * does not poll again until it settles, which is how back-pressure reaches the broker.
  */
-export type ListenerCallback<M extends IncomingMessage = IncomingMessage> = (messages: M[]) => Promise<void> | void;
+export type ListenerCallback<M extends ReceivedMessage = ReceivedMessage> = (messages: M[]) => Promise<void> | void;
 
 /** A push-style listener returned by `BaseDriver.listen*`. */
-export interface Listener<M extends IncomingMessage = IncomingMessage> {
+export interface Listener<M extends ReceivedMessage = ReceivedMessage> {
   /** Starts delivering batches to `callback`. Calling it twice is an error. */
   start(callback: ListenerCallback<M>): void;
   /**
@@ -51,7 +51,7 @@ const EMPTY_POLL_SPIN_MS = 2;
  * loop goes on after a backoff; it never dies. `stop()` stops the source, waits for the
  * loop, then delivers what the source still holds before resolving.
  */
-export class PollStyleListenerAdapter<M extends IncomingMessage = IncomingMessage> implements Listener<M> {
+export class PollStyleListenerAdapter<M extends ReceivedMessage = ReceivedMessage> implements Listener<M> {
   private callback?: ListenerCallback<M>;
   private running = false;
   private loop?: Promise<void>;

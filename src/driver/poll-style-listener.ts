@@ -2,7 +2,7 @@
 // batchPoll helper that builds a batch poll out of a one-message poll on ONE stopwatch.
 import { AsyncQueue } from './async-queue.js';
 import { StopWatch } from './stopwatch.js';
-import type { IncomingMessage } from './incoming-message.js';
+import type { ReceivedMessage } from './incoming-message.js';
 
 /** Options of one `PollStyleListener.poll()`. */
 export interface PollOptions {
@@ -61,7 +61,7 @@ function batchLimit({ timeout, batchTimeout }: PollOptions): number | undefined 
  * promptly (with what it has, possibly `[]`) once `stop()` is called, and MUST keep handing
  * out messages already received after `stop()` so that they can be delivered, not lost.
  */
-export abstract class PollStyleListener<M extends IncomingMessage = IncomingMessage> {
+export abstract class PollStyleListener<M extends ReceivedMessage = ReceivedMessage> {
   /** A positive prefetch caps the batch size of polls. -1 = no prefetch limit. */
   constructor(
     /** A positive prefetch caps the batch size of polls. -1 = no prefetch limit. */
@@ -91,7 +91,7 @@ export abstract class PollStyleListener<M extends IncomingMessage = IncomingMess
  * A PollStyleListener fed by push: the driver calls `deliver()` from its consumer callback
  * and `poll()` takes from the buffer. Most drivers extend this.
  */
-export abstract class BufferedPollStyleListener<M extends IncomingMessage = IncomingMessage> extends PollStyleListener<M> {
+export abstract class BufferedPollStyleListener<M extends ReceivedMessage = ReceivedMessage> extends PollStyleListener<M> {
   /** Messages delivered and not yet polled. */
   protected readonly buffer = new AsyncQueue<M>();
 

@@ -10,7 +10,7 @@ import {
   InvalidTarget,
   MessageDeliveryFailure,
 } from '../errors.js';
-import { isPlainObject } from './envelope.js';
+import { isPlainObject } from '../json-check.js';
 
 /** oslo's failure object, as JSON-encoded into a reply's `failure` string. */
 export interface FailureInfo {

@@ -22,9 +22,4 @@ export class StopWatch {
     if (this.durationMs === undefined) return undefined;
     return Math.max(0, this.durationMs - this.elapsed());
   }
-
-  /** True once the duration has fully elapsed (never for a watch without a limit). */
-  expired(): boolean {
-    return this.durationMs !== undefined && this.elapsed() >= this.durationMs;
-  }
 }

@@ -2,21 +2,26 @@
 // place to split a decoded body into message, context and wire keys, validate it, and build replies.
 import { InvalidArgument, MalformedMessage } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { isPlainObject, newHexId, serializeEnvelope } from './envelope.js';
+import { isPlainObject } from '../json-check.js';
+import { newHexId, packContext, serializeEnvelope } from './envelope.js';
 import type { RpcReply } from './incoming-message.js';
 import { serializeFailure } from './remote-error.js';
-import type { Context, DriverMessage } from './types.js';
+import type { Context, DriverMessage, ReceivedNotification, RpcRequest } from './types.js';
 
 const CONTEXT_PREFIX = '_context_';
 const WIRE_KEYS = new Set(['_unique_id', '_msg_id', '_reply_q', '_timeout']);
 
 /**
  * Splits a decoded body in one pass into the message, the `_context_*` context and the wire
- * keys (`_unique_id`, `_msg_id`, `_reply_q`, `_timeout`). Builds new objects instead of
+ * keys (`_unique_id`, `_msg_id`, `_reply_q`, `_timeout`); `keepMessage: false` skips the message
+ * (RPC requests read their fields directly). Builds new objects instead of
  * deleting keys (which slows V8 objects down); a `__proto__` key from the wire is dropped.
  */
-export function splitWireKeys(raw: DriverMessage): {
-  /** The body without context and wire keys. */
+export function splitWireKeys(
+  raw: DriverMessage,
+  keepMessage = true,
+): {
+  /** The body without context and wire keys (empty with `keepMessage: false`). */
   message: DriverMessage;
   /** The `_context_*` keys, prefix removed. */
   ctx: Context;
@@ -30,15 +35,15 @@ export function splitWireKeys(raw: DriverMessage): {
     if (key === '__proto__') continue;
     if (key.startsWith(CONTEXT_PREFIX)) ctx[key.slice(CONTEXT_PREFIX.length)] = raw[key];
     else if (WIRE_KEYS.has(key)) wire[key] = raw[key];
-    else message[key] = raw[key];
+    else if (keepMessage) message[key] = raw[key];
   }
   return { message, ctx, wire };
 }
 
 /** A received RPC request, split and validated. */
 export interface ParsedRpcRequest {
-  /** `{method, args, namespace?, version?}`; `args` defaults to `{}`. */
-  message: DriverMessage;
+  /** `{method, args, namespace?, version}` with oslo's defaults (`args` {}, version `'1.0'`). */
+  request: RpcRequest;
   /** The context, plus oslo's `client_timeout` (the raw `_timeout`, seconds or null). */
   ctx: Context;
   /** `_unique_id`, for duplicate suppression. */
@@ -53,14 +58,17 @@ export interface ParsedRpcRequest {
 
 /** Validates and splits an RPC request body. Throws MalformedMessage when it cannot be dispatched. */
 export function parseRpcRequest(raw: DriverMessage): ParsedRpcRequest {
-  if (typeof raw.method !== 'string' || raw.method === '') throw new MalformedMessage('RPC message without a "method" string');
-  if (raw.args !== undefined && raw.args !== null && !isPlainObject(raw.args)) throw new MalformedMessage('RPC message "args" is not an object');
-  const { message, ctx, wire } = splitWireKeys(raw);
-  if (message.args === undefined || message.args === null) message.args = {};
+  const { method, args, namespace, version } = raw;
+  if (typeof method !== 'string' || method === '') throw new MalformedMessage('RPC message without a "method" string');
+  if (args !== undefined && args !== null && !isPlainObject(args)) throw new MalformedMessage('RPC message "args" is not an object');
+  if (namespace !== undefined && namespace !== null && typeof namespace !== 'string') throw new MalformedMessage('RPC message "namespace" is neither a string nor null');
+  if (version !== undefined && version !== null && typeof version !== 'string') throw new MalformedMessage('RPC message "version" is not a string');
+  const { ctx, wire } = splitWireKeys(raw, false);
+  const request: RpcRequest = { method, args: (args as Record<string, unknown> | null | undefined) ?? {}, namespace: namespace ?? undefined, version: version ?? '1.0' };
   const timeout = typeof wire._timeout === 'number' && Number.isFinite(wire._timeout) ? wire._timeout : null;
   ctx.client_timeout = timeout;
   return {
-    message,
+    request,
     ctx,
     uniqueId: optionalString(wire._unique_id),
     msgId: optionalString(wire._msg_id),
@@ -72,7 +80,7 @@ export function parseRpcRequest(raw: DriverMessage): ParsedRpcRequest {
 /** A received notification, split and validated. */
 export interface ParsedNotification {
   /** The oslo 1.10 dict without wire and context keys. */
-  message: DriverMessage;
+  notification: ReceivedNotification;
   /** The `_context_*` keys, prefix removed. */
   ctx: Context;
   /** `_unique_id`, for duplicate suppression. */
@@ -88,7 +96,7 @@ export function parseNotification(raw: DriverMessage): ParsedNotification {
   if (!('payload' in raw)) throw new MalformedMessage('Notification without a "payload"');
   const { message, ctx, wire } = splitWireKeys(raw);
   const uniqueId = optionalString(wire._unique_id);
-  return { message, ctx, uniqueId, messageId: optionalString(message.message_id) ?? uniqueId };
+  return { notification: message as ReceivedNotification, ctx, uniqueId, messageId: optionalString(message.message_id) ?? uniqueId };
 }
 
 /**
@@ -113,6 +121,64 @@ export function encodeReply(msgId: string, reply: RpcReply | 'heartbeat', logger
     inner.result = null;
     inner.failure = serializeFailure(new InvalidArgument('result', 'a JSON-serialisable value', reply.result, { cause: err }));
     return JSON.stringify(serializeEnvelope(inner));
+  }
+}
+
+/** What a call adds to its request: where and how the reply comes back. */
+export interface CallAddressing {
+  /** `_msg_id`: the id the reply carries. */
+  readonly msgId: string;
+  /** `_reply_q`: the caller transport's reply address. */
+  readonly replyQueue: string;
+  /** Call-monitor window in ms; `_timeout` carries it in seconds (null when none). */
+  readonly callMonitorTimeout?: number;
+}
+
+/**
+ * The enveloped JSON body of an RPC request (oslo-wire.md §1.6): the message, the flattened
+ * context, a fresh `_unique_id` and, for a call, `_msg_id`/`_reply_q`/`_timeout`. A value JSON
+ * cannot carry fails with InvalidArgument naming the context or the message; nothing is sent.
+ */
+export function encodeRpcRequest(message: DriverMessage, ctx: Context, call?: CallAddressing): string {
+  const inner: DriverMessage = { ...message };
+  if (call !== undefined) {
+    inner._msg_id = call.msgId;
+    inner._reply_q = call.replyQueue;
+    inner._timeout = call.callMonitorTimeout !== undefined ? call.callMonitorTimeout / 1000 : null;
+  }
+  inner._unique_id = newHexId();
+  packContext(inner, ctx);
+  return stringify(serializeEnvelope, inner, message, ctx);
+}
+
+/**
+ * The JSON body of a notification (oslo-wire.md §1.10): version 2.0 is enveloped (oslo
+ * `messagingv2`), 1.0 the raw dict (`messaging`). InvalidArgument as for encodeRpcRequest.
+ */
+export function encodeNotification(message: DriverMessage, ctx: Context, version: 1.0 | 2.0 = 2.0): string {
+  if (version !== 1.0 && version !== 2.0) throw new InvalidArgument('version', '1.0 or 2.0', version);
+  const inner: DriverMessage = { ...message, _unique_id: newHexId() };
+  packContext(inner, ctx);
+  return stringify(version === 1.0 ? raw : serializeEnvelope, inner, message, ctx);
+}
+
+const raw = (m: DriverMessage): DriverMessage => m;
+
+function stringify(wrap: (m: DriverMessage) => unknown, inner: DriverMessage, message: DriverMessage, ctx: Context): string {
+  try {
+    return JSON.stringify(wrap(inner));
+  } catch (err) {
+    const badContext = !isJsonable(ctx);
+    throw new InvalidArgument(badContext ? 'context' : 'message', 'a JSON-serialisable value (no BigInt, no cycles)', badContext ? ctx : message, { cause: err });
+  }
+}
+
+function isJsonable(value: unknown): boolean {
+  try {
+    JSON.stringify(value);
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -243,14 +243,14 @@ export class NotificationDispatcher {
   /** oslo `_extract_user_message`: context and payload through the serializer, priority lower-cased. */
   protected extract(incoming: IncomingMessage): Extracted {
     const ctx = this.serializer.deserializeContext(incoming.ctx);
-    const m = incoming.message;
-    const priority = typeof m.priority === 'string' ? m.priority.toLowerCase() : '';
+    const m = incoming.notification;
+    const priority = m.priority.toLowerCase();
     const messageId = typeof m.message_id === 'string' ? m.message_id : undefined;
     const metadata = new ReceivedMetadata(messageId, typeof m.timestamp === 'string' ? m.timestamp : undefined, priority, incoming);
     const item: NotificationBatchItem<unknown> = {
       ctx,
       publisherId: typeof m.publisher_id === 'string' ? m.publisher_id : null,
-      eventType: typeof m.event_type === 'string' ? m.event_type : String(m.event_type ?? ''),
+      eventType: m.event_type,
       payload: this.serializer.deserializeEntity(ctx, m.payload),
       metadata,
     };

@@ -1,11 +1,13 @@
 // Notification listeners (oslo notify/listener.py): subscribe to the (target, priority) pairs the
 // endpoints handle, dispatch on a bounded executor, then acknowledge or requeue each message.
-import { EventEmitter } from 'eventemitter3';
+import type { EventEmitter } from 'eventemitter3';
+import { GuardedEventEmitter } from '../events.js';
 import { InvalidArgument, InvalidState, MessagingError, ServerListenError } from '../errors.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { Target, validateNotificationTarget, type TargetInit } from '../target.js';
 import type { Serializer } from '../serializer.js';
+import { BoundedExecutor } from '../executor.js';
 import type { Transport } from '../transport.js';
 import type { IncomingMessage } from '../driver/incoming-message.js';
 import type { Listener } from '../driver/listener.js';
@@ -19,7 +21,6 @@ import {
   type NotificationEndpoint,
 } from './dispatcher.js';
 import type { CheckedEndpoints } from './endpoint-check.js';
-import { BoundedExecutor } from './executor.js';
 import { dispatchChannel, type NotificationListenerEvents } from './instrumentation.js';
 
 /** Options of `getNotificationListener()` (and, with batch options, `getBatchNotificationListener()`). */
@@ -80,8 +81,8 @@ export class NotificationListener {
   readonly batchSize: number;
   /** Batch deadline, ms (undefined for a plain listener). */
   readonly batchTimeout: number | undefined;
-  /** Typed events: `started`, `stopped`, `dispatched`, `handlerError`. */
-  readonly events = new EventEmitter<NotificationListenerEvents>();
+  /** Typed events: `started`, `stopped`, `dispatched`, `handlerError`. A listener that throws is logged, never breaks dispatch. */
+  readonly events: EventEmitter<NotificationListenerEvents>;
 
   private state: State = 'idle';
   private starting?: Promise<void>;
@@ -116,6 +117,7 @@ export class NotificationListener {
       this.batchTimeout = undefined;
     }
     this.logger = toLogger(options.logger, transport.logger ?? silentLogger).child({ component: batch ? 'batch-notification-listener' : 'notification-listener', pool: this.pool });
+    this.events = new GuardedEventEmitter<NotificationListenerEvents>(this.logger);
     const Dispatcher = batch ? BatchNotificationDispatcher : NotificationDispatcher;
     this.dispatcher = new Dispatcher(endpoints, {
       serializer: options.serializer,
@@ -194,7 +196,7 @@ export class NotificationListener {
     await this.stopping;
     this.state = 'waiting';
     try {
-      await this.executor.idle();
+      await this.executor.drain();
       await this.listener?.cleanup();
     } finally {
       this.listener = undefined;
@@ -244,7 +246,7 @@ export class NotificationListener {
       }
     }
     if (this.events.listenerCount('dispatched') > 0 || dispatchChannel.hasSubscribers) {
-      const priorities = [...new Set(messages.map((m) => String(m.message.priority ?? '').toLowerCase()))];
+      const priorities = [...new Set(messages.map((m) => m.notification.priority.toLowerCase()))];
       const event = { priorities, messages: messages.length, acknowledged: messages.length - requeued, requeued, durationMs: performance.now() - startedAt };
       this.events.emit('dispatched', event);
       if (dispatchChannel.hasSubscribers) dispatchChannel.publish(event);

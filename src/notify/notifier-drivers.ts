@@ -4,6 +4,7 @@ import { SECRET_KEY_PATTERN } from '../secrets.js';
 import { Target } from '../target.js';
 import type { Logger, LogLevel } from '../logger.js';
 import type { Transport } from '../transport.js';
+import { notificationAddress } from '../driver/addressing.js';
 import type { Context, Priority } from '../driver/types.js';
 
 /** Priorities as they appear in the body (`priority` field): upper-case. */
@@ -66,7 +67,7 @@ export class MessagingNotifierDriver implements NotifierDriver {
   private targetsOf(priority: Priority): readonly Target[] {
     let targets = this.targets.get(priority);
     if (!targets) {
-      targets = Object.freeze(this.topics.map((topic) => new Target({ topic: `${topic}.${priority}` })));
+      targets = Object.freeze(this.topics.map((topic) => new Target({ topic: notificationAddress(topic, priority) })));
       this.targets.set(priority, targets);
     }
     return targets;

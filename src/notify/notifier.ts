@@ -1,13 +1,13 @@
 // The Notifier façade (oslo notify/notifier.py): builds the §1.10 body once and hands it to
 // every configured driver; resolves only when all of them delivered it.
 import { randomUUID } from 'node:crypto';
-import { EventEmitter } from 'eventemitter3';
+import type { EventEmitter } from 'eventemitter3';
+import { GuardedEventEmitter } from '../events.js';
 import { InvalidArgument, MessageDeliveryFailure, MessagingError } from '../errors.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { NoOpSerializer, type Serializer } from '../serializer.js';
-import { isPlainObject } from '../driver/envelope.js';
-import { assertJsonSafe } from '../json-check.js';
+import { assertJsonSafe, isPlainObject } from '../json-check.js';
 import type { Transport } from '../transport.js';
 import type { Context, Priority } from '../driver/types.js';
 import { sendChannel, type NotifierEvents } from './instrumentation.js';
@@ -92,7 +92,7 @@ export class Notifier<Ctx = Context> {
   readonly publisherId: string | null;
   /** Connection retries per notification; undefined = forever. */
   readonly retry: number | undefined;
-  /** Typed events (`sent`, `failed`), shared with `prepare()`d children. */
+  /** Typed events (`sent`, `failed`), shared with `prepare()`d children. A listener that throws is logged, never fails a send. */
   readonly events: EventEmitter<NotifierEvents>;
   /** What the `test` driver recorded (empty when it is not configured). */
   readonly testNotifications: TestNotificationSink;
@@ -109,7 +109,7 @@ export class Notifier<Ctx = Context> {
     const serializer = options.serializer ?? (new NoOpSerializer() as unknown as Serializer<Ctx>);
     const logger = toLogger(options.logger, transport.logger ?? silentLogger);
     this.testNotifications = options.testSink ?? new TestNotificationSink();
-    this.events = new EventEmitter<NotifierEvents>();
+    this.events = new GuardedEventEmitter<NotifierEvents>(logger);
     const requested = options.driver ?? NOTIFIER_DEFAULTS.driver;
     const list = Array.isArray(requested) ? [...requested] : [requested as NotifierDriverName | NotifierDriver];
     const drivers = list.map((d, i) => createDriver(d, `driver${Array.isArray(requested) ? `[${i}]` : ''}`, transport, topics, logger, this.testNotifications));

@@ -5,11 +5,11 @@ import { throwIfAborted } from '../retry.js';
 import { NoOpSerializer, type Serializer } from '../serializer.js';
 import { checkVersion, Target, validateSendTarget, versionIsCompatible, type TargetInit } from '../target.js';
 import type { Transport } from '../transport.js';
-import { isPlainObject } from '../driver/envelope.js';
+import type { SendOptions } from '../driver/base-driver.js';
 import type { Context, DriverMessage } from '../driver/types.js';
 import type { RpcArgs, RpcMethodName, RpcResult, UntypedApi } from './endpoint.js';
-import { isTracing, traceRpc } from './instrumentation.js';
-import { assertJsonSafe } from '../json-check.js';
+import { traceRpc, type RpcTraceContext } from './instrumentation.js';
+import { assertJsonSafe, isPlainObject } from '../json-check.js';
 
 /** Options of `getRpcClient()`. */
 export interface RpcClientOptions {
@@ -67,6 +67,12 @@ export interface RpcCallOptions {
 export interface RpcCastOptions {
   /** Aborts a send still waiting for a connection. */
   signal?: AbortSignal;
+}
+
+/** A checked request, ready for the driver. */
+interface PreparedSend {
+  ctx: Context;
+  message: DriverMessage & { method: string };
 }
 
 type CallRest<Api, M extends keyof Api, O> = undefined extends RpcArgs<Api, M> ? [args?: RpcArgs<Api, M>, options?: O] : [args: RpcArgs<Api, M>, options?: O];
@@ -151,12 +157,8 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
     const timeout = callOptions.timeout === undefined ? this.options.timeout : checkDuration('timeout', callOptions.timeout);
     const prepared = this.prepareSend(ctx, method, args, true);
     throwIfAborted(callOptions.signal);
-    const driver = this.transport.driver;
     const sendOptions = { waitForReply: true, timeout, callMonitorTimeout: this.options.callMonitorTimeout, retry: this.options.retry, signal: callOptions.signal };
-    // Without a tracer, no closures for traceRpc.
-    const result = await (isTracing('call')
-      ? traceRpc(() => ({ ...this.traceContext('call', method), timeout }), 'call', () => driver.send(this.target, prepared.ctx, prepared.message, sendOptions))
-      : driver.send(this.target, prepared.ctx, prepared.message, sendOptions));
+    const result = await traceRpc('call', this, this.sendPrepared, prepared, sendOptions, this.traceContext);
     return this.options.serializer.deserializeEntity(ctx, result) as RpcResult<Api, M>;
   }
 
@@ -165,15 +167,12 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
     const [args, castOptions = {}] = rest as [unknown, RpcCastOptions?];
     const prepared = this.prepareSend(ctx, method, args, false);
     throwIfAborted(castOptions.signal);
-    const driver = this.transport.driver;
     const sendOptions = { waitForReply: false, retry: this.options.retry, signal: castOptions.signal };
-    await (isTracing('cast')
-      ? traceRpc(() => this.traceContext('cast', method), 'cast', () => driver.send(this.target, prepared.ctx, prepared.message, sendOptions))
-      : driver.send(this.target, prepared.ctx, prepared.message, sendOptions));
+    await traceRpc('cast', this, this.sendPrepared, prepared, sendOptions, this.traceContext);
   }
 
   /** Every check oslo does before sending, then the message itself. Throws; sends nothing. */
-  private prepareSend(ctx: Ctx, method: unknown, args: unknown, forCall: boolean): { ctx: Context; message: DriverMessage } {
+  private prepareSend(ctx: Ctx, method: unknown, args: unknown, forCall: boolean): PreparedSend {
     validateSendTarget(this.target, forCall);
     if (typeof method !== 'string' || method.length === 0) throw new InvalidArgument('method', 'a non-empty string', method);
     if (args !== undefined && !isPlainObject(args)) throw new InvalidArgument('args', 'a plain object of keyword arguments', args);
@@ -181,7 +180,7 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
     const serialisedArgs: Record<string, unknown> = {};
     if (args !== undefined) for (const name of Object.keys(args)) serialisedArgs[name] = serializer.serializeEntity(ctx, (args as Record<string, unknown>)[name]);
     assertJsonSafe(serialisedArgs, 'args');
-    const message: DriverMessage = { method, args: serialisedArgs };
+    const message: PreparedSend['message'] = { method, args: serialisedArgs };
     if (this.target.namespace !== undefined) message.namespace = this.target.namespace;
     if (this.target.version !== undefined) message.version = this.target.version;
     this.checkVersionCap();
@@ -203,9 +202,16 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
     if (!versionIsCompatible(cap, version)) throw new RPCVersionCapError(version, cap);
   }
 
-  private traceContext(kind: 'call' | 'cast', method: string) {
+  private sendPrepared(prepared: PreparedSend, options: SendOptions): Promise<unknown> {
+    return this.transport.driver.send(this.target, prepared.ctx, prepared.message, options);
+  }
+
+  /** Asked for only while a tracer listens (see traceRpc). */
+  private traceContext(prepared: PreparedSend, options: SendOptions): RpcTraceContext {
     const t = this.target;
-    return { kind, method, exchange: t.exchange, topic: t.topic, server: t.server, fanout: t.fanout, namespace: t.namespace, version: t.version };
+    const context: RpcTraceContext = { kind: options.waitForReply ? 'call' : 'cast', method: prepared.message.method, exchange: t.exchange, topic: t.topic, server: t.server, fanout: t.fanout, namespace: t.namespace, version: t.version };
+    if (options.waitForReply) context.timeout = options.timeout;
+    return context;
   }
 }
 

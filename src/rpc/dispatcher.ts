@@ -5,11 +5,11 @@ import type { Logger } from '../logger.js';
 import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { NoOpSerializer, type Serializer } from '../serializer.js';
 import { Target, versionIsCompatible } from '../target.js';
-import { isPlainObject } from '../driver/envelope.js';
 import type { RpcIncomingMessage } from '../driver/incoming-message.js';
+import type { RpcRequest } from '../driver/types.js';
 import { DefaultRpcAccessPolicy, expose, lookupEndpointMethod, type RpcAccessPolicy } from './access-policy.js';
 import { isExpectedError, type RpcMeta } from './endpoint.js';
-import { assertJsonSafe } from '../json-check.js';
+import { assertJsonSafe, isPlainObject } from '../json-check.js';
 
 /** The target of endpoints that declare none: the default namespace, version 1.0. */
 export const DEFAULT_ENDPOINT_TARGET = new Target({ version: '1.0' });
@@ -101,7 +101,8 @@ export class RpcDispatcher {
 
   /** Not async itself: the endpoint's promise passes straight through (a throw here is caught by dispatch). */
   private route(incoming: RpcIncomingMessage): Promise<DispatchOutcome> {
-    const { method, namespace, version, args } = requestOf(incoming);
+    const request = incoming.request;
+    const { method, namespace, version } = request;
     let foundCompatible = false;
     for (const bound of this.bound) {
       const { endpoint, target } = bound;
@@ -109,7 +110,7 @@ export class RpcDispatcher {
       foundCompatible = true;
       const fn = method === 'target' ? undefined : lookupEndpointMethod(endpoint, method);
       if (!fn || !this.accessPolicy.isAllowed(endpoint, method, fn)) continue;
-      return this.invoke(incoming, endpoint, fn, { method, namespace, version, args });
+      return this.invoke(incoming, endpoint, fn, request);
     }
     if (foundCompatible) return Promise.resolve({ ok: false, failure: new NoSuchMethod(method), expected: method.endsWith('_ignore_errors') });
     throw new UnsupportedVersion(version, method);
@@ -119,7 +120,7 @@ export class RpcDispatcher {
     incoming: RpcIncomingMessage,
     endpoint: object,
     fn: (...args: any[]) => unknown,
-    request: { method: string; namespace?: string; version: string; args: Record<string, unknown> },
+    request: RpcRequest,
   ): Promise<DispatchOutcome> {
     const ctx = this.serializer.deserializeContext(incoming.ctx);
     const args: Record<string, unknown> = {};
@@ -172,20 +173,6 @@ function isCompatible(bound: BoundEndpoint, requested: string): boolean {
 }
 
 const NO_WATCHDOG = (): void => {};
-
-/** Reads and checks the request fields, with oslo's defaults (args {}, version 1.0, null namespace). */
-function requestOf(incoming: RpcIncomingMessage): { method: string; namespace?: string; version: string; args: Record<string, unknown> } {
-  const message = incoming.message;
-  const method = message.method;
-  if (typeof method !== 'string' || method.length === 0) throw new NoSuchMethod(String(method));
-  const rawVersion = message.version ?? '1.0';
-  if (typeof rawVersion !== 'string') throw new UnsupportedVersion(String(rawVersion), method);
-  const namespace = message.namespace ?? undefined;
-  if (namespace !== undefined && typeof namespace !== 'string') throw new InvalidArgument('namespace', 'a string or null', namespace);
-  const args = message.args ?? {};
-  if (!isPlainObject(args)) throw new InvalidArgument('args', 'an object of keyword arguments', args);
-  return { method, namespace, version: rawVersion, args };
-}
 
 function endpointTarget(endpoint: unknown, index: number): Target {
   if (endpoint === null || typeof endpoint !== 'object') throw new InvalidArgument(`endpoints[${index}]`, 'an object', endpoint);

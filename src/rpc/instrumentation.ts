@@ -1,5 +1,5 @@
 // node:diagnostics_channel tracing channels for RPC, for tracers (OpenTelemetry, APMs).
-// Free when unused: without subscribers the traced function is called directly.
+// Free when unused: without subscribers the traced method is called directly, no closure built.
 import diagnostics from 'node:diagnostics_channel';
 
 /** Channel names; subscribe with `diagnostics_channel.tracingChannel(name).subscribe({...})`. */
@@ -45,14 +45,20 @@ const channels = {
   dispatch: diagnostics.tracingChannel<unknown, RpcTraceContext>(RPC_CHANNELS.dispatch),
 };
 
-/** True when a tracer listens on the `kind` channel; hot paths check it before building closures for traceRpc. */
-export function isTracing(kind: RpcTraceContext['kind']): boolean {
+/**
+ * Runs `fn.call(self, a, b)`, inside the `kind` tracing channel when a tracer listens; only then
+ * is `context.call(self, a, b)` asked for the trace context. Callers pass methods and their
+ * arguments rather than closures, so an untraced call allocates nothing here.
+ */
+export function traceRpc<This, A, B, T>(
+  kind: RpcTraceContext['kind'],
+  self: This,
+  fn: (this: This, a: A, b: B) => Promise<T>,
+  a: A,
+  b: B,
+  context: (this: This, a: A, b: B) => RpcTraceContext,
+): Promise<T> {
   const channel = channels[kind];
-  return channel.start.hasSubscribers || channel.end.hasSubscribers || channel.asyncEnd.hasSubscribers || channel.error.hasSubscribers;
-}
-
-/** Runs `fn` inside the tracing channel for `context.kind` when someone listens. */
-export function traceRpc<T>(context: () => RpcTraceContext, kind: RpcTraceContext['kind'], fn: () => Promise<T>): Promise<T> {
-  if (!isTracing(kind)) return fn();
-  return channels[kind].tracePromise(fn, context());
+  if (!(channel.start.hasSubscribers || channel.end.hasSubscribers || channel.asyncEnd.hasSubscribers || channel.error.hasSubscribers)) return fn.call(self, a, b);
+  return channel.tracePromise(fn, context.call(self, a, b), self, a, b);
 }

@@ -1,19 +1,20 @@
 // The RPC server (oslo RPCServer + MessageHandlingServer): listens on a Target through the
 // driver, runs requests on a bounded executor, replies to calls, and never dies of a handler.
 import { performance } from 'node:perf_hooks';
-import { EventEmitter } from 'eventemitter3';
+import type { EventEmitter } from 'eventemitter3';
+import { GuardedEventEmitter } from '../events.js';
 import { InvalidArgument, InvalidState, InvalidTarget, NotSupportedError, ServerListenError } from '../errors.js';
 import { errorFields, silentLogger, type Logger } from '../logger.js';
 import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import type { Serializer } from '../serializer.js';
 import { Target, validateServerTarget, type TargetInit } from '../target.js';
+import { BoundedExecutor } from '../executor.js';
 import type { Transport } from '../transport.js';
 import type { RpcIncomingMessage } from '../driver/incoming-message.js';
 import type { Listener } from '../driver/listener.js';
 import type { RpcAccessPolicy } from './access-policy.js';
-import { BoundedExecutor } from './bounded-executor.js';
 import { RpcDispatcher, type DispatchOutcome } from './dispatcher.js';
-import { isTracing, traceRpc } from './instrumentation.js';
+import { traceRpc, type RpcTraceContext } from './instrumentation.js';
 
 /** Options of `getRpcServer()`. */
 export interface RpcServerOptions {
@@ -77,17 +78,19 @@ type State = 'idle' | 'starting' | 'running' | 'stopping' | 'waiting';
  * Lifecycle: `start()` → `stop()` → `wait()`, then `start()` again if wanted. Out-of-order
  * calls reject with InvalidState; repeated calls of the current step return the same promise.
  */
-export class RpcServer extends EventEmitter<RpcServerEvents> {
+export class RpcServer {
   /** What the server listens on: `topic` (shared), `topic.server` (direct) and the topic's fanout. */
   readonly target: Target;
   /** Routes requests to the endpoints. */
   readonly dispatcher: RpcDispatcher;
   /** Requests handled at once. */
   readonly executorSize: number;
+  /** Typed events: `started`, `stopped`, `dispatched`, `error`. A listener that throws is logged, never breaks dispatch. */
+  readonly events: EventEmitter<RpcServerEvents>;
   private readonly logger: Logger;
   private state: State = 'idle';
   private listener?: Listener<RpcIncomingMessage>;
-  private executor: BoundedExecutor;
+  private readonly executor: BoundedExecutor;
   private starting?: Promise<void>;
   private stopping?: Promise<void>;
   private waiting?: Promise<void>;
@@ -99,7 +102,6 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
     endpoints: readonly object[],
     options: RpcServerOptions = {},
   ) {
-    super();
     if (!transport || typeof transport !== 'object' || !transport.driver) throw new InvalidArgument('transport', 'a Transport from getRpcTransport()', transport);
     this.target = Target.from(target);
     const size = options.executorSize ?? RPC_SERVER_DEFAULTS.executorSize;
@@ -107,6 +109,7 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
     this.executorSize = size;
     this.executor = new BoundedExecutor(size);
     this.logger = toLogger(options.logger, transport.logger ?? silentLogger).child({ component: 'rpc-server', topic: this.target.topic, server: this.target.server });
+    this.events = new GuardedEventEmitter<RpcServerEvents>(this.logger);
     this.dispatcher = new RpcDispatcher(endpoints, {
       accessPolicy: options.accessPolicy,
       serializer: options.serializer,
@@ -134,7 +137,7 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
     this.starting = this.doStart().then(
       () => {
         this.state = 'running';
-        this.emit('started');
+        this.events.emit('started');
       },
       (err: unknown) => {
         this.state = 'idle';
@@ -158,7 +161,7 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
       this.state = 'stopping';
       await this.listener!.stop();
       this.logger.debug('rpc server stopped receiving');
-      this.emit('stopped');
+      this.events.emit('stopped');
     })();
     return this.stopping;
   }
@@ -214,11 +217,11 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
 
   private async process(incoming: RpcIncomingMessage): Promise<void> {
     const began = performance.now();
-    const message = incoming.message;
+    const { method, namespace, version } = incoming.request;
     const info: RpcDispatchInfo = {
-      method: String(message.method),
-      namespace: typeof message.namespace === 'string' ? message.namespace : undefined,
-      version: typeof message.version === 'string' ? message.version : '1.0',
+      method,
+      namespace,
+      version,
       messageId: incoming.msgId,
       expectsReply: incoming.expectsReply,
       durationMs: 0,
@@ -226,15 +229,7 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
     };
     let outcome: DispatchOutcome;
     try {
-      // oslo acknowledges RPC requests before dispatch (at-most-once); drivers make this idempotent.
-      await incoming.acknowledge();
-      outcome = await (isTracing('dispatch')
-        ? traceRpc(
-            () => ({ kind: 'dispatch', topic: this.target.topic, server: this.target.server, method: info.method, namespace: info.namespace, version: info.version, messageId: info.messageId, expectsReply: info.expectsReply }),
-            'dispatch',
-            () => this.dispatcher.dispatch(incoming),
-          )
-        : this.dispatcher.dispatch(incoming));
+      outcome = await traceRpc('dispatch', this, this.dispatch, incoming, info, this.traceContext);
     } catch (failure) {
       outcome = { ok: false, failure, expected: false };
     }
@@ -249,6 +244,16 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
     }
   }
 
+  private dispatch(incoming: RpcIncomingMessage): Promise<DispatchOutcome> {
+    return this.dispatcher.dispatch(incoming);
+  }
+
+  /** Asked for only while a tracer listens (see traceRpc). */
+  private traceContext(_incoming: RpcIncomingMessage, info: RpcDispatchInfo): RpcTraceContext {
+    const { method, namespace, version, messageId, expectsReply } = info;
+    return { kind: 'dispatch', topic: this.target.topic, server: this.target.server, method, namespace, version, messageId, expectsReply };
+  }
+
   private report(info: RpcDispatchInfo): void {
     if (info.outcome === 'failure') {
       const fields = { method: info.method, namespace: info.namespace, version: info.version, messageId: info.messageId, durationMs: Math.round(info.durationMs) };
@@ -257,19 +262,10 @@ export class RpcServer extends EventEmitter<RpcServerEvents> {
         this.logger.debug('expected exception during message handling', { ...fields, err });
       } else {
         this.logger.error('exception during message handling', { ...fields, err });
-        this.safeEmit('error', info.error, info);
+        this.events.emit('error', info.error, info);
       }
     }
-    this.safeEmit('dispatched', info);
-  }
-
-  /** A throwing event listener must not break dispatch or replies. */
-  private safeEmit<E extends keyof RpcServerEvents>(event: E, ...args: RpcServerEvents[E]): void {
-    try {
-      (this.emit as (e: E, ...a: RpcServerEvents[E]) => boolean)(event, ...args);
-    } catch (err) {
-      this.logger.warn('an rpc server event listener threw', { event, err });
-    }
+    this.events.emit('dispatched', info);
   }
 }
 

@@ -26,7 +26,7 @@ import { AmqpFrameProxy } from '../support/amqp-frame-proxy.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
 import { deleteRabbitObjectsWithPrefix, deleteRabbitQueues } from '../support/rabbit-admin.js';
 import { rabbitmqctlCommand } from '../support/rabbit-tls.js';
-import { uniqueName, waitFor } from '../support/wait.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const PREFIX = uniqueName('t-blocked');
 const EXCHANGE = `${PREFIX}-x`;

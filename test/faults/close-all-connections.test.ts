@@ -24,7 +24,7 @@ import {
 } from '../../src/index.js';
 import { deleteQueues, notificationQueues, rpcQueues } from '../interop/support/amqp-admin.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
-import { uniqueName, waitFor } from '../support/wait.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { closeAllRabbitConnections, closeMyRabbitConnections } from './support/broker-faults.js';
 
 const TOTAL = 5000;

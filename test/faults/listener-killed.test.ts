@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getNotificationListener, getNotificationTransport, Notifier, NotificationResult, Target, type Transport } from '../../src/index.js';
 import { deleteQueues, notificationQueues } from '../interop/support/amqp-admin.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
-import { uniqueName, waitFor } from '../support/wait.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'pool-member.ts');
 const N = 25;

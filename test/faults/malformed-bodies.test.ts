@@ -17,7 +17,7 @@ import {
 } from '../../src/index.js';
 import { deleteQueues, notificationQueues, publishRaw, queueDepth, rpcQueues } from '../interop/support/amqp-admin.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
-import { uniqueName, waitFor } from '../support/wait.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const EXCHANGE = 'openstack';
 

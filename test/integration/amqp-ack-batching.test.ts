@@ -10,7 +10,7 @@ import { makeAmqpDriver } from '../support/amqp-driver.js';
 import { Target } from '../../src/target.js';
 import { requireRabbitMQ } from '../support/brokers.js';
 import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
-import { uniqueName, waitFor } from '../support/wait.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const run = promisify(execFile);
 const PREFIX = uniqueName('t-ackbatch');
@@ -51,7 +51,7 @@ describe('amqp notification ack batching (RabbitMQ)', () => {
     listener.start(async (msgs) => {
       for (const m of msgs) {
         // The first delivery is held; the later ones are acked, so their acks come first.
-        if ((m.message.payload as { i: number }).i === 0) held.push(m);
+        if ((m.notification.payload as { i: number }).i === 0) held.push(m);
         else {
           await m.acknowledge();
           acked++;

@@ -14,7 +14,7 @@ import { getRpcTransport } from '../../src/transport.js';
 import { cleanupAmqpDrivers, makeAmqpDriver, sampleNotification } from '../support/amqp-driver.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
 import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
-import { uniqueName, waitFor } from '../support/wait.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const run = promisify(execFile);
 const PREFIX = uniqueName('t-amqpconn');
@@ -152,7 +152,7 @@ describe('amqp driver connections (RabbitMQ)', () => {
     const rpc = await server.listen(new Target({ topic, server: 's' }));
     listeners.push(rpc);
     rpc.start(async (msgs) => {
-      for (const m of msgs as RpcIncomingMessage[]) void m.reply({ result: (m.message.args as { i: number }).i });
+      for (const m of msgs as RpcIncomingMessage[]) void m.reply({ result: (m.request.args as { i: number }).i });
     });
     const ntopic = `${PREFIX}-recn`;
     const nl = await server.listenForNotifications([[new Target({ topic: ntopic }), 'info']], { batchSize: 20, batchTimeout: 10 });
@@ -160,7 +160,7 @@ describe('amqp driver connections (RabbitMQ)', () => {
     const counts = new Map<number, number>();
     nl.start(async (msgs: IncomingMessage[]) => {
       for (const m of msgs) {
-        const i = (m.message.payload as { i: number }).i;
+        const i = (m.notification.payload as { i: number }).i;
         counts.set(i, (counts.get(i) ?? 0) + 1);
         await m.acknowledge();
       }

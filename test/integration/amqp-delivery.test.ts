@@ -10,7 +10,7 @@ import { Target } from '../../src/target.js';
 import { cleanupAmqpDrivers, makeAmqpDriver, openRawChannel, sampleNotification } from '../support/amqp-driver.js';
 import { requireRabbitMQ } from '../support/brokers.js';
 import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
-import { deferred, uniqueName, waitFor } from '../support/wait.js';
+import { deferred, uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const PREFIX = uniqueName('t-amqpdel');
 const EXCHANGE = `${PREFIX}-x`;
@@ -43,7 +43,7 @@ describe('amqp driver delivery (RabbitMQ)', () => {
     listeners.push(listener);
     const seen = new Set<number>();
     listener.start((msgs) => {
-      for (const m of msgs) seen.add((m.message.args as { i: number }).i);
+      for (const m of msgs) seen.add((m.request.args as { i: number }).i);
     });
     const N = 2000;
     await Promise.all(Array.from({ length: N }, (_, i) => driver.send(new Target({ topic }), {}, { method: 'm', args: { i } })));
@@ -58,7 +58,7 @@ describe('amqp driver delivery (RabbitMQ)', () => {
     listeners.push(rpc);
     const rpcGot: string[] = [];
     rpc.start((msgs) => {
-      for (const m of msgs) rpcGot.push(m.message.method as string);
+      for (const m of msgs) rpcGot.push(m.request.method as string);
     });
     const ntopic = `${PREFIX}-ndup`;
     const notif = await driver.listenForNotifications([[new Target({ topic: ntopic }), 'info']]);
@@ -107,7 +107,7 @@ describe('amqp driver delivery (RabbitMQ)', () => {
     ch.publish(EXCHANGE, key, Buffer.from(JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify({ payload: 1 }) })));
     ch.publish(EXCHANGE, key, Buffer.from(JSON.stringify(notification(7))));
     await waitFor(() => got.length === 1);
-    expect(got[0].message.payload).toEqual({ i: 7 });
+    expect(got[0].notification.payload).toEqual({ i: 7 });
     await waitFor(() => logger.records.filter((r) => r.msg.startsWith('Rejecting a malformed')).length === 3);
     expect(JSON.stringify(logger.records)).not.toContain('SECRET-PAYLOAD');
     await listener.stop();
@@ -115,10 +115,10 @@ describe('amqp driver delivery (RabbitMQ)', () => {
     expect((await ch.checkQueue(key)).messageCount).toBe(0);
   });
 
-  it('applies prefetch on listener channels and caps batches; prefetchSize reflects it', async () => {
+  it('applies prefetch on listener channels and caps batches', async () => {
     const driver = makeDriver({ prefetchCount: 5 });
     drivers.push(driver);
-    expect(driver.prefetchSize).toBe(5);
+    expect(driver.options.prefetchCount).toBe(5);
     const topic = `${PREFIX}-pf`;
     for (let i = 0; i < 20; i++) await driver.sendNotification(new Target({ topic: `${topic}.info` }), {}, notification(i));
     const listener = await driver.listenForNotifications([[new Target({ topic }), 'info']], { batchSize: 50, batchTimeout: 200 });

@@ -25,7 +25,7 @@ import { deleteQueues, notificationQueues, rpcQueues } from '../interop/support/
 import { requireRabbitMQ } from '../support/brokers.js';
 import { ensureRabbitTls, type RabbitTls } from '../support/rabbit-tls.js';
 import { generateCa } from '../support/tls.js';
-import { uniqueName, waitFor } from '../support/wait.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const q = encodeURIComponent;
 

@@ -13,7 +13,7 @@ import { Target } from '../../src/target.js';
 import { cleanupAmqpDrivers, makeAmqpDriver, openRawChannel } from '../support/amqp-driver.js';
 import { requireRabbitMQ } from '../support/brokers.js';
 import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
-import { uniqueName, waitFor } from '../support/wait.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const run = promisify(execFile);
 const PREFIX = uniqueName('t-amqpwire');
@@ -185,7 +185,7 @@ describe('amqp driver wire format (RabbitMQ)', () => {
     listeners.push(listener);
     listener.start(async (msgs) => {
       for (const m of msgs as RpcIncomingMessage[]) {
-        if (m.message.method === 'boom') await m.reply({ failure: new TypeError('bad thing') });
+        if (m.request.method === 'boom') await m.reply({ failure: new TypeError('bad thing') });
         else {
           await m.heartbeat();
           await m.reply({ result: { ctx: m.ctx, cm: m.callMonitorTimeout } });

@@ -1,10 +1,11 @@
 // The conformance suite against a real RabbitMQ (127.0.0.1:5672 guest/guest). Fails, never
 // skips, when RabbitMQ is down. What oslo declares as persistent (topic and notification
 // queues, test exchanges) is swept by name prefix; reply queues (x-expires 30 min) by name.
-import type { Transport } from '../../src/index.js';
+// The suite comes from the package export `tidings/testing` (dist/, built by `npm test`).
+import type { Transport } from 'tidings';
+import { runConformanceSuite } from 'tidings/testing';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
 import { deleteRabbitObjectsWithPrefix, deleteRabbitQueues, publishRawToRabbit } from '../support/rabbit-admin.js';
-import { runConformanceSuite } from '../conformance/suite.js';
 
 const transports: Transport[] = [];
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Notifier, getNotificationTransport } from '../../src/index.js';
 import { deleteQueues, queueDepth } from '../interop/support/amqp-admin.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
-import { waitFor } from '../support/wait.js';
+import { waitFor } from '../../src/testing/wait.js';
 import { finished, lines, requireBuiltBinary, runBin, startBin, startShell } from '../unit/cli/bin.js';
 
 const env = { TIDINGS_TRANSPORT_URL: RABBIT_URL };

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getRpcServer, getRpcTransport, Target, type Context, type Transport } from '../../src/index.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
-import { uniqueName, waitFor } from '../support/wait.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { deleteQueues, rpcQueues } from './support/amqp-admin.js';
 import { PyClient, requireOsloMessaging, startPy, type PyErrorInfo, type PyReply } from './support/python.js';
 

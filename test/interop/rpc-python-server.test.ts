@@ -13,7 +13,7 @@ import {
   type Transport,
 } from '../../src/index.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
-import { uniqueName, waitFor } from '../support/wait.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { deleteQueues, rpcQueues } from './support/amqp-admin.js';
 import { PyProcess, requireOsloMessaging, startPy } from './support/python.js';
 

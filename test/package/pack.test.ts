@@ -45,10 +45,11 @@ beforeAll(async () => {
   app = join(work, 'app');
   mkdirSync(app);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'tidings-pack-app', private: true, type: 'module' }));
-  const deps = [join(work, packed.filename), `typescript@${repoPkg.devDependencies.typescript}`, `@types/node@${repoPkg.devDependencies['@types/node']}`];
+  // vitest: the optional peer that tidings/testing runs under.
+  const deps = [join(work, packed.filename), ...['typescript', '@types/node', 'vitest'].map((name) => `${name}@${repoPkg.devDependencies[name]}`)];
   const install = await inApp('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...deps]);
   if (install.code !== 0) {
-    throw new Error(`${explain(`npm install ${deps.join(' ')}`, install)}\nThis test needs the npm registry or a warm npm cache (~/.npm) holding typescript, @types/node and eventemitter3.`);
+    throw new Error(`${explain(`npm install ${deps.join(' ')}`, install)}\nThis test needs the npm registry or a warm npm cache (~/.npm) holding typescript, @types/node, vitest and eventemitter3.`);
   }
 }, SLOW);
 
@@ -60,14 +61,24 @@ describe('npm pack', () => {
   it('packs dist, src, README.md, LICENSE and package.json, and nothing else', () => {
     const paths = packed.files.map((f) => f.path);
     expect(new Set(paths.map((p) => p.split('/')[0]))).toEqual(new Set(['dist', 'src', 'README.md', 'LICENSE', 'package.json']));
-    expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/index.js.map', 'dist/index.d.ts.map', 'dist/driver/index.js', 'dist/cli/main.js', 'src/index.ts']));
+    expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/index.js.map', 'dist/index.d.ts.map', 'dist/driver/index.js', 'dist/testing/index.js', 'dist/testing/index.d.ts', 'dist/cli/main.js', 'src/index.ts', 'src/testing/index.ts']));
     expect(paths.filter((p) => /(^|\/)(test|bench|\.ci|examples)\/|\.test\.[jt]s$/.test(p))).toEqual([]);
   });
 });
 
 describe('the installed package', () => {
-  it('typechecks the README quick start (ESM) and a CommonJS consumer (strict, nodenext, lib check on), then runs it on memory://', async () => {
+  it('typechecks the README quick start (ESM), a tidings/testing consumer and a CommonJS consumer (strict, nodenext, lib check on), then runs it on memory://', async () => {
     writeFileSync(join(app, 'index.ts'), quickStartAsPackageUser());
+    writeFileSync(
+      join(app, 'kit.ts'),
+      [
+        "import { registerDriver, type DriverLoader } from 'tidings';",
+        "import { memoryConformanceSubject, type ConformanceSubject } from 'tidings/testing';",
+        "export const subject: ConformanceSubject = memoryConformanceSubject({ scheme: 'memtest', timeScale: 2 });",
+        "export const register = (load: DriverLoader): void => registerDriver('memtest', load);",
+        '',
+      ].join('\n'),
+    );
     writeFileSync(
       join(app, 'consumer.cts'),
       [
@@ -79,7 +90,7 @@ describe('the installed package', () => {
       ].join('\n'),
     );
     const compilerOptions = { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', types: ['node'], skipLibCheck: false, outDir: 'out' };
-    writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['index.ts', 'consumer.cts'] }));
+    writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions, include: ['index.ts', 'kit.ts', 'consumer.cts'] }));
     const tsc = await inApp(process.execPath, [join(app, 'node_modules/typescript/bin/tsc'), '-p', '.']);
     expect(tsc.code, explain('tsc -p .', tsc)).toBe(0);
 
@@ -95,6 +106,17 @@ describe('the installed package', () => {
     expect(r.code, explain('node -e <require>', r)).toBe(0);
     expect(r.stdout).toBe('calc true\n');
   });
+
+  it('runs the conformance suite from tidings/testing under vitest against memory://', async () => {
+    writeFileSync(
+      join(app, 'memory.conformance.test.mjs'),
+      "import { memoryConformanceSubject, runConformanceSuite } from 'tidings/testing';\nrunConformanceSuite(memoryConformanceSubject());\n",
+    );
+    const r = await inApp(join(app, 'node_modules/.bin/vitest'), ['run', '--root', app, 'memory.conformance.test.mjs'], { NO_COLOR: '1', CI: '1' });
+    expect(r.code, explain('vitest run memory.conformance.test.mjs', r)).toBe(0);
+    expect(r.stdout).toMatch(/Tests\s+\d+ passed/);
+    expect(r.stdout).not.toMatch(/failed|skipped/);
+  }, SLOW);
 
   it('runs the tidings bin', async () => {
     const r = await inApp(join(app, 'node_modules/.bin/tidings'), ['--help']);

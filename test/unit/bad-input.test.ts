@@ -22,8 +22,8 @@ import {
   type Transport,
 } from '../../src/index.js';
 import { getMemoryBroker } from '../../src/drivers/memory/index.js';
-import { expectFailure, type Startable } from '../conformance/harness.js';
-import { uniqueName, waitFor } from '../support/wait.js';
+import { expectFailure, type Startable } from '../../src/testing/harness.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const closers: Array<() => Promise<unknown>> = [];
 afterEach(async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgument } from '../../src/errors.js';
-import { assertJsonSafe } from '../../src/json-check.js';
+import { assertJsonSafe, isPlainObject } from '../../src/json-check.js';
 
 const fieldOf = (value: unknown): string | undefined => {
   try {
@@ -28,5 +28,13 @@ describe('assertJsonSafe', () => {
     const cycle: unknown[] = [];
     cycle.push({ back: cycle });
     expect(fieldOf({ cycle })).toBe('args.cycle[0].back');
+  });
+});
+
+describe('isPlainObject', () => {
+  it('accepts object literals and null-prototype objects only', () => {
+    expect(isPlainObject({})).toBe(true);
+    expect(isPlainObject(Object.create(null))).toBe(true);
+    for (const v of [null, [], new Date(), new Map(), 'x', 1, new (class A {})()]) expect(isPlainObject(v)).toBe(false);
   });
 });

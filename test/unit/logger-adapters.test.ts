@@ -27,7 +27,7 @@ import {
   type Transport,
 } from '../../src/index.js';
 import { getMemoryBroker } from '../../src/drivers/memory/index.js';
-import { uniqueName, waitFor } from '../support/wait.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
 
 // bunyan ships no types: the little of it these tests use, typed here.
 interface BunyanModule {
@@ -99,7 +99,7 @@ async function rpcFailurePath(logger: LoggerLike, find: (msg: string) => Rec | u
     expect(getMemoryBroker(vhost).publishRaw('openstack', topic, '{not json')).toBeGreaterThan(0);
     const [rejected, failed] = await waitFor(
       () => {
-        const pair = [find('rejected a malformed message'), find('exception during message handling')];
+        const pair = [find('Rejecting a malformed message (not requeued)'), find('exception during message handling')];
         return pair.every(Boolean) ? (pair as Rec[]) : undefined;
       },
       { timeoutMs: 5000, message: 'both records in the library output' },
@@ -304,6 +304,6 @@ describe('console', () => {
     expect(text()).toMatch(new RegExp(`exception during message handling \\{[^]*component: 'rpc-server',[^]*topic: '${topic}'[^]*err: \\{ name: 'RangeError', message: 'kaboom' \\}`));
     // info and up only by default: the server's debug record is not printed.
     expect(text()).not.toContain('rpc server listening');
-    expect(text()).toMatch(/rejected a malformed message \{[^]*driver: 'memory'/);
+    expect(text()).toMatch(/Rejecting a malformed message \(not requeued\) \{[^]*driver: 'memory'/);
   });
 });

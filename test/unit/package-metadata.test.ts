@@ -30,6 +30,9 @@ const BROKERS: Record<string, { peer?: string; name: string }> = {
   kafka: { peer: 'kafkajs', name: 'Kafka' },
 };
 
+/** tidings/testing registers vitest tests: only users of that export need vitest. */
+const TEST_KIT_PEER = 'vitest';
+
 const shipped = TRANSPORT_SCHEMES.map((s) => BROKERS[s]!);
 const shippedNames = new Set(shipped.map((b) => b.name));
 const shippedPeers = new Set(shipped.flatMap((b) => (b.peer ? [b.peer] : [])));
@@ -41,10 +44,11 @@ describe('package.json claims what src/transport.ts can load', () => {
     expect(TRANSPORT_SCHEMES.filter((s) => PLANNED_SCHEMES.includes(s))).toEqual([]);
   });
 
-  it('has exactly the broker libraries of the shipped drivers as optional peers, each also a devDependency', () => {
-    expect(Object.keys(pkg.peerDependencies ?? {}).sort()).toEqual([...shippedPeers].sort());
-    expect(Object.keys(pkg.peerDependenciesMeta ?? {}).sort()).toEqual([...shippedPeers].sort());
-    for (const peer of shippedPeers) {
+  it('has exactly the broker libraries of the shipped drivers and the test kit\'s runner as optional peers, each also a devDependency', () => {
+    const peers = [...shippedPeers, TEST_KIT_PEER].sort();
+    expect(Object.keys(pkg.peerDependencies ?? {}).sort()).toEqual(peers);
+    expect(Object.keys(pkg.peerDependenciesMeta ?? {}).sort()).toEqual(peers);
+    for (const peer of peers) {
       expect(pkg.peerDependenciesMeta?.[peer]?.optional, `${peer} is optional`).toBe(true);
       expect(pkg.devDependencies, `${peer} in devDependencies`).toHaveProperty([peer]);
     }
@@ -70,6 +74,13 @@ describe('package.json exports, files, license', () => {
       if (typeof target === 'string') continue;
       expect(Object.keys(target), subpath).toEqual(['types', 'import', 'default']);
       expect(target.default, subpath).toBe(target.import);
+    }
+  });
+
+  it('exports the API, the driver contract and the test kit, each from its dist/ index', () => {
+    expect(Object.keys(pkg.exports)).toEqual(['.', './driver', './testing', './package.json']);
+    for (const [subpath, dir] of [['.', ''], ['./driver', 'driver/'], ['./testing', 'testing/']] as const) {
+      expect(pkg.exports[subpath], subpath).toEqual({ types: `./dist/${dir}index.d.ts`, import: `./dist/${dir}index.js`, default: `./dist/${dir}index.js` });
     }
   });
 

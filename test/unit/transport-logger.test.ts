@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMemoryLogger } from '../../src/logger.js';
 import { getNotificationListener, getNotificationTransport, getRpcClient, getRpcServer, getRpcTransport, Notifier, Target, type Transport } from '../../src/index.js';
-import { uniqueName, waitFor } from '../support/wait.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const transports: Transport[] = [];
 afterEach(async () => {

@@ -8,7 +8,7 @@ import { createMemoryLogger, errorReplacer, type MemoryLogger } from '../../src/
 import { getRpcClient } from '../../src/rpc/client.js';
 import { getRpcTransport } from '../../src/transport.js';
 import { TransportURL } from '../../src/transport-url.js';
-import { uniqueName } from '../support/wait.js';
+import { uniqueName } from '../../src/testing/wait.js';
 
 /** Fixed so that a failure reproduces; change it to explore other passwords. */
 const SEED = 0x6_5ec7e7;

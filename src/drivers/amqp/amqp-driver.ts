@@ -3,9 +3,13 @@
 import { EventEmitter } from 'eventemitter3';
 import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
 import type { DriverCapabilities } from '../../driver/capabilities.js';
-import { newHexId, packContext, serializeEnvelope } from '../../driver/envelope.js';
-import type { IncomingMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
-import { PollStyleListenerAdapter, type Listener } from '../../driver/listener.js';
+import { notificationAddress, requestAddress } from '../../driver/addressing.js';
+import { newHexId } from '../../driver/envelope.js';
+import type { ReplySender } from '../../driver/messages.js';
+import { PendingReplies, type PendingCall } from '../../driver/pending-replies.js';
+import { encodeNotification, encodeRpcRequest } from '../../driver/wire.js';
+import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
+import type { Listener } from '../../driver/listener.js';
 import type { Context, DriverMessage } from '../../driver/types.js';
 import { AbortError, InvalidState, MessageDeliveryFailure, MessageUndeliverable, MessagingError } from '../../errors.js';
 import type { Target } from '../../target.js';
@@ -13,9 +17,9 @@ import { abortableSleep, throwIfAborted, withRetry } from '../../retry.js';
 import { AmqpListener } from './amqp-listener.js';
 import { AmqpConnection, type DriverEventEmitter } from './connection.js';
 import { resolveOptions, type ResolvedAmqpOptions } from './options.js';
-import { exchangeKey, Publisher, queueKey } from './publisher.js';
+import { Publisher } from './publisher.js';
 import { ReplyWaiter } from './reply-waiter.js';
-import { fanoutExchange, notificationSpecs, rpcServerSpecs, topicExchange, topicQueue, type ExchangeDecl } from './topology.js';
+import { notificationSpecs, PublishTopology, rpcServerSpecs, type Declaration } from './topology.js';
 
 const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true });
 
@@ -41,11 +45,8 @@ class ObsoleteReplyQueues {
 }
 
 interface PublishRequest {
-  exchange: ExchangeDecl;
-  /** What must be declared before publishing (`exchangeKey` or `queueKey`). */
-  declareKey: string;
-  /** Notifications also declare and bind their default queue. */
-  notifyQueue?: string;
+  /** What must be declared before publishing (notifications: with their default queue). */
+  decl: Declaration;
   routingKey: string;
   content: Buffer;
   expiration?: number;
@@ -54,42 +55,37 @@ interface PublishRequest {
   before?: () => Promise<void>;
   /** When it returns true, `before` has nothing to do and is skipped (keeps the hot path free of awaits). */
   ready?: () => boolean;
-  /** For calls: true once the call has its outcome, so retries stop. */
-  isOver?: () => boolean;
-  /** Told of each failed attempt (a call's timeout then says why its request never left). */
-  onAttemptFailed?: (error: unknown) => void;
+  /**
+   * For calls: retries stop once the call is over, and each failed attempt is recorded on it
+   * (its timeout then says why the request never left).
+   */
+  call?: PendingCall;
 }
 
-export class AmqpDriver extends BaseDriver {
+export class AmqpDriver extends BaseDriver implements ReplySender {
   readonly name = 'amqp';
   readonly capabilities = CAPABILITIES;
-  override readonly prefetchSize: number;
   /** The resolved options (hosts carry credentials: never log this object). */
   readonly options: ResolvedAmqpOptions;
   /** Connection events: 'connected' | 'reconnected' | 'disconnected' | 'blocked' | 'unblocked' | 'connect-failed'. */
   readonly events: DriverEventEmitter = new EventEmitter();
   private readonly conn: AmqpConnection;
   private readonly publisher: Publisher;
+  private readonly topology: PublishTopology;
   private replyWaiter?: ReplyWaiter;
-  private readonly adapters = new Set<Listener<IncomingMessage>>();
-  /** Listeners still subscribing (they retry while the broker is down): cleanup stops them too. */
-  private readonly starting = new Set<AmqpListener<any>>();
+  private readonly pending: PendingReplies;
   private readonly obsoleteReplyQueues = new ObsoleteReplyQueues();
   private listenerCount = 0;
-  private readonly keyCache = new Map<string, string>();
-  private readonly exchangeDecls = new Map<string, ExchangeDecl>();
-  private readonly queueKeyCache = new Map<string, Map<string, string>>();
-  private closed = false;
-  private cleaning?: Promise<void>;
   /** Aborted by cleanup(): publish retries and reply resends stop waiting at once. */
   private readonly closing = new AbortController();
 
   constructor(init: DriverInit) {
     super(init);
     this.options = resolveOptions(init.url, init.options);
-    this.prefetchSize = this.options.prefetchCount > 0 ? this.options.prefetchCount : -1;
     this.conn = new AmqpConnection('publisher', this.options, this.logger, this.events);
     this.publisher = new Publisher(this.conn, this.options, this.logger);
+    this.topology = new PublishTopology(this.options);
+    this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
   }
 
   /** The transport's reply queue name (`reply_<hex>`), once a call was made. */
@@ -106,62 +102,40 @@ export class AmqpDriver extends BaseDriver {
     this.assertOpen();
     throwIfAborted(options.signal);
     const topic = target.topic as string;
-    const msg: DriverMessage = { ...message };
-    let msgId: string | undefined;
-    let waiter: ReplyWaiter | undefined;
-    if (options.waitForReply) {
-      waiter = this.getReplyWaiter();
-      msgId = newHexId();
-      msg._msg_id = msgId;
-      msg._reply_q = waiter.queue;
-      msg._timeout = options.callMonitorTimeout !== undefined ? options.callMonitorTimeout / 1000 : null;
-    }
-    msg._unique_id = newHexId();
-    packContext(msg, ctx);
-    const content = Buffer.from(JSON.stringify(serializeEnvelope(msg)));
-    const exchange = target.fanout ? fanoutExchange(topic) : this.topicExchangeOf(this.exchangeFor(target));
-    const routingKey = target.fanout ? '' : target.server ? `${topic}.${target.server}` : topic;
+    const waiter = options.waitForReply ? this.getReplyWaiter() : undefined;
+    const msgId = waiter ? newHexId() : undefined;
+    const content = Buffer.from(encodeRpcRequest(message, ctx, waiter && msgId ? { msgId, replyQueue: waiter.queue, callMonitorTimeout: options.callMonitorTimeout } : undefined));
+    const decl = target.fanout ? this.topology.fanout(topic) : this.topology.topic(this.exchangeFor(target));
+    const routingKey = target.fanout ? '' : requestAddress(topic, target.server);
     if (!waiter || !msgId) {
-      await this.publish({ exchange, declareKey: this.exchangeKeyOf(exchange.name), routingKey, content, retry: options.retry, signal: options.signal });
+      await this.publish({ decl, routingKey, content, retry: options.retry, signal: options.signal });
       return undefined;
     }
-    const id = msgId;
-    const replyWaiter = waiter;
-    let undelivered: unknown;
-    // A timeout whose request never reached the broker says so, not blaming the server.
-    const result = replyWaiter.wait(id, { timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal, undelivered: () => undelivered });
-    // The call is over once the waiter no longer holds it (reply, timeout, abort, failure).
-    const isOver = () => !replyWaiter.isWaiting(id);
+    const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal });
     // The call resolves on its reply without waiting for the request's confirm (a reply proves
     // delivery); a failed confirm still retries the same body or fails the call.
     this.publish({
-      exchange,
-      declareKey: this.exchangeKeyOf(exchange.name),
+      decl,
       routingKey,
       content,
       expiration: options.timeout,
       retry: options.retry,
       signal: options.signal,
-      isOver,
-      before: replyWaiter.ensureConsuming,
-      ready: replyWaiter.isConsuming,
-      onAttemptFailed: (err) => (undelivered = err),
+      call,
+      before: waiter.ensureConsuming,
+      ready: waiter.isConsuming,
     }).then(
-      () => (undelivered = undefined),
-      (err) => replyWaiter.fail(id, err instanceof MessagingError ? err : new MessageDeliveryFailure(String(err), { cause: err })),
+      () => call.setUndelivered(undefined),
+      (err) => call.fail(err instanceof MessagingError ? err : new MessageDeliveryFailure(String(err), { cause: err })),
     );
-    return result;
+    return call.promise;
   }
 
   async sendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions = {}): Promise<void> {
     this.assertOpen();
     const topic = target.topic as string;
-    const msg: DriverMessage = { ...message, _unique_id: newHexId() };
-    packContext(msg, ctx);
-    const body = options.version === 1.0 ? msg : serializeEnvelope(msg);
-    const content = Buffer.from(JSON.stringify(body));
-    const exchange = this.topicExchangeOf(this.exchangeFor(target));
-    await this.publish({ exchange, declareKey: this.queueKeyOf(exchange.name, topic), notifyQueue: topic, routingKey: topic, content, retry: options.retry });
+    const content = Buffer.from(encodeNotification(message, ctx, options.version));
+    await this.publish({ decl: this.topology.notification(this.exchangeFor(target), topic), routingKey: topic, content, retry: options.retry });
   }
 
   async listen(target: Target, options: ListenOptions = {}): Promise<Listener<RpcIncomingMessage>> {
@@ -172,62 +146,22 @@ export class AmqpDriver extends BaseDriver {
 
   async listenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions = {}): Promise<Listener<IncomingMessage>> {
     this.assertOpen();
-    const pairs = targetsAndPriorities.map(([t, p]) => ({ exchange: this.exchangeFor(t), routingKey: `${t.topic}.${p}` }));
+    const pairs = targetsAndPriorities.map(([t, p]) => ({ exchange: this.exchangeFor(t), routingKey: notificationAddress(t.topic as string, p) }));
     const specs = notificationSpecs(pairs, options.pool, this.options);
     return this.startListener<IncomingMessage>('notification', specs, options, { pool: options.pool });
   }
 
-  cleanup(): Promise<void> {
-    this.cleaning ??= this.doCleanup();
-    return this.cleaning;
+  protected override cleanupStarted(): void {
+    this.closing.abort();
   }
 
-  private async doCleanup(): Promise<void> {
-    this.closed = true;
-    this.closing.abort();
-    await Promise.all([...this.starting].map((l) => l.cleanup().catch(() => undefined)));
-    await Promise.all([...this.adapters].map((a) => a.cleanup().catch((err) => this.logger.warn('Listener cleanup failed', { err }))));
-    this.adapters.clear();
-    await this.replyWaiter?.close(new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply'));
+  protected async close(): Promise<void> {
+    const gone = new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply');
+    this.pending.failAll(gone);
+    await this.replyWaiter?.close(gone);
     await this.publisher.drain(this.options.shutdownTimeout);
     await this.conn.close();
     this.logger.debug('AMQP driver cleaned up');
-  }
-
-  /** The topic exchange declaration of `name`, memoised (a pure function of the options) so sends do not build one per message. */
-  private topicExchangeOf(name: string): ExchangeDecl {
-    let decl = this.exchangeDecls.get(name);
-    if (decl === undefined) {
-      decl = topicExchange(name, this.options);
-      if (this.exchangeDecls.size > 10_000) this.exchangeDecls.clear();
-      this.exchangeDecls.set(name, decl);
-    }
-    return decl;
-  }
-
-  /** Declare-cache keys, memoised so the hot path does not build strings per message. */
-  private exchangeKeyOf(exchange: string): string {
-    let key = this.keyCache.get(exchange);
-    if (key === undefined) {
-      key = exchangeKey(exchange);
-      this.keyCache.set(exchange, key);
-    }
-    return key;
-  }
-
-  private queueKeyOf(exchange: string, topic: string): string {
-    let byTopic = this.queueKeyCache.get(exchange);
-    if (!byTopic) {
-      byTopic = new Map();
-      this.queueKeyCache.set(exchange, byTopic);
-    }
-    let key = byTopic.get(topic);
-    if (key === undefined) {
-      key = queueKey(exchange, topic, topic);
-      if (byTopic.size > 10_000) byTopic.clear();
-      byTopic.set(topic, key);
-    }
-    return key;
   }
 
   /** `util.inspect` shows the redacted form only. */
@@ -235,16 +169,12 @@ export class AmqpDriver extends BaseDriver {
     return this.toString();
   }
 
-  private assertOpen(): void {
-    if (this.closed) throw new InvalidState('The transport was cleaned up; create a new one');
-  }
-
   private getReplyWaiter(): ReplyWaiter {
-    this.replyWaiter ??= new ReplyWaiter(this.conn, this.options, this.logger, this.allowedRemoteExmods, this.remoteErrors);
+    this.replyWaiter ??= new ReplyWaiter(this.conn, this.options, this.logger, this.pending);
     return this.replyWaiter;
   }
 
-  private async startListener<M extends IncomingMessage>(
+  private async startListener<M extends ReceivedMessage>(
     kind: 'rpc' | 'notification',
     specs: ReturnType<typeof rpcServerSpecs>,
     options: ListenOptions,
@@ -253,31 +183,9 @@ export class AmqpDriver extends BaseDriver {
     const n = ++this.listenerCount;
     const logger = this.logger.child({ listener: n, kind, ...fields });
     const conn = new AmqpConnection(`listener:${n}`, this.options, logger, this.events);
-    const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this.sendReply);
-    this.starting.add(source);
-    try {
-      await source.start();
-    } catch (err) {
-      await source.cleanup().catch(() => undefined);
-      throw this.closed ? new InvalidState('The transport was cleaned up while the listener was starting', { cause: err }) : err;
-    } finally {
-      this.starting.delete(source);
-    }
-    const adapter = new PollStyleListenerAdapter<M>(source, { batchSize: options.batchSize, batchTimeout: options.batchTimeout, logger });
-    const tracked: Listener<M> = {
-      start: (cb) => adapter.start(cb),
-      stop: () => adapter.stop(),
-      cleanup: async () => {
-        await adapter.cleanup();
-        this.adapters.delete(tracked as unknown as Listener<IncomingMessage>);
-      },
-    };
-    this.adapters.add(tracked as unknown as Listener<IncomingMessage>);
-    if (this.closed) {
-      await tracked.cleanup();
-      throw new InvalidState('The transport was cleaned up while the listener was starting');
-    }
-    return tracked;
+    const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this);
+    const prefetchSize = this.options.prefetchCount > 0 ? this.options.prefetchCount : -1;
+    return this.openListener(source, () => source.start(), { ...options, prefetchSize, logger });
   }
 
   /** Declares what the message needs (cached per connection) and publishes it, retrying per `retry`. */
@@ -285,9 +193,9 @@ export class AmqpDriver extends BaseDriver {
     // Fast path without retry machinery; the first failure enters withRetry as its attempt 0.
     return this.publishOnce(req).catch((first: unknown) => {
       const o = this.options;
-      req.onAttemptFailed?.(first);
+      req.call?.setUndelivered(first);
       return withRetry((attempt) => (attempt === 0 ? Promise.reject(first) : this.publishOnce(req).catch((err: unknown) => {
-        req.onAttemptFailed?.(err);
+        req.call?.setUndelivered(err);
         throw err;
       })), {
         retry: req.retry,
@@ -295,35 +203,31 @@ export class AmqpDriver extends BaseDriver {
         intervalMs: o.retryInterval,
         backoffMs: o.retryBackoff,
         maxIntervalMs: o.intervalMax,
-        isRetriable: (e) => !this.closed && !req.isOver?.() && e instanceof MessagingError && e.retriable,
+        isRetriable: (e) => !this.closed && req.call?.isOver !== true && e instanceof MessagingError && e.retriable,
         onRetry: ({ attempt, delayMs, error }) => this.logger.warn('Publish failed; retrying with the same message', { attempt, delayMs, routingKey: req.routingKey, err: error }),
       });
     });
   }
 
   private publishOnce(req: PublishRequest): Promise<void> {
-    if (req.isOver?.()) return Promise.reject(new AbortError('The call is over; not publishing its request again'));
-    if ((!req.before || req.ready?.()) && this.publisher.isDeclared(req.declareKey)) {
-      return this.publisher.publish(req.exchange.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal, isOver: req.isOver });
+    if (req.call?.isOver) return Promise.reject(new AbortError('The call is over; not publishing its request again'));
+    if ((!req.before || req.ready?.()) && this.publisher.isDeclared(req.decl)) {
+      return this.publisher.publish(req.decl.exchange.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal, call: req.call });
     }
     return this.publishSlow(req);
   }
 
   private async publishSlow(req: PublishRequest): Promise<void> {
     if (req.before) await req.before();
-    const ex = req.exchange;
-    if (!this.publisher.isDeclared(req.declareKey)) {
-      await this.publisher.declareExchange(ex);
-      if (req.notifyQueue !== undefined) await this.publisher.declareBoundQueue(ex, topicQueue(req.notifyQueue, this.options), req.routingKey);
-    }
-    await this.publisher.publish(ex.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal, isOver: req.isOver });
+    await this.publisher.ensureDeclared(req.decl);
+    await this.publisher.publish(req.decl.exchange.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal, call: req.call });
   }
 
   /**
-   * Sends a reply (mandatory, to the default exchange). A missing reply queue is retried
+   * @internal Sends a reply (mandatory, to the default exchange). A missing reply queue is retried
    * every 250 ms up to `missingConsumerRetryTimeout`, then remembered as obsolete. Never throws.
    */
-  private readonly sendReply = async (replyQueue: string, msgId: string, body: string): Promise<void> => {
+  async sendReply(replyQueue: string, msgId: string, body: string): Promise<void> {
     if (this.obsoleteReplyQueues.has(replyQueue)) {
       this.logger.debug('Dropping a reply to an obsolete reply queue', { replyQueue, msgId });
       return;
@@ -351,5 +255,5 @@ export class AmqpDriver extends BaseDriver {
         }
       }
     }
-  };
+  }
 }

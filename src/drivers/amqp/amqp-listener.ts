@@ -1,15 +1,14 @@
 // A listener on its own AMQP connection: declares and consumes its queues (again after every
-// reconnect), rejects malformed bodies, dedupes on `_unique_id`, and buffers for polling.
+// reconnect) and feeds deliveries to the shared inbound pipeline, which buffers for polling.
+// A delivery's generation is the id of the channel it came from.
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
-import { DuplicateMessageChecker } from '../../driver/dedup.js';
-import { decodeBody } from '../../driver/envelope.js';
-import type { IncomingMessage } from '../../driver/incoming-message.js';
-import { BufferedPollStyleListener } from '../../driver/poll-style-listener.js';
-import { parseNotification, parseRpcRequest, type ParsedNotification, type ParsedRpcRequest } from '../../driver/wire.js';
+import { NotificationInbound, RpcInbound, type DeliverySettler } from '../../driver/inbound.js';
+import type { ReceivedMessage } from '../../driver/incoming-message.js';
+import type { NotificationMessage, ReplySender } from '../../driver/messages.js';
+import type { ListenerSink, PushSource } from '../../driver/push-listener.js';
 import type { Logger } from '../../logger.js';
 import { withRetry } from '../../retry.js';
 import { AckBatcher } from './ack-batcher.js';
-import { AmqpNotificationMessage, AmqpRpcIncomingMessage, type NotificationSettler, type ReplySender } from './amqp-message.js';
 import type { AmqpConnection } from './connection.js';
 import { declareMismatch, isPreconditionFailed, toMessagingError } from './errors.js';
 import type { ResolvedAmqpOptions } from './options.js';
@@ -17,7 +16,8 @@ import type { ConsumerSpec } from './topology.js';
 
 export type ListenerKind = 'rpc' | 'notification';
 
-export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends BufferedPollStyleListener<M> implements NotificationSettler {
+export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> implements PushSource<M>, DeliverySettler<ConsumeMessage> {
+  private sink?: ListenerSink<M>;
   private channel?: Channel;
   private channelId = 0;
   private consumerTags: string[] = [];
@@ -25,11 +25,10 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
   private cleaning?: Promise<void>;
   private removeHook?: () => void;
   private resubscribing = false;
-  private readonly dedup: DuplicateMessageChecker;
-  /** `_unique_id`s handed out but not yet acked: a redelivered copy of one is a duplicate too. */
-  private readonly inFlight = new Set<string>();
-  /** Notifications delivered to the buffer and not yet acked or requeued. */
-  private unsettled = 0;
+  private readonly rpc?: RpcInbound<ConsumeMessage>;
+  private readonly notifications?: NotificationInbound<ConsumeMessage>;
+  /** Open channels by id, until they close. */
+  private readonly channels = new Map<number, Channel>();
   /** Notification acks coalesced per channel, by channel id; a closed channel's entry is gone. */
   private readonly batchers = new Map<number, AckBatcher>();
 
@@ -39,10 +38,11 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
     readonly specs: readonly ConsumerSpec[],
     private readonly options: ResolvedAmqpOptions,
     private readonly logger: Logger,
-    private readonly sendReply: ReplySender,
+    replies: ReplySender,
   ) {
-    super(options.prefetchCount > 0 ? options.prefetchCount : -1);
-    this.dedup = new DuplicateMessageChecker(options.dedupWindow);
+    const pipeline = { settler: this, logger, dedupWindow: options.dedupWindow };
+    if (kind === 'rpc') this.rpc = new RpcInbound({ ...pipeline, replies });
+    else this.notifications = new NotificationInbound(pipeline);
   }
 
   /** Declares and consumes; resolves once subscribed. Retries connection failures (oslo: forever). */
@@ -64,7 +64,11 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
     );
   }
 
-  override async stop(): Promise<void> {
+  attach(sink: ListenerSink<M>): void {
+    this.sink = sink;
+  }
+
+  async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     this.removeHook?.();
@@ -72,20 +76,17 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
     for (const tag of this.consumerTags.splice(0)) {
       await ch?.cancel(tag).catch(() => undefined);
     }
-    await super.stop();
   }
 
-  override cleanup(): Promise<void> {
+  cleanup(): Promise<void> {
     this.cleaning ??= this.doCleanup();
     return this.cleaning;
   }
 
   private async doCleanup(): Promise<void> {
     await this.stop();
-    const deadline = Date.now() + this.options.shutdownTimeout;
-    while (this.unsettled > 0 && this.channel && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    // Handlers still running may acknowledge on this channel: give them shutdownTimeout.
+    if (this.channel) await this.notifications?.whenSettled(this.options.shutdownTimeout);
     const ch = this.channel;
     if (ch) {
       for (const spec of this.specs) {
@@ -98,22 +99,32 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
     await this.conn.close();
   }
 
-  ack(message: AmqpNotificationMessage): void {
-    this.settle(message);
-    if (message.uniqueId) this.dedup.add(message.uniqueId);
-    const acks = this.batchers.get(message.channelId);
-    if (acks) acks.ack(message.raw);
-    else this.logger.debug('Acknowledged a notification whose channel is gone; its redelivery is dropped as a duplicate', { msgId: message.msgId });
+  ack(raw: ConsumeMessage, channelId: number): boolean {
+    const acks = this.batchers.get(channelId);
+    if (acks) {
+      acks.ack(raw);
+      return true;
+    }
+    const ch = this.channels.get(channelId);
+    if (ch && safely(() => ch.ack(raw))) return true;
+    this.logger.debug('Could not acknowledge a message: its channel is gone (the broker redelivers it)', { deliveryTag: raw.fields.deliveryTag });
+    return false;
   }
 
-  requeue(message: AmqpNotificationMessage): void {
-    this.settle(message);
-    this.batchers.get(message.channelId)?.requeue(message.raw);
+  requeue(raw: ConsumeMessage, channelId: number): void {
+    const acks = this.batchers.get(channelId);
+    if (!acks || !safely(() => acks.requeue(raw))) {
+      this.logger.debug('Could not requeue a message: its channel is gone (the broker redelivers it)', { deliveryTag: raw.fields.deliveryTag });
+    }
   }
 
-  private settle(message: AmqpNotificationMessage): void {
-    this.unsettled--;
-    if (message.uniqueId) this.inFlight.delete(message.uniqueId);
+  reject(raw: ConsumeMessage, channelId: number): void {
+    const ch = this.channels.get(channelId);
+    if (ch) safely(() => ch.reject(raw, false));
+  }
+
+  describe(raw: ConsumeMessage): Record<string, unknown> {
+    return { exchange: raw.fields.exchange, routingKey: raw.fields.routingKey, deliveryTag: raw.fields.deliveryTag };
   }
 
   private queueNames(): string[] {
@@ -129,6 +140,7 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
       throw toMessagingError(err, 'Could not open a listener channel');
     }
     const id = ++this.channelId;
+    this.channels.set(id, ch);
     if (this.kind === 'notification') this.batchers.set(id, new AckBatcher(ch, this.logger));
     ch.on('error', (err: Error) => this.logger.warn('AMQP listener channel error', { queues: this.queueNames(), err }));
     ch.on('close', () => this.onChannelClosed(ch, id));
@@ -152,6 +164,7 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
       }
     } catch (err) {
       this.batchers.delete(id);
+      this.channels.delete(id);
       ch.close().catch(() => undefined);
       throw toMessagingError(err, `Could not subscribe to ${this.queueNames().join(', ')}`);
     }
@@ -174,6 +187,7 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
 
   private onChannelClosed(ch: Channel, id: number): void {
     this.batchers.delete(id);
+    this.channels.delete(id);
     if (this.channel !== ch) return;
     this.channel = undefined;
     this.consumerTags = [];
@@ -191,16 +205,8 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
 
   /** Buffered notifications of a dead channel will be redelivered by the broker: drop our copies. */
   private purgeBuffered(channelId: number): void {
-    const items = this.buffer.drain();
-    for (const item of items) {
-      const n = item as unknown as AmqpNotificationMessage;
-      if (n.channelId === channelId) {
-        this.unsettled--;
-        if (n.uniqueId) this.inFlight.delete(n.uniqueId);
-      } else {
-        this.buffer.push(item);
-      }
-    }
+    const dead = this.sink!.withdraw((m) => (m as unknown as NotificationMessage<ConsumeMessage>).generation === channelId);
+    for (const m of dead) this.notifications?.abandon(m as unknown as NotificationMessage<ConsumeMessage>);
   }
 
   private onDelivery(ch: Channel, id: number, raw: ConsumeMessage | null): void {
@@ -209,44 +215,15 @@ export class AmqpListener<M extends IncomingMessage = IncomingMessage> extends B
       ch.close().catch(() => undefined);
       return;
     }
-    let parsed: ParsedRpcRequest | ParsedNotification;
-    try {
-      const body = decodeBody(raw.content);
-      parsed = this.kind === 'rpc' ? parseRpcRequest(body) : parseNotification(body);
-    } catch (err) {
-      this.logger.warn('Rejecting a malformed message (not requeued)', {
-        exchange: raw.fields.exchange,
-        routingKey: raw.fields.routingKey,
-        deliveryTag: raw.fields.deliveryTag,
-        reason: err instanceof Error ? err.message : String(err),
-      });
-      safely(() => ch.reject(raw, false));
+    if (this.rpc) {
+      const request = this.rpc.receive(raw.content, raw, id);
+      if (request !== undefined) this.sink!.deliver(request as unknown as M);
       return;
     }
-    if (this.kind === 'rpc') return this.onRequest(ch, raw, parsed as ParsedRpcRequest);
-    const { message, ctx, uniqueId, messageId } = parsed as ParsedNotification;
-    if (uniqueId !== undefined && (this.dedup.has(uniqueId) || this.inFlight.has(uniqueId))) {
-      this.logger.debug('Dropping a duplicate notification', { uniqueId });
-      safely(() => ch.ack(raw));
-      return;
-    }
-    if (uniqueId !== undefined) this.inFlight.add(uniqueId);
-    this.unsettled++;
+    const notification = this.notifications!.receive(raw.content, raw, id);
+    if (notification === undefined) return;
     this.batchers.get(id)?.track(raw);
-    this.deliver(new AmqpNotificationMessage(ctx, message, messageId, raw, uniqueId, id, this, this.logger) as unknown as M);
-  }
-
-  private onRequest(ch: Channel, raw: ConsumeMessage, req: ParsedRpcRequest): void {
-    // oslo acks RPC requests before dispatch; if the ack fails the request is dropped.
-    if (!safely(() => ch.ack(raw))) return;
-    if (req.uniqueId !== undefined) {
-      if (this.dedup.has(req.uniqueId)) {
-        this.logger.debug('Dropping a duplicate RPC message', { uniqueId: req.uniqueId });
-        return;
-      }
-      this.dedup.add(req.uniqueId);
-    }
-    this.deliver(new AmqpRpcIncomingMessage(req, raw, this.sendReply, this.logger) as unknown as M);
+    this.sink!.deliver(notification as unknown as M);
   }
 }
 

@@ -1,9 +1,9 @@
 // Maps amqplib and socket errors into tidings' error tree; the raw error only rides as `cause`.
-import { ConnectionError, InvalidArgument, MessageDeliveryFailure, MessagingError } from '../../errors.js';
+import { ConnectionError, InvalidArgument, MessagingError } from '../../errors.js';
 import { redactUrlsIn } from '../../transport-url.js';
 
 /** AMQP reply codes that matter here. */
-export const AMQP_CODES = Object.freeze({ ACCESS_REFUSED: 403, NOT_FOUND: 404, RESOURCE_LOCKED: 405, PRECONDITION_FAILED: 406 });
+export const AMQP_CODES = Object.freeze({ ACCESS_REFUSED: 403, RESOURCE_LOCKED: 405, PRECONDITION_FAILED: 406 });
 
 function codeOf(err: unknown): number | undefined {
   const code = (err as { code?: unknown } | null)?.code;
@@ -17,11 +17,6 @@ function messageOf(err: unknown): string {
 /** True for a channel closed by the broker with 406 PRECONDITION_FAILED (declare mismatch). */
 export function isPreconditionFailed(err: unknown): boolean {
   return codeOf(err) === AMQP_CODES.PRECONDITION_FAILED || /PRECONDITION_FAILED/.test(messageOf(err));
-}
-
-/** True for 404 NOT_FOUND (exchange or queue missing). */
-export function isNotFound(err: unknown): boolean {
-  return codeOf(err) === AMQP_CODES.NOT_FOUND || /NOT_FOUND/.test(messageOf(err));
 }
 
 /**
@@ -53,9 +48,4 @@ export function toMessagingError(err: unknown, what: string): MessagingError {
     return new ConnectionError(`${what}: the broker refused the login or access (${redactUrlsIn(text)})`, { cause: err, retriable: true });
   }
   return new ConnectionError(`${what}: ${redactUrlsIn(text)}`, { cause: err });
-}
-
-/** A final failure after retries or for a message the broker refused. */
-export function deliveryFailure(what: string, err: unknown): MessageDeliveryFailure {
-  return new MessageDeliveryFailure(`${what}: ${redactUrlsIn(messageOf(err))}`, { cause: err });
 }

@@ -6,7 +6,7 @@ import type { Logger } from '../../logger.js';
 import type { AmqpConnection } from './connection.js';
 import { declareMismatch, isPreconditionFailed, toMessagingError } from './errors.js';
 import type { ResolvedAmqpOptions } from './options.js';
-import type { ExchangeDecl, QueueDecl } from './topology.js';
+import type { Declaration } from './topology.js';
 
 /** oslo's properties on every message (oslo-wire.md §1.4). */
 const BASE_PROPS: Readonly<Options.Publish> = Object.freeze({
@@ -41,7 +41,7 @@ export interface PublishOptions {
   mandatory?: boolean;
   signal?: AbortSignal;
   /** Calls: true once the call has its outcome (e.g. timed out); a publish that waited MUST then not be written. */
-  isOver?: () => boolean;
+  call?: { readonly isOver: boolean };
 }
 
 export class Publisher {
@@ -50,11 +50,13 @@ export class Publisher {
   private opening?: Promise<ConfirmChannel>;
   private declareChannel?: Channel;
   private declareOpening?: Promise<Channel>;
-  /** Declared objects of the current connection generation (oslo resets this on reconnect). */
-  private declared = new Set<string>();
-  private declaring = new Map<string, Promise<void>>();
+  /** Declarations done on the current connection generation (oslo redeclares after a reconnect). */
+  private declared = new WeakSet<Declaration>();
+  private declaring = new Map<Declaration, Promise<void>>();
   private declaredGeneration = -1;
   private readonly inFlight = new Set<InFlight>();
+  /** `drain()` waiting for the last confirm. */
+  private idleWaiters: Array<() => void> = [];
   private readonly mandatory = new Map<string, InFlight[]>();
   private drainWaiters: Array<() => void> = [];
   private needsDrain = false;
@@ -92,7 +94,7 @@ export class Publisher {
     if (this.conn.isBlocked) await this.conn.waitUnblocked(this.options.publishTimeout, opts.signal);
     if (this.needsDrain) await new Promise<void>((r) => this.drainWaiters.push(r));
     // A call that timed out while the broker blocked us must not reach a server after the unblock.
-    if (opts.isOver?.()) throw new AbortError('The call is over; not publishing its request');
+    if (opts.call?.isOver) throw new AbortError('The call is over; not publishing its request');
     return this.write(ch, exchange, routingKey, content, opts);
   }
 
@@ -143,60 +145,71 @@ export class Publisher {
     return props;
   }
 
-  /** Declares an exchange once per connection generation. */
-  declareExchange(ex: ExchangeDecl): Promise<void> {
-    return this.declareOnce(exchangeKey(ex.name), async (ch) => {
-      await ch.assertExchange(ex.name, ex.type, ex.options);
-    }, 'exchange', ex.name);
+  /** True when `decl` is declared on the current connection: lets hot paths skip an await. */
+  isDeclared(decl: Declaration): boolean {
+    return this.declaredGeneration === this.conn.current?.generation && this.declared.has(decl);
   }
 
-  /** Declares a queue bound to an exchange once per connection generation (the notifier's default queue). */
-  declareBoundQueue(ex: ExchangeDecl, queue: QueueDecl, routingKey: string): Promise<void> {
-    return this.declareOnce(queueKey(ex.name, queue.name, routingKey), async (ch) => {
-      await ch.assertQueue(queue.name, queue.options);
-      await ch.bindQueue(queue.name, ex.name, routingKey);
-    }, 'queue', queue.name);
-  }
-
-  /** True when `key` (see `exchangeKey`/`queueKey`) is declared on the current connection: lets hot paths skip an await. */
-  isDeclared(key: string): boolean {
-    return this.declaredGeneration === this.conn.current?.generation && this.declared.has(key);
+  /**
+   * Declares what `decl` needs (its exchange; a notification's queue and binding) once per
+   * connection generation; concurrent callers share one declare.
+   */
+  ensureDeclared(decl: Declaration): Promise<void> {
+    if (this.isDeclared(decl)) return Promise.resolve();
+    return this.declareOnce(decl, async (ch) => {
+      const ex = decl.exchange;
+      await this.declare('exchange', ex.name, () => ch.assertExchange(ex.name, ex.type, ex.options));
+      const queue = decl.queue;
+      if (queue !== undefined) {
+        await this.declare('queue', queue.name, () => ch.assertQueue(queue.name, queue.options));
+        await this.declare('queue', queue.name, () => ch.bindQueue(queue.name, ex.name, decl.routingKey ?? queue.name));
+      }
+    });
   }
 
   /** Waits (bounded) for in-flight confirms, then forgets the channels; the connection is closed by its owner. */
   async drain(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.inFlight.size > 0 && Date.now() < deadline && this.conn.isOpen) {
-      await new Promise((r) => setTimeout(r, 20));
+    if (this.inFlight.size > 0 && this.conn.isOpen) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, timeoutMs);
+        this.idleWaiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
     }
     this.failAll(new MessageDeliveryFailure('The transport was cleaned up before the broker confirmed the message'));
     if (this.sweeper) clearInterval(this.sweeper);
     this.sweeper = undefined;
   }
 
-  private async declareOnce(key: string, fn: (ch: Channel) => Promise<void>, kind: 'queue' | 'exchange', name: string): Promise<void> {
+  private async declareOnce(decl: Declaration, fn: (ch: Channel) => Promise<void>): Promise<void> {
     const model = await this.conn.ensureOpen();
     const generation = this.conn.current?.generation ?? -1;
     if (generation !== this.declaredGeneration) {
-      this.declared = new Set();
-      this.declaring.clear();
+      this.declared = new WeakSet();
+      this.declaring = new Map();
       this.declaredGeneration = generation;
     }
-    if (this.declared.has(key)) return;
-    let p = this.declaring.get(key);
+    if (this.declared.has(decl)) return;
+    let p = this.declaring.get(decl);
     if (!p) {
+      const declaring = this.declaring;
       p = (async () => {
-        const ch = await this.openDeclareChannel(model);
-        try {
-          await fn(ch);
-        } catch (err) {
-          throw isPreconditionFailed(err) ? declareMismatch(kind, name, err) : toMessagingError(err, `Could not declare ${kind} ${name}`);
-        }
-        if (generation === this.declaredGeneration) this.declared.add(key);
-      })().finally(() => this.declaring.delete(key));
-      this.declaring.set(key, p);
+        await fn(await this.openDeclareChannel(model));
+        if (generation === this.declaredGeneration) this.declared.add(decl);
+      })().finally(() => declaring.delete(decl));
+      declaring.set(decl, p);
     }
     return p;
+  }
+
+  private async declare(kind: 'queue' | 'exchange', name: string, fn: () => Promise<unknown>): Promise<void> {
+    try {
+      await fn();
+    } catch (err) {
+      throw isPreconditionFailed(err) ? declareMismatch(kind, name, err) : toMessagingError(err, `Could not declare ${kind} ${name}`);
+    }
   }
 
   /** A plain channel for declares, so a refused declare never kills publishes awaiting confirms. */
@@ -251,6 +264,11 @@ export class Publisher {
 
   private settle(rec: InFlight, err: unknown): void {
     if (!this.inFlight.delete(rec)) return;
+    if (this.inFlight.size === 0 && this.idleWaiters.length > 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const wake of waiters) wake();
+    }
     if (rec.routingKey !== undefined) {
       const list = this.mandatory.get(rec.routingKey);
       if (list) {
@@ -311,14 +329,4 @@ export class Publisher {
     this.needsDrain = false;
     for (const w of this.drainWaiters.splice(0)) w();
   }
-}
-
-/** Declare-cache key of an exchange. */
-export function exchangeKey(exchange: string): string {
-  return `x\0${exchange}`;
-}
-
-/** Declare-cache key of a queue bound to an exchange. */
-export function queueKey(exchange: string, queue: string, routingKey: string): string {
-  return `q\0${exchange}\0${queue}\0${routingKey}`;
 }

@@ -1,59 +1,30 @@
-// The caller side of RPC: one `reply_<hex>` queue per transport with one consumer, replies
-// routed to waiting calls by `_msg_id` (oslo amqpdriver.py ReplyWaiter).
+// The caller side of RPC on RabbitMQ: one `reply_<hex>` queue per transport with one consumer
+// (oslo amqpdriver.py ReplyWaiter); replies go to the shared PendingReplies registry.
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
+import { newReplyAddress } from '../../driver/addressing.js';
 import { decodeBody } from '../../driver/envelope.js';
-import { deserializeRemoteError, type RemoteErrorRegistry } from '../../driver/remote-error.js';
-import { AbortError, MessagingTimeout } from '../../errors.js';
+import type { PendingReplies } from '../../driver/pending-replies.js';
 import type { Logger } from '../../logger.js';
 import type { AmqpConnection } from './connection.js';
 import { toMessagingError } from './errors.js';
 import type { ResolvedAmqpOptions } from './options.js';
-import { replyQueueName, transientQueue } from './topology.js';
-
-export interface WaitOptions {
-  /** Overall deadline, ms; undefined = none. */
-  timeout?: number;
-  /** Call-monitor window, ms: restarted by each heartbeat. */
-  callMonitorTimeout?: number;
-  signal?: AbortSignal;
-  /** Why the request has not reached the broker yet, if it has not: a timeout then says so. */
-  undelivered?: () => unknown;
-}
-
-interface PendingCall {
-  resolve: (value: unknown) => void;
-  reject: (err: Error) => void;
-  result: unknown;
-  timer?: ReturnType<typeof setTimeout>;
-  monitor?: ReturnType<typeof setTimeout>;
-  monitorMs?: number;
-  signal?: AbortSignal;
-  onAbort?: () => void;
-  undelivered?: () => unknown;
-}
+import { transientQueue } from './topology.js';
 
 export class ReplyWaiter {
   /** Created once, reused for the transport's lifetime (oslo `reply_<uuid hex>`). */
-  readonly queue = replyQueueName();
+  readonly queue = newReplyAddress();
   private channel?: Channel;
   private channelGeneration = -1;
   private settingUp?: Promise<void>;
   private removeHook?: () => void;
   private closed = false;
-  private readonly calls = new Map<string, PendingCall>();
 
   constructor(
     private readonly conn: AmqpConnection,
     private readonly options: ResolvedAmqpOptions,
     private readonly logger: Logger,
-    private readonly allowedRemoteExmods: readonly string[],
-    private readonly remoteErrors: RemoteErrorRegistry,
+    private readonly pending: PendingReplies,
   ) {}
-
-  /** Calls waiting for a reply. */
-  get size(): number {
-    return this.calls.size;
-  }
 
   /**
    * Makes sure the reply queue exists and is consumed on the current connection. Calls MUST
@@ -80,42 +51,11 @@ export class ReplyWaiter {
     return cur !== undefined && this.channel !== undefined && this.channelGeneration === cur.generation;
   };
 
-  /** True while the call `msgId` waits for its outcome. */
-  isWaiting(msgId: string): boolean {
-    return this.calls.has(msgId);
-  }
-
-  /** Registers a call before its request is published; resolves with the final result. */
-  wait(msgId: string, opts: WaitOptions): Promise<unknown> {
-    return new Promise<unknown>((resolve, reject) => {
-      const call: PendingCall = { resolve, reject, result: null, undelivered: opts.undelivered };
-      if (opts.timeout !== undefined) {
-        call.timer = setTimeout(() => this.finish(msgId, timeoutError(`Timed out waiting for a reply to message ID ${msgId}`, call)), opts.timeout);
-      }
-      if (opts.callMonitorTimeout !== undefined) {
-        call.monitorMs = opts.callMonitorTimeout;
-        call.monitor = setTimeout(() => this.onMonitorExpired(msgId), opts.callMonitorTimeout);
-      }
-      if (opts.signal?.aborted) return reject(new AbortError('The call was aborted', { cause: opts.signal.reason }));
-      if (opts.signal) {
-        call.signal = opts.signal;
-        call.onAbort = () => this.finish(msgId, new AbortError('The call was aborted', { cause: opts.signal?.reason }));
-        opts.signal.addEventListener('abort', call.onAbort, { once: true });
-      }
-      this.calls.set(msgId, call);
-    });
-  }
-
-  /** Ends a waiting call with an error (e.g. its request could not be published). */
-  fail(msgId: string, err: Error): void {
-    this.finish(msgId, err);
-  }
-
   /** Rejects every waiting call and cancels the consumer. */
   async close(err: Error): Promise<void> {
     this.closed = true;
     this.removeHook?.();
-    for (const id of [...this.calls.keys()]) this.finish(id, err);
+    this.pending.failAll(err);
     const ch = this.channel;
     this.channel = undefined;
     // The queue is left to its x-expires, as oslo does: deleting it would make servers still
@@ -174,55 +114,6 @@ export class ReplyWaiter {
       this.logger.warn('Dropping a malformed reply', { queue: this.queue, err });
       return;
     }
-    const msgId = data._msg_id;
-    const call = typeof msgId === 'string' ? this.calls.get(msgId) : undefined;
-    if (!call) {
-      this.logger.debug('No calling threads waiting for msg_id', { msgId });
-      return;
-    }
-    const id = msgId as string;
-    const failure = data.failure;
-    const ending = data.ending === true;
-    if (failure !== null && failure !== undefined && failure !== '' && failure !== false) {
-      const err = deserializeRemoteError(failure, this.allowedRemoteExmods, this.remoteErrors);
-      if (ending) return this.finish(id, err);
-      call.result = err;
-      return;
-    }
-    const result = data.result ?? null;
-    if (result !== null) call.result = result;
-    if (ending) {
-      if (call.result instanceof Error) return this.finish(id, call.result);
-      return this.finish(id, undefined, call.result);
-    }
-    if (result === null && call.monitor) {
-      // A call-monitor heartbeat: the server is still working on it.
-      clearTimeout(call.monitor);
-      call.monitor = setTimeout(() => this.onMonitorExpired(id), call.monitorMs);
-    }
+    this.pending.accept(data);
   }
-
-  private onMonitorExpired(msgId: string): void {
-    const call = this.calls.get(msgId);
-    if (call) this.finish(msgId, timeoutError(`Timed out waiting for a reply to message ID ${msgId}: no call-monitor heartbeat in time`, call));
-  }
-
-  private finish(msgId: string, err?: Error, value?: unknown): void {
-    const call = this.calls.get(msgId);
-    if (!call) return;
-    this.calls.delete(msgId);
-    if (call.timer) clearTimeout(call.timer);
-    if (call.monitor) clearTimeout(call.monitor);
-    if (call.onAbort) call.signal?.removeEventListener('abort', call.onAbort);
-    if (err) call.reject(err);
-    else call.resolve(value);
-  }
-}
-
-/** A call's timeout; when its request never reached the broker, it says why. */
-function timeoutError(message: string, call: PendingCall): MessagingTimeout {
-  const undelivered = call.undelivered?.();
-  if (undelivered === undefined) return new MessagingTimeout(message);
-  const why = undelivered instanceof Error ? undelivered.message : String(undelivered);
-  return new MessagingTimeout(`${message}; the request never reached the broker: ${why}`, { cause: undelivered });
 }

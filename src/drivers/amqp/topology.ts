@@ -1,7 +1,7 @@
 // The exchanges and queues oslo.messaging 14 declares (oslo-wire.md §1.2), as pure functions of
 // the options, so both sides of a mixed Python/TypeScript deployment declare identical objects.
 import type { Options } from 'amqplib';
-import { newHexId } from '../../driver/envelope.js';
+import { fanoutAddress, newFanoutQueueName, notificationQueueName, serverAddress, topicAddress } from '../../driver/addressing.js';
 import type { AmqpOptions } from './options.js';
 
 export interface ExchangeDecl {
@@ -18,6 +18,17 @@ export interface QueueDecl {
 export interface BindingDecl {
   readonly exchange: ExchangeDecl;
   readonly routingKey: string;
+}
+
+/**
+ * What must exist before a publish: an exchange and, for notifications, the notifier's default
+ * queue bound to it (store-and-forward). The Publisher remembers declarations by identity, so
+ * `PublishTopology` hands out one object per name.
+ */
+export interface Declaration {
+  readonly exchange: ExchangeDecl;
+  readonly queue?: QueueDecl;
+  readonly routingKey?: string;
 }
 
 /** A queue with the exchanges it is bound to: what one consumer subscribes to. */
@@ -58,7 +69,7 @@ export function topicExchange(name: string, o: TopologyOptions): ExchangeDecl {
 
 /** `<topic>_fanout`: fanout, never durable, auto-delete. */
 export function fanoutExchange(topic: string): ExchangeDecl {
-  return { name: `${topic}_fanout`, type: 'fanout', options: { durable: false, autoDelete: true, internal: false } };
+  return { name: fanoutAddress(topic), type: 'fanout', options: { durable: false, autoDelete: true, internal: false } };
 }
 
 /** `<topic>`, `<topic>.<server>` and notification queues: no x-expires. */
@@ -77,22 +88,16 @@ export function transientQueue(name: string, o: TopologyOptions): QueueDecl {
   return { name, options: { durable: false, autoDelete: false, exclusive: false, arguments: args } };
 }
 
-export function replyQueueName(): string {
-  return `reply_${newHexId()}`;
-}
-
-export function fanoutQueueName(topic: string): string {
-  return `${topic}_fanout_${newHexId()}`;
-}
 
 /** An RPC server's three subscriptions (oslo `listen`): shared topic, server queue, private fanout. */
 export function rpcServerSpecs(exchange: string, topic: string, server: string, o: TopologyOptions): ConsumerSpec[] {
   const ex = topicExchange(exchange, o);
-  const serverKey = `${topic}.${server}`;
+  const topicKey = topicAddress(topic);
+  const serverKey = serverAddress(topic, server);
   return [
-    { queue: topicQueue(topic, o), bindings: [{ exchange: ex, routingKey: topic }] },
+    { queue: topicQueue(topicKey, o), bindings: [{ exchange: ex, routingKey: topicKey }] },
     { queue: topicQueue(serverKey, o), bindings: [{ exchange: ex, routingKey: serverKey }] },
-    { queue: transientQueue(fanoutQueueName(topic), o), bindings: [{ exchange: fanoutExchange(topic), routingKey: topic }], deleteOnCleanup: true },
+    { queue: transientQueue(newFanoutQueueName(topic), o), bindings: [{ exchange: fanoutExchange(topic), routingKey: topic }], deleteOnCleanup: true },
   ];
 }
 
@@ -103,10 +108,56 @@ export function rpcServerSpecs(exchange: string, topic: string, server: string, 
 export function notificationSpecs(pairs: ReadonlyArray<{ exchange: string; routingKey: string }>, pool: string | undefined, o: TopologyOptions): ConsumerSpec[] {
   const byQueue = new Map<string, BindingDecl[]>();
   for (const { exchange, routingKey } of pairs) {
-    const name = pool ?? routingKey;
+    const name = notificationQueueName(routingKey, pool);
     const list = byQueue.get(name) ?? [];
     if (!list.some((b) => b.exchange.name === exchange && b.routingKey === routingKey)) list.push({ exchange: topicExchange(exchange, o), routingKey });
     byQueue.set(name, list);
   }
   return [...byQueue].map(([name, bindings]) => ({ queue: topicQueue(name, o), bindings }));
+}
+
+/** Bound on memoised declarations per kind; past it the memo starts over (names are unbounded input). */
+const MEMO_LIMIT = 10_000;
+
+/**
+ * The declarations a driver publishes with, one object per exchange (and per notification
+ * topic), a pure function of the options: sends build no declaration objects and the
+ * Publisher's declared set is keyed by identity.
+ */
+export class PublishTopology {
+  private readonly topics = new Map<string, Declaration>();
+  private readonly fanouts = new Map<string, Declaration>();
+  private readonly notifications = new Map<string, Map<string, Declaration>>();
+
+  constructor(private readonly options: TopologyOptions) {}
+
+  /** A request to a topic exchange (`<topic>` or `<topic>.<server>` routing keys). */
+  topic(exchange: string): Declaration {
+    return memo(this.topics, exchange, () => ({ exchange: topicExchange(exchange, this.options) }));
+  }
+
+  /** A fanout cast: the `<topic>_fanout` exchange. */
+  fanout(topic: string): Declaration {
+    return memo(this.fanouts, topic, () => ({ exchange: fanoutExchange(topic) }));
+  }
+
+  /** A notification to `address` on `exchange`, with the default queue of that address bound. */
+  notification(exchange: string, address: string): Declaration {
+    let byAddress = this.notifications.get(exchange);
+    if (byAddress === undefined) {
+      byAddress = new Map();
+      this.notifications.set(exchange, byAddress);
+    }
+    return memo(byAddress, address, () => ({ exchange: this.topic(exchange).exchange, queue: topicQueue(address, this.options), routingKey: address }));
+  }
+}
+
+function memo<V>(map: Map<string, V>, key: string, make: () => V): V {
+  let value = map.get(key);
+  if (value === undefined) {
+    if (map.size >= MEMO_LIMIT) map.clear();
+    value = make();
+    map.set(key, value);
+  }
+  return value;
 }

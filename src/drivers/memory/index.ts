@@ -19,5 +19,5 @@ export {
   type QueueStats,
   type ExchangeType,
 } from './memory-broker.js';
-export { MemoryRpcIncomingMessage, MemoryNotificationMessage } from './memory-message.js';
+export { MemoryRpcListener, MemoryNotificationListener } from './memory-listener.js';
 export { MEMORY_DEFAULTS, resolveMemoryOptions, type MemoryDriverOptions } from './options.js';

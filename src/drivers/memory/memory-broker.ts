@@ -300,10 +300,6 @@ export class MemoryBroker {
     this.exchanges.set(name, { type, bindings: new Map() });
   }
 
-  hasExchange(name: string): boolean {
-    return name === '' || this.exchanges.has(name);
-  }
-
   /** Declares a queue (idempotent) and returns it. */
   declareQueue(name: string): MemoryQueue {
     let queue = this.queues.get(name);

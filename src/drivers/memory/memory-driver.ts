@@ -1,17 +1,19 @@
 // The memory:// driver: the embedded default transport and the reference implementation of
 // the driver contract. Same topology, envelope and acknowledgement rules as oslo's rabbit driver.
+import { fanoutAddress, newReplyAddress, notificationAddress, requestAddress } from '../../driver/addressing.js';
 import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
 import type { DriverCapabilities } from '../../driver/capabilities.js';
-import { decodeBody, newHexId, packContext, serializeEnvelope } from '../../driver/envelope.js';
-import type { IncomingMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
-import { PollStyleListenerAdapter, type Listener } from '../../driver/listener.js';
-import { deserializeRemoteError } from '../../driver/remote-error.js';
+import { decodeBody, newHexId } from '../../driver/envelope.js';
+import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
+import type { Listener } from '../../driver/listener.js';
+import type { ReplySender } from '../../driver/messages.js';
+import { PendingReplies } from '../../driver/pending-replies.js';
 import { isPriority, type Context, type DriverMessage } from '../../driver/types.js';
-import { AbortError, InvalidArgument, InvalidState, InvalidTarget, MessageDeliveryFailure, MessagingTimeout } from '../../errors.js';
+import { encodeNotification, encodeRpcRequest } from '../../driver/wire.js';
+import { AbortError, InvalidArgument, InvalidTarget, MessageDeliveryFailure } from '../../errors.js';
 import type { Target } from '../../target.js';
 import { getMemoryBroker, type MemoryBroker, type MemoryConsumer, type MemoryDelivery } from './memory-broker.js';
-import { MemoryNotificationListener, MemoryRpcListener, type DetachableListener, type MemoryListener, type MemoryListenerDeps } from './memory-listener.js';
-import type { ReplySender } from './memory-message.js';
+import { MemoryNotificationListener, MemoryRpcListener, type MemoryListener, type MemoryListenerDeps } from './memory-listener.js';
 import { resolveMemoryOptions, type MemoryDriverOptions } from './options.js';
 
 const CAPABILITIES: DriverCapabilities = Object.freeze({
@@ -23,38 +25,23 @@ const CAPABILITIES: DriverCapabilities = Object.freeze({
   durableNotifications: true,
 });
 
-interface PendingCall {
-  readonly topic: string;
-  readonly resolve: (value: unknown) => void;
-  readonly reject: (err: Error) => void;
-  timer?: ReturnType<typeof setTimeout>;
-  monitor?: ReturnType<typeof setTimeout>;
-  signal?: AbortSignal;
-  onAbort?: () => void;
-  /** A result or failure that came in a non-final reply (oslo keeps it as the final value). */
-  early?: { result: unknown; failure: unknown };
-}
-
 /** In-process driver over the broker of the URL's virtual host (`memory:///iso` = isolated). */
 export class MemoryDriver extends BaseDriver implements ReplySender {
   readonly name = 'memory';
   readonly capabilities = CAPABILITIES;
-  override readonly prefetchSize: number;
   readonly options: MemoryDriverOptions;
   /** The broker this driver publishes to and consumes from. */
   readonly broker: MemoryBroker;
 
-  private closed = false;
   private replyQueue?: string;
   private replyConsumer?: MemoryConsumer;
-  private readonly pending = new Map<string, PendingCall>();
-  private readonly listeners = new Set<DetachableListener>();
+  private readonly pending: PendingReplies;
 
   constructor(init: DriverInit) {
     super(init);
     this.options = resolveMemoryOptions(init.url, init.options);
-    this.prefetchSize = this.options.prefetchCount > 0 ? this.options.prefetchCount : -1;
     this.broker = getMemoryBroker(init.url.virtualHost ?? '');
+    this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
   }
 
   async send(target: Target, ctx: Context, message: DriverMessage, options: SendOptions = {}): Promise<unknown> {
@@ -66,48 +53,33 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
     checkDuration('callMonitorTimeout', options.callMonitorTimeout);
     if (options.signal?.aborted) throw new AbortError('The operation was aborted', { cause: options.signal.reason });
 
-    const inner: DriverMessage = { ...message };
-    let msgId: string | undefined;
-    if (waitForReply) {
-      msgId = newHexId();
-      inner._msg_id = msgId;
-      inner._reply_q = this.ensureReplyQueue();
-      // oslo's wire carries the call-monitor window in seconds (null when there is none).
-      inner._timeout = options.callMonitorTimeout !== undefined ? options.callMonitorTimeout / 1000 : null;
-    }
-    inner._unique_id = newHexId();
-    packContext(inner, ctx);
-    const body = encode(serializeEnvelope, inner, message, ctx);
-
+    const msgId = waitForReply ? newHexId() : undefined;
+    const body = encodeRpcRequest(message, ctx, msgId === undefined ? undefined : { msgId, replyQueue: this.ensureReplyQueue(), callMonitorTimeout: options.callMonitorTimeout });
     let exchange: string;
     let routingKey: string;
     if (target.fanout) {
-      exchange = `${target.topic}_fanout`;
+      exchange = fanoutAddress(target.topic);
       routingKey = '';
       this.broker.declareExchange(exchange, 'fanout');
     } else {
       exchange = this.exchangeFor(target);
-      routingKey = target.server ? `${target.topic}.${target.server}` : target.topic;
+      routingKey = requestAddress(target.topic, target.server);
       this.broker.declareExchange(exchange, 'topic');
     }
-    if (!waitForReply) {
+    if (msgId === undefined) {
       this.broker.publish(exchange, routingKey, body);
       return undefined;
     }
-    const reply = this.waitForReply(msgId!, target.topic, options);
+    const call = this.pending.register(msgId, { topic: target.topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal });
     // Like oslo's `expiration`: a request nobody took within the call timeout is never run.
     this.broker.publish(exchange, routingKey, body, { expirationMs: options.timeout });
-    return reply;
+    return call.promise;
   }
 
   async sendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions = {}): Promise<void> {
     this.assertOpen();
     if (!target.topic) throw new InvalidTarget('A notification target needs a topic', target);
-    const version = options.version ?? 2.0;
-    if (version !== 1.0 && version !== 2.0) throw new InvalidArgument('version', '1.0 or 2.0', version);
-    const inner: DriverMessage = { ...message, _unique_id: newHexId() };
-    packContext(inner, ctx);
-    const body = encode(version === 1.0 ? (m) => m : serializeEnvelope, inner, message, ctx);
+    const body = encodeNotification(message, ctx, options.version);
     const exchange = this.exchangeFor(target);
     // The notifier declares and binds the shared queue, so notifications wait for a listener.
     this.broker.declareExchange(exchange, 'topic');
@@ -134,23 +106,17 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
     const bindings = targetsAndPriorities.map(([target, priority]): [string, string] => {
       if (!target?.topic) throw new InvalidTarget('A notification target needs a topic', target);
       if (!isPriority(priority)) throw new InvalidArgument('priority', 'one of audit, debug, info, warn, error, critical, sample', priority);
-      return [this.exchangeFor(target), `${target.topic}.${priority}`];
+      return [this.exchangeFor(target), notificationAddress(target.topic, priority)];
     });
     const logger = this.logger.child({ listener: 'notification', pool });
     const source = new MemoryNotificationListener(this.listenerDeps(logger), bindings, pool);
     return this.startListener(source, options);
   }
 
-  async cleanup(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    for (const [msgId, call] of [...this.pending]) {
-      this.settle(msgId, call);
-      call.reject(new MessageDeliveryFailure(`The transport was cleaned up while a call on topic ${call.topic} waited for its reply`));
-    }
+  protected async close(): Promise<void> {
+    this.pending.failAll(new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply'));
     this.replyConsumer?.close();
     if (this.replyQueue) this.broker.deleteQueue(this.replyQueue);
-    for (const listener of [...this.listeners]) listener.detach();
   }
 
   /** @internal Publishes a reply or heartbeat to a caller's reply queue; never throws. */
@@ -164,10 +130,9 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
     }
   }
 
-  private startListener<M extends IncomingMessage>(source: MemoryListener<M>, options: ListenOptions): Listener<M> {
-    source.subscribe();
-    this.listeners.add(source);
-    return new PollStyleListenerAdapter(source, { batchSize: options.batchSize, batchTimeout: options.batchTimeout, logger: this.logger });
+  private startListener<M extends ReceivedMessage>(source: MemoryListener<M>, options: ListenOptions): Promise<Listener<M>> {
+    const prefetchSize = this.options.prefetchCount > 0 ? this.options.prefetchCount : -1;
+    return this.openListener(source, () => source.subscribe(), { ...options, prefetchSize });
   }
 
   private listenerDeps(logger: MemoryListenerDeps['logger']): MemoryListenerDeps {
@@ -176,41 +141,18 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
       logger,
       prefetchCount: this.options.prefetchCount,
       dedupWindow: this.options.dedupWindow,
-      replier: this,
-      onCleanup: (listener) => this.listeners.delete(listener),
+      replies: this,
     };
   }
 
   /** One reply queue per driver, created at the first call and reused (as oslo). */
   private ensureReplyQueue(): string {
     if (this.replyQueue) return this.replyQueue;
-    const name = `reply_${newHexId()}`;
+    const name = newReplyAddress();
     this.broker.declareQueue(name);
     this.replyConsumer = this.broker.consume(name, (d) => this.onReply(d), { noAck: true });
     this.replyQueue = name;
     return name;
-  }
-
-  private waitForReply(msgId: string, topic: string, options: SendOptions): Promise<unknown> {
-    return new Promise<unknown>((resolve, reject) => {
-      const call: PendingCall = { topic, resolve, reject };
-      const { timeout, callMonitorTimeout, signal } = options;
-      if (timeout !== undefined) {
-        call.timer = setTimeout(() => this.fail(msgId, new MessagingTimeout(`No reply on topic ${topic} within ${timeout} ms`)), timeout);
-      }
-      if (callMonitorTimeout !== undefined) {
-        call.monitor = setTimeout(
-          () => this.fail(msgId, new MessagingTimeout(`No reply or call-monitor heartbeat on topic ${topic} within ${callMonitorTimeout} ms`)),
-          callMonitorTimeout,
-        );
-      }
-      if (signal) {
-        call.signal = signal;
-        call.onAbort = () => this.fail(msgId, new AbortError('The call was aborted', { cause: signal.reason }));
-        signal.addEventListener('abort', call.onAbort, { once: true });
-      }
-      this.pending.set(msgId, call);
-    });
   }
 
   private onReply(delivery: MemoryDelivery): void {
@@ -218,64 +160,12 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
     try {
       reply = decodeBody(delivery.body);
     } catch (err) {
-      this.logger.warn('dropped a malformed reply', { queue: delivery.queue, bytes: delivery.body.length, reason: (err as Error).message });
+      this.logger.warn('Dropping a malformed reply', { queue: delivery.queue, bytes: delivery.body.length, reason: (err as Error).message });
       return;
     }
-    const msgId = reply._msg_id;
-    const call = typeof msgId === 'string' ? this.pending.get(msgId) : undefined;
-    if (!call) {
-      this.logger.debug('No calling threads waiting for msg_id; reply dropped', { msgId: typeof msgId === 'string' ? msgId : undefined });
-      return;
-    }
-    const failure = reply.failure ?? null;
-    const result = reply.result ?? null;
-    if (reply.ending !== true) {
-      if (failure !== null || result !== null) call.early = { result, failure };
-      call.monitor?.refresh();
-      return;
-    }
-    this.settle(msgId as string, call);
-    const final = failure === null && result === null && call.early ? call.early : { result, failure };
-    if (final.failure !== null) call.reject(deserializeRemoteError(final.failure, this.allowedRemoteExmods, this.remoteErrors));
-    else call.resolve(final.result);
+    this.pending.accept(reply);
   }
 
-  private fail(msgId: string, err: Error): void {
-    const call = this.pending.get(msgId);
-    if (!call) return;
-    this.settle(msgId, call);
-    call.reject(err);
-  }
-
-  private settle(msgId: string, call: PendingCall): void {
-    this.pending.delete(msgId);
-    if (call.timer) clearTimeout(call.timer);
-    if (call.monitor) clearTimeout(call.monitor);
-    if (call.onAbort) call.signal?.removeEventListener('abort', call.onAbort);
-  }
-
-  private assertOpen(): void {
-    if (this.closed) throw new InvalidState(`The memory driver for ${this.url.toString()} was cleaned up`);
-  }
-}
-
-/** JSON-encodes a message as a broker would; a value JSON cannot carry fails before anything is queued. */
-function encode(wrap: (m: DriverMessage) => unknown, inner: DriverMessage, message: DriverMessage, ctx: Context): string {
-  try {
-    return JSON.stringify(wrap(inner));
-  } catch (err) {
-    const badContext = !isJsonable(ctx);
-    throw new InvalidArgument(badContext ? 'context' : 'message', 'a JSON-serialisable value (no BigInt, no cycles)', badContext ? ctx : message, { cause: err });
-  }
-}
-
-function isJsonable(value: unknown): boolean {
-  try {
-    JSON.stringify(value);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function checkDuration(field: string, value: unknown): void {

@@ -5,19 +5,6 @@ import { PRIORITIES } from '../../../src/index.js';
 
 export const AMQP_URL = process.env.TIDINGS_AMQP_ADMIN_URL ?? 'amqp://guest:guest@127.0.0.1:5672/';
 
-/** Runs `fn` on a fresh connection + channel and closes both afterwards. */
-export async function withChannel<T>(fn: (ch: amqp.Channel) => Promise<T>): Promise<T> {
-  const conn = await amqp.connect(AMQP_URL);
-  conn.on('error', () => {});
-  try {
-    const ch = await conn.createChannel();
-    ch.on('error', () => {});
-    return await fn(ch);
-  } finally {
-    await conn.close().catch(() => {});
-  }
-}
-
 /** Deletes queues; missing ones are ignored (each delete gets its own channel, since a 404 closes it). */
 export async function deleteQueues(names: Iterable<string>): Promise<void> {
   const conn = await amqp.connect(AMQP_URL);

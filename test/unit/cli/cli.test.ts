@@ -2,7 +2,7 @@
 // one stderr line with the documented exit status, memory:// warnings, and a closed stdout.
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '../../support/wait.js';
+import { waitFor } from '../../../src/testing/wait.js';
 import { finished, lines, requireBuiltBinary, runBin, startBin, startShell } from './bin.js';
 
 const COMMANDS = ['call', 'cast', 'notify', 'listen', 'serve', 'demo'];

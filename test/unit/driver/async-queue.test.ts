@@ -90,16 +90,6 @@ describe('AsyncQueue', () => {
     expect(await q.shift()).toBeUndefined();
   });
 
-  it('reopen() makes shift() wait again', async () => {
-    const q = new AsyncQueue<number>();
-    q.close();
-    q.reopen();
-    expect(q.closed).toBe(false);
-    const p = q.shift();
-    q.push(3);
-    expect(await p).toBe(3);
-  });
-
   it('unshift() puts an item back at the front, also after items were taken', async () => {
     const q = new AsyncQueue<number>();
     q.unshift(1);

@@ -1,6 +1,6 @@
 // Small parts of the driver contract: DuplicateMessageChecker, StopWatch, capabilities, BaseDriver helpers.
 import { describe, expect, it } from 'vitest';
-import { NotSupportedError } from '../../../src/errors.js';
+import { InvalidState, NotSupportedError } from '../../../src/errors.js';
 import { silentLogger } from '../../../src/logger.js';
 import { Target } from '../../../src/target.js';
 import { TransportURL } from '../../../src/transport-url.js';
@@ -57,13 +57,11 @@ describe('StopWatch', () => {
     const w = new StopWatch(200, () => t);
     expect(w.elapsed()).toBe(0);
     expect(w.leftover()).toBe(200);
-    expect(w.expired()).toBe(false);
     t += 150;
     expect(w.elapsed()).toBe(150);
     expect(w.leftover()).toBe(50);
     t += 100;
     expect(w.leftover()).toBe(0);
-    expect(w.expired()).toBe(true);
   });
 
   it('has no limit without a duration', () => {
@@ -71,14 +69,12 @@ describe('StopWatch', () => {
     const w = new StopWatch(undefined, () => t);
     t += 1e9;
     expect(w.leftover()).toBeUndefined();
-    expect(w.expired()).toBe(false);
     expect(w.elapsed()).toBe(1e9);
   });
 
-  it('a zero duration is expired at once', () => {
+  it('a zero duration has nothing left at once', () => {
     const w = new StopWatch(0);
     expect(w.leftover()).toBe(0);
-    expect(w.expired()).toBe(true);
   });
 
   it('uses a monotonic real clock by default', async () => {
@@ -124,18 +120,33 @@ class TestDriver extends BaseDriver {
   listenForNotifications(): Promise<never> {
     return Promise.reject(new Error('unused'));
   }
-  cleanup(): Promise<void> {
+  closes = 0;
+  protected close(): Promise<void> {
+    this.closes++;
     return Promise.resolve();
+  }
+  /** For the test: the protected open check. */
+  check(): void {
+    this.assertOpen();
   }
 }
 
 describe('BaseDriver helpers', () => {
-  it('keeps the init fields and defaults prefetchSize to -1', () => {
+  it('keeps the init fields', () => {
     const d = new TestDriver(ALL);
     expect(d.defaultExchange).toBe('openstack');
     expect(d.allowedRemoteExmods).toEqual(['a.b']);
     expect(d.remoteErrors).toBe(defaultRemoteErrorRegistry);
-    expect(d.prefetchSize).toBe(-1);
+  });
+
+  it('cleanup() runs the driver close once; afterwards the driver refuses work with InvalidState, without the password', async () => {
+    const d = new TestDriver(ALL);
+    expect(() => d.check()).not.toThrow();
+    await Promise.all([d.cleanup(), d.cleanup()]);
+    await d.cleanup();
+    expect(d.closes).toBe(1);
+    expect(() => d.check()).toThrow(InvalidState);
+    expect(() => d.check()).toThrow(/test transport rabbit:\/\/user:\*\*\*@h:5672\/ was cleaned up/);
   });
 
   it('requireFeatures fails at once for each missing capability and passes for present ones', () => {

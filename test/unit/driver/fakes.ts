@@ -6,9 +6,10 @@ import { BufferedPollStyleListener, type PollOptions } from '../../../src/driver
 export class FakeMessage extends IncomingMessage {
   acked = 0;
   requeued = 0;
+  readonly notification = { event_type: 'fake', priority: 'INFO', payload: null };
 
   constructor(readonly n: number) {
-    super({}, { n }, `m-${n}`);
+    super({}, `m-${n}`);
   }
 
   async acknowledge(): Promise<void> {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidState } from '../../../src/errors.js';
 import { createMemoryLogger, type Logger } from '../../../src/logger.js';
 import { PollStyleListenerAdapter } from '../../../src/driver/listener.js';
-import { deferred, waitFor } from '../../support/wait.js';
+import { deferred, waitFor } from '../../../src/testing/wait.js';
 import { FakeBufferedListener, FakeMessage } from './fakes.js';
 
 const fastBackoff = { minMs: 5, maxMs: 40 };

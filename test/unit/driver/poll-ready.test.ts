@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { PollStyleListenerAdapter } from '../../../src/driver/listener.js';
 import { BufferedPollStyleListener } from '../../../src/driver/poll-style-listener.js';
-import { waitFor } from '../../support/wait.js';
+import { waitFor } from '../../../src/testing/wait.js';
 import { FakeBufferedListener, FakeMessage } from './fakes.js';
 
 /** A buffered listener that does not override poll(), so pollReady answers from the buffer. */

@@ -8,14 +8,14 @@ import { createMemoryLogger } from '../../../src/logger.js';
 describe('parseRpcRequest', () => {
   it('splits message, context (with client_timeout) and wire keys; _timeout seconds become ms', () => {
     const req = parseRpcRequest({ method: 'echo', args: { x: 1 }, version: '1.2', _msg_id: 'm1', _reply_q: 'reply_1', _timeout: 4, _unique_id: 'u1', _context_user_id: 'u' });
-    expect(req.message).toEqual({ method: 'echo', args: { x: 1 }, version: '1.2' });
+    expect(req.request).toEqual({ method: 'echo', args: { x: 1 }, namespace: undefined, version: '1.2' });
     expect(req.ctx).toEqual({ user_id: 'u', client_timeout: 4 });
     expect(req).toMatchObject({ msgId: 'm1', replyQueue: 'reply_1', uniqueId: 'u1', callMonitorTimeout: 4000 });
   });
 
   it('a cast has no reply coordinates; missing args become {}; null _timeout means no call monitor', () => {
     const req = parseRpcRequest({ method: 'm', _timeout: null });
-    expect(req.message.args).toEqual({});
+    expect(req.request).toEqual({ method: 'm', args: {}, namespace: undefined, version: '1.0' });
     expect(req.ctx).toEqual({ client_timeout: null });
     expect(req.msgId).toBeUndefined();
     expect(req.callMonitorTimeout).toBeUndefined();
@@ -26,12 +26,18 @@ describe('parseRpcRequest', () => {
     expect(() => parseRpcRequest({ method: '' })).toThrow(MalformedMessage);
     expect(() => parseRpcRequest({ method: 'm', args: [1] })).toThrow(MalformedMessage);
   });
+
+  it('refuses a namespace or version of the wrong type; null namespace and version take the defaults', () => {
+    expect(() => parseRpcRequest({ method: 'm', namespace: 5 })).toThrow(/namespace/);
+    expect(() => parseRpcRequest({ method: 'm', version: 1.2 })).toThrow(/version/);
+    expect(parseRpcRequest({ method: 'm', namespace: null, version: null }).request).toEqual({ method: 'm', args: {}, namespace: undefined, version: '1.0' });
+  });
 });
 
 describe('parseNotification', () => {
   it('splits a notification and takes message_id (else _unique_id) as its id', () => {
     const n = parseNotification({ message_id: 'id-1', event_type: 'e', priority: 'INFO', payload: {}, timestamp: 't', _unique_id: 'u', _context_a: 1 });
-    expect(n).toEqual({ message: { message_id: 'id-1', event_type: 'e', priority: 'INFO', payload: {}, timestamp: 't' }, ctx: { a: 1 }, uniqueId: 'u', messageId: 'id-1' });
+    expect(n).toEqual({ notification: { message_id: 'id-1', event_type: 'e', priority: 'INFO', payload: {}, timestamp: 't' }, ctx: { a: 1 }, uniqueId: 'u', messageId: 'id-1' });
     expect(parseNotification({ event_type: 'e', priority: 'INFO', payload: null, _unique_id: 'u2' }).messageId).toBe('u2');
   });
 

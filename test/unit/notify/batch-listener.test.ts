@@ -6,7 +6,7 @@ import type { Transport } from '../../../src/transport.js';
 import { Notifier } from '../../../src/notify/notifier.js';
 import { NotificationResult, type NotificationBatchItem } from '../../../src/notify/dispatcher.js';
 import { getBatchNotificationListener } from '../../../src/notify/listener.js';
-import { uniqueName, waitFor } from '../../support/wait.js';
+import { uniqueName, waitFor } from '../../../src/testing/wait.js';
 import { useNotifyHarness } from './harness.js';
 
 const { transport, track } = useNotifyHarness();

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidArgument } from '../../../src/errors.js';
 import { createMemoryLogger } from '../../../src/logger.js';
 import { IncomingMessage } from '../../../src/driver/incoming-message.js';
-import type { Context, DriverMessage } from '../../../src/driver/types.js';
+import type { Context, DriverMessage, ReceivedNotification } from '../../../src/driver/types.js';
 import {
   BatchNotificationDispatcher,
   NotificationDispatcher,
@@ -17,8 +17,10 @@ import { NotificationFilter } from '../../../src/notify/filter.js';
 /** Our own contract class, settled in memory: enough to drive the dispatcher. */
 class FakeMessage extends IncomingMessage {
   settled?: 'ack' | 'requeue';
+  readonly notification: ReceivedNotification;
   constructor(ctx: Context, message: DriverMessage) {
-    super(ctx, message, String(message.message_id));
+    super(ctx, String(message.message_id));
+    this.notification = message as ReceivedNotification;
   }
   async acknowledge(): Promise<void> {
     this.settled ??= 'ack';
@@ -56,9 +58,9 @@ describe('NotificationDispatcher', () => {
     expect(publisherId).toBe('compute.host1');
     expect(eventType).toBe('ev');
     expect(payload).toEqual({ id: 7 });
-    expect(metadata).toEqual({ message_id: m.message.message_id, timestamp: '2024-05-01 10:00:00.123000' });
-    expect(JSON.parse(JSON.stringify(metadata))).toEqual({ message_id: m.message.message_id, timestamp: '2024-05-01 10:00:00.123000' });
-    expect(metadata.messageId).toBe(m.message.message_id);
+    expect(metadata).toEqual({ message_id: m.notification.message_id, timestamp: '2024-05-01 10:00:00.123000' });
+    expect(JSON.parse(JSON.stringify(metadata))).toEqual({ message_id: m.notification.message_id, timestamp: '2024-05-01 10:00:00.123000' });
+    expect(metadata.messageId).toBe(m.notification.message_id);
     expect(metadata.priority).toBe('info');
     expect(metadata.unwrap()).toEqual({ raw: m.msgId });
   });
@@ -170,7 +172,7 @@ describe('BatchNotificationDispatcher', () => {
     expect([...requeues]).toEqual([batch[1], batch[3]]);
     const item = infos[0][0];
     expect(item).toMatchObject({ ctx: { user: 'u1' }, publisherId: 'compute.host1', eventType: 'a' });
-    expect(item.metadata).toEqual({ message_id: batch[0].message.message_id, timestamp: '2024-05-01 10:00:00.123000' });
+    expect(item.metadata).toEqual({ message_id: batch[0].notification.message_id, timestamp: '2024-05-01 10:00:00.123000' });
   });
 
   it('a throw requeues the group and skips later endpoints; filters narrow the array', async () => {

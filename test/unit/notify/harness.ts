@@ -3,7 +3,7 @@
 import { afterEach } from 'vitest';
 import { getNotificationTransport, type Transport } from '../../../src/transport.js';
 import type { NotificationListener } from '../../../src/notify/listener.js';
-import { uniqueName } from '../../support/wait.js';
+import { uniqueName } from '../../../src/testing/wait.js';
 
 /** Registers the afterEach cleanup; call once at the top of a test file. */
 export function useNotifyHarness(): { transport(): Promise<Transport>; track<L extends NotificationListener>(listener: L): L } {

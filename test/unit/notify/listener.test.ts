@@ -2,6 +2,7 @@
 // filters, back-pressure, draining on stop, lifecycle order and bad input.
 import { describe, expect, it } from 'vitest';
 import { InvalidArgument, InvalidState, InvalidTarget, NotSupportedError } from '../../../src/errors.js';
+import { createMemoryLogger } from '../../../src/logger.js';
 import { Target } from '../../../src/target.js';
 import type { Transport } from '../../../src/transport.js';
 import { PRIORITIES, type Context, type Priority } from '../../../src/driver/types.js';
@@ -10,7 +11,7 @@ import { NotificationFilter } from '../../../src/notify/filter.js';
 import { NotificationResult, type HandlerFailure, type NotificationMetadata } from '../../../src/notify/dispatcher.js';
 import { getNotificationListener } from '../../../src/notify/listener.js';
 import type { NotificationDispatchedEvent } from '../../../src/notify/instrumentation.js';
-import { deferred, uniqueName, waitFor } from '../../support/wait.js';
+import { deferred, uniqueName, waitFor } from '../../../src/testing/wait.js';
 import { useNotifyHarness } from './harness.js';
 
 interface Seen {
@@ -279,6 +280,35 @@ describe('getNotificationListener', () => {
       [['info'], 1, 0],
       [['error'], 1, 0],
     ]);
+  });
+
+  it('a throwing event listener never breaks dispatch or settling; it is logged', async () => {
+    const t = await transport();
+    const topic = uniqueName();
+    const logger = createMemoryLogger();
+    const handled: number[] = [];
+    const l = getNotificationListener(t, [{ topic }], [
+      {
+        info(_ctx: Context, _p: string | null, _e: string, payload: { id: number }) {
+          handled.push(payload.id);
+          if (payload.id === 0) throw new Error('endpoint failed');
+        },
+      },
+    ], { logger, executorSize: 1 });
+    track(l);
+    for (const event of ['started', 'dispatched', 'handlerError'] as const) {
+      l.events.on(event, () => {
+        throw new Error(`${event} listener bug`);
+      });
+    }
+    await l.start();
+    const n = new Notifier(t, { topics: [topic] });
+    for (let id = 0; id < 3; id++) await n.info({}, 'ev', { id });
+    const warned = () => logger.records.filter((r) => r.level === 'warn' && r.msg === 'an event listener threw').map((r) => r.fields.event);
+    await waitFor(() => warned().length === 5, { message: 'every throwing listener logged' });
+    expect(handled).toEqual([0, 1, 2]);
+    expect(warned()).toEqual(['started', 'handlerError', 'dispatched', 'dispatched', 'dispatched']);
+    expect(l.running).toBe(true);
   });
 
   it('enforces start → stop → wait and can be started again after wait()', async () => {

@@ -11,7 +11,7 @@ import type { NotificationSendOptions } from '../../../src/driver/base-driver.js
 import { Notifier, formatTimestamp } from '../../../src/notify/notifier.js';
 import { TestNotificationSink, maskSecrets, type NotificationBody } from '../../../src/notify/notifier-drivers.js';
 import { NOTIFY_CHANNELS, type NotificationSentEvent } from '../../../src/notify/instrumentation.js';
-import { uniqueName } from '../../support/wait.js';
+import { uniqueName } from '../../../src/testing/wait.js';
 
 const UUID_WITH_DASHES = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const OSLO_TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{6})?$/;
@@ -210,6 +210,18 @@ describe('Notifier', () => {
     expect(failed).toEqual([err]);
     // The other driver still got it.
     expect(n.testNotifications.length).toBe(1);
+  });
+
+  it('a throwing event listener never fails the send; it is logged', async () => {
+    const t = await transport();
+    const logger = createMemoryLogger();
+    const n = new Notifier(t, { driver: 'test', logger });
+    n.events.on('sent', () => {
+      throw new Error('listener bug');
+    });
+    await expect(n.info({}, 'ev', {})).resolves.toBeUndefined();
+    expect(n.testNotifications.length).toBe(1);
+    expect(logger.records.filter((r) => r.level === 'warn').map((r) => [r.msg, r.fields.event])).toEqual([['an event listener threw', 'sent']]);
   });
 
   it('wraps a non-tidings driver failure in MessageDeliveryFailure', async () => {

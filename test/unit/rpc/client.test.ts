@@ -15,7 +15,7 @@ import { NoOpSerializer } from '../../../src/serializer.js';
 import { Target } from '../../../src/target.js';
 import { getRpcClient } from '../../../src/rpc/client.js';
 import type { RpcMeta } from '../../../src/rpc/endpoint.js';
-import { deferred, waitFor } from '../../support/wait.js';
+import { deferred, waitFor } from '../../../src/testing/wait.js';
 import { createHarness, type Harness } from './harness.js';
 
 let h: Harness;

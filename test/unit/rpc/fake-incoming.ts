@@ -1,11 +1,14 @@
 // A driver-free RpcIncomingMessage for dispatcher tests: records replies and heartbeats.
 import { RpcIncomingMessage, type RpcReply } from '../../../src/driver/incoming-message.js';
-import type { Context, DriverMessage } from '../../../src/driver/types.js';
+import type { Context, DriverMessage, RpcRequest } from '../../../src/driver/types.js';
+import { parseRpcRequest } from '../../../src/driver/wire.js';
 
 export class FakeRpcIncoming extends RpcIncomingMessage {
   readonly replies: RpcReply[] = [];
   heartbeats = 0;
   acknowledged = 0;
+
+  readonly request: RpcRequest;
 
   constructor(
     ctx: Context,
@@ -14,7 +17,9 @@ export class FakeRpcIncoming extends RpcIncomingMessage {
     readonly callMonitorTimeout?: number,
     private readonly raw: unknown = { raw: true },
   ) {
-    super(ctx, message, 'id-' + Math.random().toString(16).slice(2));
+    super(ctx, 'id-' + Math.random().toString(16).slice(2));
+    // The driver seam validates requests; a test request that would not pass it fails here.
+    this.request = parseRpcRequest(message).request;
   }
 
   async acknowledge(): Promise<void> {

@@ -1,7 +1,7 @@
 // Shared setup for RPC end-to-end unit tests over an isolated memory:// virtual host.
 import { getRpcTransport, type Transport, type TransportOptions } from '../../../src/transport.js';
 import { getRpcServer, type RpcServer, type RpcServerOptions } from '../../../src/rpc/server.js';
-import { uniqueName } from '../../support/wait.js';
+import { uniqueName } from '../../../src/testing/wait.js';
 
 export interface Harness {
   url: string;

@@ -7,7 +7,7 @@ import { expectedExceptions } from '../../../src/rpc/endpoint.js';
 import { RPC_CHANNELS } from '../../../src/rpc/instrumentation.js';
 import { getRpcServer, type RpcDispatchInfo } from '../../../src/rpc/server.js';
 import { ExplicitRpcAccessPolicy, expose } from '../../../src/rpc/access-policy.js';
-import { deferred, uniqueName, waitFor } from '../../support/wait.js';
+import { deferred, uniqueName, waitFor } from '../../../src/testing/wait.js';
 import { createHarness, type Harness } from './harness.js';
 
 let h: Harness;
@@ -93,7 +93,7 @@ describe('RpcServer dispatch', () => {
     const handled: number[] = [];
     const events: string[] = [];
     const server = await h.server([{ work: async (_c: unknown, a: { n: number }) => (await gate.promise, handled.push(a.n)) }], { executorSize: 1 });
-    server.on('stopped', () => events.push('stopped'));
+    server.events.on('stopped', () => events.push('stopped'));
     const client = getRpcClient(await h.transport(), { topic: h.topic });
     for (let n = 1; n <= 3; n++) await client.cast({}, 'work', { n });
     await waitFor(() => server.inFlight === 1, { timeoutMs: 5000 });
@@ -142,8 +142,8 @@ describe('RpcServer dispatch', () => {
       ],
       { logger },
     );
-    server.on('error', (err) => errors.push(err));
-    server.on('dispatched', (info) => dispatched.push(info));
+    server.events.on('error', (err) => errors.push(err));
+    server.events.on('dispatched', (info) => dispatched.push(info));
     const client = getRpcClient(await h.transport(), { topic: h.topic }, { timeout: 5000 });
     await expect(client.call({ token: 'tok-123' }, 'boom', { secret: 'hunter2' })).rejects.toThrow('failed for 7 chars');
     await expect(client.call({}, 'raw', {})).rejects.toThrow();
@@ -162,6 +162,36 @@ describe('RpcServer dispatch', () => {
     ]);
   });
 
+  it('a throwing event listener never breaks start, dispatch or the reply; it is logged', async () => {
+    h = createHarness();
+    const logger = createMemoryLogger();
+    const server = getRpcServer(await h.transport(), { topic: h.topic, server: uniqueName('host') }, [
+      {
+        ok: () => 'ok',
+        boom: () => {
+          throw new Error('handler failed');
+        },
+      },
+    ], { logger });
+    for (const event of ['started', 'dispatched', 'error'] as const) {
+      server.events.on(event, () => {
+        throw new Error(`${event} listener bug`);
+      });
+    }
+    await server.start();
+    await server.stop();
+    await server.wait();
+    await server.start();
+    const client = getRpcClient(await h.transport(), { topic: h.topic }, { timeout: 5000 });
+    expect(await client.call({}, 'ok', {})).toBe('ok');
+    await expect(client.call({}, 'boom', {})).rejects.toThrow('handler failed');
+    expect(await client.call({}, 'ok', {})).toBe('ok');
+    await server.stop();
+    await server.wait();
+    const warned = logger.records.filter((r) => r.level === 'warn' && r.msg === 'an event listener threw').map((r) => r.fields.event);
+    expect(warned).toEqual(['started', 'started', 'dispatched', 'error', 'dispatched', 'dispatched']);
+  });
+
   it('expected exceptions reach the caller but are logged at debug level only', async () => {
     h = createHarness();
     const logger = createMemoryLogger();
@@ -176,7 +206,7 @@ describe('RpcServer dispatch', () => {
     }
     const server = await h.server([new Inventory()], { logger });
     const errors: unknown[] = [];
-    server.on('error', (e) => errors.push(e));
+    server.events.on('error', (e) => errors.push(e));
     const client = getRpcClient(await h.transport(), { topic: h.topic }, { timeout: 5000 });
     await expect(client.call({}, 'reserve', {})).rejects.toThrow('quota');
     await expect(client.call({}, 'take', {})).rejects.toBeInstanceOf(RangeError);
@@ -202,32 +232,37 @@ describe('RpcServer dispatch', () => {
     await expect(client.call({}, 'hidden', {})).rejects.toThrow(/does not support RPC method hidden/);
   });
 
-  it('publishes client and server spans on diagnostics_channel tracing channels', async () => {
+  it('publishes client and server spans on diagnostics_channel tracing channels, with their contexts', async () => {
     h = createHarness();
     const events: string[] = [];
+    const contexts: Record<string, unknown[]> = { call: [], cast: [], dispatch: [] };
     const method = uniqueName('m').replace(/-/g, '_');
-    const handlers = (kind: string) => ({
-      start: (ctx: unknown) => (ctx as { method: string }).method === method && events.push(`${kind}:start`),
+    const handlers = (kind: 'call' | 'cast' | 'dispatch') => ({
+      start: (ctx: unknown) => (ctx as { method: string }).method === method && events.push(`${kind}:start`) && contexts[kind].push({ ...(ctx as object) }),
       end: () => {},
       asyncStart: () => {},
       asyncEnd: (ctx: unknown) => (ctx as { method: string }).method === method && events.push(`${kind}:asyncEnd`),
       error: () => {},
     });
-    const call = diagnostics.tracingChannel(RPC_CHANNELS.call);
-    const dispatch = diagnostics.tracingChannel(RPC_CHANNELS.dispatch);
-    const callHandlers = handlers('call');
-    const dispatchHandlers = handlers('dispatch');
-    call.subscribe(callHandlers);
-    dispatch.subscribe(dispatchHandlers);
+    const channels = (['call', 'cast', 'dispatch'] as const).map((kind) => [diagnostics.tracingChannel(RPC_CHANNELS[kind]), handlers(kind)] as const);
+    for (const [channel, handler] of channels) channel.subscribe(handler);
     try {
-      await h.server([{ [method]: () => 'traced' }]);
+      const server = await h.server([{ [method]: () => 'traced' }], { server: 'host-t' });
       const client = getRpcClient(await h.transport(), { topic: h.topic }, { timeout: 5000 });
       expect(await client.call({}, method, {})).toBe('traced');
-      await waitFor(() => events.includes('dispatch:asyncEnd'), { timeoutMs: 5000 });
-      expect(events).toEqual(expect.arrayContaining(['call:start', 'call:asyncEnd', 'dispatch:start', 'dispatch:asyncEnd']));
+      await client.prepare({ version: '1.1' }).cast({}, method, {});
+      await waitFor(() => contexts.dispatch.length === 2 && events.filter((e) => e === 'dispatch:asyncEnd').length === 2, { timeoutMs: 5000 });
+      expect(events).toEqual(expect.arrayContaining(['call:start', 'call:asyncEnd', 'cast:start', 'cast:asyncEnd', 'dispatch:start', 'dispatch:asyncEnd']));
+      const target = { exchange: undefined, topic: h.topic, server: undefined, fanout: undefined, namespace: undefined };
+      expect(contexts.call).toEqual([{ kind: 'call', method, ...target, version: undefined, timeout: 5000 }]);
+      expect(contexts.cast).toEqual([{ kind: 'cast', method, ...target, version: '1.1' }]);
+      expect(contexts.cast[0]).not.toHaveProperty('timeout');
+      expect(contexts.dispatch).toEqual([
+        { kind: 'dispatch', topic: h.topic, server: server.target.server, method, namespace: undefined, version: '1.0', messageId: expect.any(String), expectsReply: true },
+        { kind: 'dispatch', topic: h.topic, server: server.target.server, method, namespace: undefined, version: '1.1', messageId: expect.any(String), expectsReply: false },
+      ]);
     } finally {
-      call.unsubscribe(callHandlers);
-      dispatch.unsubscribe(dispatchHandlers);
+      for (const [channel, handler] of channels) channel.unsubscribe(handler);
     }
   });
 });

@@ -8,7 +8,6 @@ import {
   topicExchange,
   topicQueue,
   transientQueue,
-  replyQueueName,
 } from '../../../../src/drivers/amqp/topology.js';
 
 const o = { ...DEFAULTS };
@@ -43,7 +42,6 @@ describe('amqp topology (oslo-wire.md §1.2)', () => {
       arguments: { 'x-expires': 1_800_000 },
     });
     expect(transientQueue('q', { ...o, haQueues: true }).options.arguments).toEqual({ 'x-expires': 1_800_000, 'x-ha-policy': 'all' });
-    expect(replyQueueName()).toMatch(/^reply_[0-9a-f]{32}$/);
   });
 
   it('an RPC server subscribes <topic>, <topic>.<server> and a private fanout queue', () => {

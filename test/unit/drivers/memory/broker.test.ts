@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryBroker, getMemoryBroker, resetMemoryBrokers, type MemoryDelivery } from '../../../../src/drivers/memory/index.js';
 import { InvalidArgument } from '../../../../src/errors.js';
-import { uniqueName, waitFor } from '../../../support/wait.js';
+import { uniqueName, waitFor } from '../../../../src/testing/wait.js';
 
 afterEach(resetMemoryBrokers);
 

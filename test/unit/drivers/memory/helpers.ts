@@ -1,13 +1,13 @@
 // Shared fixtures for the memory:// driver unit tests: drivers on isolated virtual hosts,
 // listeners that record what they receive, and cleanup of everything a test opened.
-import type { IncomingMessage, RpcIncomingMessage } from '../../../../src/driver/incoming-message.js';
+import type { ReceivedMessage, RpcIncomingMessage } from '../../../../src/driver/incoming-message.js';
 import type { Listener } from '../../../../src/driver/listener.js';
 import { defaultRemoteErrorRegistry, type RemoteErrorRegistry } from '../../../../src/driver/remote-error.js';
 import { MemoryDriver } from '../../../../src/drivers/memory/index.js';
 import { silentLogger, type Logger } from '../../../../src/logger.js';
 import { Target } from '../../../../src/target.js';
 import { TransportURL } from '../../../../src/transport-url.js';
-import { uniqueName } from '../../../support/wait.js';
+import { uniqueName } from '../../../../src/testing/wait.js';
 
 export interface DriverFixtureOptions {
   /** Full URL; defaults to an isolated `memory:///<vhost>`. */
@@ -20,7 +20,7 @@ export interface DriverFixtureOptions {
 }
 
 const drivers: MemoryDriver[] = [];
-const listeners: Listener<IncomingMessage>[] = [];
+const listeners: Listener<ReceivedMessage>[] = [];
 
 /** A unique virtual host, so every test has its own broker. */
 export function isolatedVhost(): string {
@@ -48,8 +48,8 @@ export function makePair(fixture: DriverFixtureOptions = {}): { client: MemoryDr
 }
 
 /** Starts `listener`, records every message (after `handle`, if given) and returns the record. */
-export function record<M extends IncomingMessage>(listener: Listener<M>, handle?: (m: M) => unknown): { messages: M[]; batches: M[][] } {
-  listeners.push(listener as unknown as Listener<IncomingMessage>);
+export function record<M extends ReceivedMessage>(listener: Listener<M>, handle?: (m: M) => unknown): { messages: M[]; batches: M[][] } {
+  listeners.push(listener as unknown as Listener<ReceivedMessage>);
   const out = { messages: [] as M[], batches: [] as M[][] };
   listener.start(async (batch) => {
     out.batches.push(batch);
@@ -64,12 +64,12 @@ export function record<M extends IncomingMessage>(listener: Listener<M>, handle?
 /** An RPC listener replying `{echo: args, ctx, method}` to calls. */
 export async function echoServer(driver: MemoryDriver, topic: string, server = 'host-1', exchange?: string) {
   const listener = await driver.listen(new Target({ topic, server, exchange }));
-  return record<RpcIncomingMessage>(listener, (m) => m.reply({ result: { echo: m.message.args, ctx: m.ctx, method: m.message.method, server } }));
+  return record<RpcIncomingMessage>(listener, (m) => m.reply({ result: { echo: m.request.args, ctx: m.ctx, method: m.request.method, server } }));
 }
 
 /** Tracks a listener started elsewhere so that afterEach cleans it up. */
-export function track<M extends IncomingMessage>(listener: Listener<M>): Listener<M> {
-  listeners.push(listener as unknown as Listener<IncomingMessage>);
+export function track<M extends ReceivedMessage>(listener: Listener<M>): Listener<M> {
+  listeners.push(listener as unknown as Listener<ReceivedMessage>);
   return listener;
 }
 

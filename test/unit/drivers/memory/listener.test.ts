@@ -6,7 +6,7 @@ import type { IncomingMessage } from '../../../../src/driver/incoming-message.js
 import { getMemoryBroker, type MemoryDelivery } from '../../../../src/drivers/memory/index.js';
 import { createMemoryLogger } from '../../../../src/logger.js';
 import { Target } from '../../../../src/target.js';
-import { deferred, uniqueName, waitFor } from '../../../support/wait.js';
+import { deferred, uniqueName, waitFor } from '../../../../src/testing/wait.js';
 import { cleanupAll, makePair, record, track } from './helpers.js';
 
 afterEach(cleanupAll);
@@ -31,8 +31,8 @@ describe('memory driver: malformed messages', () => {
     for (const body of bad) broker.publishRaw('openstack', topic, body);
     broker.publishRaw('openstack', topic, request('good'));
     await waitFor(() => seen.messages.length === 1);
-    expect(seen.messages[0].message.method).toBe('good');
-    const warnings = logger.records.filter((r) => r.level === 'warn' && r.msg === 'rejected a malformed message');
+    expect(seen.messages[0].request.method).toBe('good');
+    const warnings = logger.records.filter((r) => r.level === 'warn' && r.msg === 'Rejecting a malformed message (not requeued)');
     expect(warnings).toHaveLength(bad.length);
     expect(warnings.map((w) => w.fields.reason)).toEqual([
       'Message body is not valid JSON',
@@ -53,8 +53,8 @@ describe('memory driver: malformed messages', () => {
     getMemoryBroker(vhost).publishRaw('openstack', `${topic}.info`, '{"truncated": ');
     await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'ok', priority: 'INFO', payload: {} });
     await waitFor(() => seen.messages.length === 1);
-    expect(seen.messages[0].message.event_type).toBe('ok');
-    expect(logger.records.filter((r) => r.level === 'warn' && r.msg === 'rejected a malformed message')).toHaveLength(1);
+    expect(seen.messages[0].notification.event_type).toBe('ok');
+    expect(logger.records.filter((r) => r.level === 'warn' && r.msg === 'Rejecting a malformed message (not requeued)')).toHaveLength(1);
     expect(getMemoryBroker(vhost).queueStats(`${topic}.info`)?.rejected).toBe(1);
   });
 
@@ -67,8 +67,8 @@ describe('memory driver: malformed messages', () => {
     broker.publishRaw('openstack', topic, dup);
     broker.publishRaw('openstack', `${topic}.s`, dup);
     broker.publishRaw('openstack', topic, request('after'));
-    await waitFor(() => seen.messages.some((m) => m.message.method === 'after'));
-    expect(seen.messages.map((m) => m.message.method)).toEqual(['dup', 'after']);
+    await waitFor(() => seen.messages.some((m) => m.request.method === 'after'));
+    expect(seen.messages.map((m) => m.request.method)).toEqual(['dup', 'after']);
   });
 
   it('honours a smaller dedup window', async () => {
@@ -86,7 +86,7 @@ describe('memory driver: malformed messages', () => {
 describe('memory driver: prefetch and batches', () => {
   it('caps unacked messages per consumer and batch sizes at prefetch_count', async () => {
     const { client, server, vhost } = makePair({ options: { prefetchCount: 3 } });
-    expect(server.prefetchSize).toBe(3);
+    expect(server.options.prefetchCount).toBe(3);
     const topic = uniqueName();
     const held: IncomingMessage[] = [];
     const listener = track(await server.listenForNotifications([[new Target({ topic }), 'info']], { batchSize: 10, batchTimeout: 50 }));
@@ -116,7 +116,7 @@ describe('memory driver: prefetch and batches', () => {
     const seen = record(listener, (m) => m.acknowledge());
     await waitFor(() => seen.messages.length === 205);
     expect(seen.batches.map((b) => b.length)).toEqual([100, 100, 5]);
-    expect(seen.messages.map((m) => m.message.payload)).toEqual(Array.from({ length: 205 }, (_, i) => i));
+    expect(seen.messages.map((m) => m.notification.payload)).toEqual(Array.from({ length: 205 }, (_, i) => i));
   });
 
   it('hands out a partial batch when batchTimeout passes', async () => {
@@ -177,7 +177,7 @@ describe('memory driver: stop and cleanup', () => {
     const handled: unknown[] = [];
     listener.start(async ([m]) => {
       if (handled.length === 0) await gate.promise;
-      handled.push(m.message.payload);
+      handled.push(m.notification.payload);
       await m.acknowledge();
     });
     for (let i = 0; i < 5; i++) await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, { event_type: 'e', priority: 'INFO', payload: i });
@@ -192,7 +192,7 @@ describe('memory driver: stop and cleanup', () => {
     // The message sent after stop() waits for the next listener.
     const next = record(await server.listenForNotifications([[new Target({ topic }), 'info']]), (m) => m.acknowledge());
     await waitFor(() => next.messages.length === 1);
-    expect(next.messages[0].message.payload).toBe('after-stop');
+    expect(next.messages[0].notification.payload).toBe('after-stop');
   });
 
   it('stop() of an RPC listener leaves later requests queued for the other servers', async () => {

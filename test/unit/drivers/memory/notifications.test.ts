@@ -7,7 +7,7 @@ import { getMemoryBroker, type MemoryDelivery } from '../../../../src/drivers/me
 import { InvalidArgument, InvalidTarget } from '../../../../src/errors.js';
 import { createMemoryLogger } from '../../../../src/logger.js';
 import { Target } from '../../../../src/target.js';
-import { uniqueName, waitFor } from '../../../support/wait.js';
+import { uniqueName, waitFor } from '../../../../src/testing/wait.js';
 import { cleanupAll, makePair, record } from './helpers.js';
 
 afterEach(cleanupAll);
@@ -30,7 +30,7 @@ describe('memory driver: notifications', () => {
     const n = notification();
     await client.sendNotification(new Target({ topic: `${topic}.info` }), { user_id: 'u' }, n);
     await waitFor(() => seen.messages.length === 1);
-    expect(seen.messages[0].message).toEqual(n);
+    expect(seen.messages[0].notification).toEqual(n);
     expect(seen.messages[0].ctx).toEqual({ user_id: 'u' });
     expect(seen.messages[0].msgId).toBe(n.message_id);
   });
@@ -64,8 +64,8 @@ describe('memory driver: notifications', () => {
     expect(v1._unique_id).toMatch(/^[0-9a-f]{32}$/);
     expect(v2['oslo.version']).toBe('2.0');
     expect(decodeBody(bodies[1]).event_type).toBe('v2');
-    expect(seen.messages.map((m) => m.message.event_type)).toEqual(['v1', 'v2']);
-    expect(seen.messages.every((m) => !('_unique_id' in m.message) && !('_context_u' in m.message))).toBe(true);
+    expect(seen.messages.map((m) => m.notification.event_type)).toEqual(['v1', 'v2']);
+    expect(seen.messages.every((m) => !('_unique_id' in m.notification) && !('_context_u' in m.notification))).toBe(true);
   });
 
   it('shares one queue between un-pooled listeners', async () => {
@@ -105,7 +105,7 @@ describe('memory driver: notifications', () => {
     await client.sendNotification(new Target({ topic: `${t2}.info` }), {}, notification('c'));
     await client.sendNotification(new Target({ topic: `${t2}.error` }), {}, notification('d'));
     await waitFor(() => seen.messages.length === 3);
-    expect(seen.messages.map((m) => m.message.event_type).sort()).toEqual(['a', 'b', 'c']);
+    expect(seen.messages.map((m) => m.notification.event_type).sort()).toEqual(['a', 'b', 'c']);
     expect(getMemoryBroker(vhost).queueStats(pool)?.consumers).toBe(1);
   });
 
@@ -116,7 +116,7 @@ describe('memory driver: notifications', () => {
     const seen = record(await server.listenForNotifications([[new Target({ topic }), 'info']], { pool: uniqueName('pool') }), acking);
     await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, notification('after'));
     await waitFor(() => seen.messages.length === 1);
-    expect(seen.messages[0].message.event_type).toBe('after');
+    expect(seen.messages[0].notification.event_type).toBe('after');
   });
 
   it('uses the target exchange', async () => {
@@ -126,7 +126,7 @@ describe('memory driver: notifications', () => {
     await client.sendNotification(new Target({ topic: `${topic}.info` }), {}, notification('other-exchange'));
     await client.sendNotification(new Target({ topic: `${topic}.info`, exchange: 'nova' }), {}, notification('nova'));
     await waitFor(() => seen.messages.length === 1);
-    expect(seen.messages[0].message.event_type).toBe('nova');
+    expect(seen.messages[0].notification.event_type).toBe('nova');
   });
 
   it('redelivers a requeued notification, marked redelivered, and does not treat it as a duplicate', async () => {
@@ -159,7 +159,7 @@ describe('memory driver: notifications', () => {
     getMemoryBroker(vhost).publishRaw('openstack', `${topic}.info`, body);
     getMemoryBroker(vhost).publishRaw('openstack', `${topic}.info`, JSON.stringify(notification('fresh')));
     await waitFor(() => seen.messages.length === 2);
-    expect(seen.messages[1].message.event_type).toBe('fresh');
+    expect(seen.messages[1].notification.event_type).toBe('fresh');
     expect(logger.records.some((r) => /duplicate/.test(r.msg) && r.fields.uniqueId === 'f'.repeat(32))).toBe(true);
   });
 

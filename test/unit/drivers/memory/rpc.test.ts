@@ -7,7 +7,7 @@ import { RemoteErrorRegistry, defaultRemoteErrorRegistry, remoteOrigin } from '.
 import { AbortError, InvalidArgument, InvalidState, InvalidTarget, MessageDeliveryFailure, MessagingTimeout, RemoteError } from '../../../../src/errors.js';
 import { createMemoryLogger } from '../../../../src/logger.js';
 import { Target } from '../../../../src/target.js';
-import { deferred, uniqueName, waitFor } from '../../../support/wait.js';
+import { deferred, uniqueName, waitFor } from '../../../../src/testing/wait.js';
 import { getMemoryBroker } from '../../../../src/drivers/memory/index.js';
 import { cleanupAll, echoServer, makePair, record } from './helpers.js';
 
@@ -40,7 +40,7 @@ describe('memory driver: call and cast', () => {
     const seen = record(await server.listen(new Target({ topic, server: 's' })), (m) => m.reply({ result: null }));
     await client.send(new Target({ topic, namespace: 'ns', version: '1.2' }), { u: 1 }, { method: 'm', args: { a: 1 }, namespace: 'ns', version: '1.2' }, call);
     const m = seen.messages[0];
-    expect(m.message).toEqual({ method: 'm', args: { a: 1 }, namespace: 'ns', version: '1.2' });
+    expect(m.request).toEqual({ method: 'm', args: { a: 1 }, namespace: 'ns', version: '1.2' });
     expect(m.ctx).toEqual({ u: 1, client_timeout: null });
     expect(m.expectsReply).toBe(true);
     expect(m.callMonitorTimeout).toBeUndefined();
@@ -54,7 +54,7 @@ describe('memory driver: call and cast', () => {
     expect(await client.send(new Target({ topic }), {}, { method: 'm', args: {} }, call)).toBeNull();
     getMemoryBroker(vhost).publishRaw('openstack', topic, JSON.stringify({ method: 'noargs' }));
     await waitFor(() => seen.messages.length === 2);
-    expect(seen.messages[1].message).toEqual({ method: 'noargs', args: {} });
+    expect(seen.messages[1].request).toEqual({ method: 'noargs', args: {}, namespace: undefined, version: '1.0' });
     expect(seen.messages[1].expectsReply).toBe(false);
   });
 
@@ -330,7 +330,7 @@ describe('memory driver: JSON wire', () => {
   it('drops undefined values and functions exactly as JSON does', async () => {
     const { client, server } = makePair();
     const topic = uniqueName();
-    const seen = record(await server.listen(new Target({ topic, server: 's' })), (m) => m.reply({ result: m.message.args }));
+    const seen = record(await server.listen(new Target({ topic, server: 's' })), (m) => m.reply({ result: m.request.args }));
     const result = await client.send(new Target({ topic }), { gone: undefined, kept: 1 }, { method: 'm', args: { a: undefined, f: () => 1, d: new Date(0), arr: [undefined] } }, call);
     expect(result).toEqual({ d: '1970-01-01T00:00:00.000Z', arr: [null] });
     expect(seen.messages[0].ctx).toEqual({ kept: 1, client_timeout: null });

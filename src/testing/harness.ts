@@ -8,9 +8,9 @@ import {
   NotSupportedError,
   type Transport,
   type TransportOptions,
-} from '../../src/index.js';
-import type { DriverCapabilities } from '../../src/driver/capabilities.js';
-import { deferred, uniqueName } from '../support/wait.js';
+} from '../index.js';
+import type { DriverCapabilities } from '../driver/capabilities.js';
+import { deferred, uniqueName, type Deferred } from './wait.js';
 
 /** What a driver hands to `runConformanceSuite`. */
 export interface ConformanceSubject {
@@ -21,26 +21,26 @@ export interface ConformanceSubject {
    * vhost); the suite calls it once per test and shares the result between that test's
    * transports. Brokers without per-test spaces rely on the unique names the suite uses.
    */
-  url(): string;
+  url: () => string;
   /** The capabilities the driver MUST declare; the suite checks the driver agrees. */
   capabilities: DriverCapabilities;
   /** Merged into every transport the suite opens. */
   transportOptions?: TransportOptions;
   /** Called with every transport the suite opens (e.g. to remember its reply queue for a sweep). */
-  onTransport?(transport: Transport): void;
+  onTransport?: (transport: Transport) => void;
   /** Runs once before the suite, e.g. `requireRabbitMQ` (fails, never skips). */
-  before?(): Promise<void>;
+  before?: () => Promise<void>;
   /**
    * Runs once after the suite with the prefix every queue/exchange/pool name of this run
    * starts with, so that a broker with persistent queues can remove what the run left.
    */
-  after?(namePrefix: string): Promise<unknown>;
+  after?: (namePrefix: string) => Promise<unknown>;
   /**
    * Publishes `body` as-is, bypassing tidings, to `exchange` with `routingKey` on the broker
    * of `url` (the test's URL): how the suite injects malformed messages. Drivers without
    * exchanges map the pair onto their own addressing (e.g. the routing key as the stream).
    */
-  publishRaw(url: string, exchange: string, routingKey: string, body: string): Promise<void>;
+  publishRaw: (url: string, exchange: string, routingKey: string, body: string) => Promise<void>;
   /** Multiplies waits and time bounds for slow brokers. @default 1 */
   timeScale?: number;
 }
@@ -52,7 +52,7 @@ export interface ConformanceEnv {
   readonly subject: ConformanceSubject;
   readonly caps: DriverCapabilities;
   /** The URL of the current test (memoised per test). */
-  url(): string;
+  url: () => string;
   /** A name unique to this test, under the run prefix. */
   name(kind?: string): string;
   /** `ms * timeScale`. */
@@ -65,10 +65,8 @@ export interface ConformanceEnv {
    * A promise a handler can block on. Teardown resolves every gate before stopping anything,
    * so a failed test never leaves a server's wait() draining a handler that never ends.
    */
-  gate(): Deferred;
+  gate(): Deferred<void>;
 }
-
-export type Deferred = ReturnType<typeof deferred<void>>;
 
 /**
  * Registers beforeEach/afterEach hooks in the calling `describe` and returns the env the
@@ -77,7 +75,7 @@ export type Deferred = ReturnType<typeof deferred<void>>;
  */
 export function useConformanceEnv(subject: ConformanceSubject, runPrefix: string): ConformanceEnv {
   let closers: Closer[] = [];
-  let gates: Deferred[] = [];
+  let gates: Deferred<void>[] = [];
   let url: string | undefined;
   const scale = subject.timeScale ?? 1;
 

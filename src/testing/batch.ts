@@ -1,7 +1,7 @@
 // Conformance: batch notification listeners (batch sizes, the single batch stopwatch).
 import { describe, expect, it } from 'vitest';
-import { getBatchNotificationListener, NotificationResult, Target, type Transport } from '../../src/index.js';
-import { waitFor } from '../support/wait.js';
+import { getBatchNotificationListener, NotificationResult, Target, type Transport } from '../index.js';
+import { waitFor } from './wait.js';
 import { since, started, type ConformanceEnv } from './harness.js';
 import { notifier } from './notify.js';
 

@@ -10,8 +10,8 @@ import {
   RemoteError,
   Target,
   UnsupportedVersion,
-} from '../../src/index.js';
-import { waitFor } from '../support/wait.js';
+} from '../index.js';
+import { waitFor } from './wait.js';
 import { expectFailure, expectNotSupported, since, type ConformanceEnv } from './harness.js';
 import { startServer } from './rpc.js';
 

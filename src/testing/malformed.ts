@@ -1,8 +1,8 @@
 // Conformance: a malformed message (bad JSON, unknown envelope version, missing fields) is
 // rejected without requeue and logged without its body; the server or listener keeps serving.
 import { describe, expect, it } from 'vitest';
-import { createMemoryLogger, getRpcClient, type Context, type MemoryLogger } from '../../src/index.js';
-import { waitFor } from '../support/wait.js';
+import { createMemoryLogger, getRpcClient, type Context, type MemoryLogger } from '../index.js';
+import { waitFor } from './wait.js';
 import type { ConformanceEnv } from './harness.js';
 import { notifier, recordingEndpoint, startListener, type Seen } from './notify.js';
 import { startServer } from './rpc.js';
@@ -38,7 +38,8 @@ export function malformedTests(env: ConformanceEnv): void {
         ], { logger });
         const client = getRpcClient(clientT, { topic }, { timeout: env.ms(10_000) });
         await expect(client.call({}, 'echo', { n: 0 })).resolves.toEqual({ n: 0 });
-        const bodies = [...BODIES, JSON.stringify({ args: { m: MARKER } })];
+        // The seam validates a request's fields once: a namespace or version of the wrong type is malformed too.
+        const bodies = [...BODIES, JSON.stringify({ args: { m: MARKER } }), JSON.stringify({ method: 'echo', namespace: 5, args: { m: MARKER } }), JSON.stringify({ method: 'echo', version: 1.1, args: { m: MARKER } })];
         for (const body of bodies) await env.subject.publishRaw(env.url(), 'openstack', topic, body);
         await waitFor(() => problems(logger).length >= bodies.length, { timeoutMs: env.ms(10_000), message: 'each malformed message logged' });
         await expect(client.call({}, 'echo', { n: 1 })).resolves.toEqual({ n: 1 });

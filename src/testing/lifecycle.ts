@@ -10,8 +10,8 @@ import {
   MessagingTimeout,
   Target,
   type Context,
-} from '../../src/index.js';
-import { waitFor } from '../support/wait.js';
+} from '../index.js';
+import { waitFor } from './wait.js';
 import { expectFailure, markStopped, since, started, type ConformanceEnv } from './harness.js';
 import { notifier, recordingEndpoint, type Seen } from './notify.js';
 import { startServer } from './rpc.js';

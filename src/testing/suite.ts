@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { batchTests } from './batch.js';
+import { contractTests } from './contract.js';
 import { useConformanceEnv, type ConformanceSubject } from './harness.js';
 import { lifecycleTests } from './lifecycle.js';
 import { malformedTests } from './malformed.js';
@@ -38,5 +39,6 @@ export function runConformanceSuite(subject: ConformanceSubject): void {
     batchTests(env);
     lifecycleTests(env);
     malformedTests(env);
+    contractTests(env);
   });
 }

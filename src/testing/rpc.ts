@@ -8,8 +8,8 @@ import {
   Target,
   type Context,
   type Transport,
-} from '../../src/index.js';
-import { waitFor } from '../support/wait.js';
+} from '../index.js';
+import { waitFor } from './wait.js';
 import { expectFailure, expectNotSupported, since, started, type ConformanceEnv } from './harness.js';
 
 /** Starts an RPC server on `topic`/`server` and registers its teardown. */

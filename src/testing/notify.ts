@@ -10,8 +10,8 @@ import {
   type Context,
   type Priority,
   type Transport,
-} from '../../src/index.js';
-import { waitFor } from '../support/wait.js';
+} from '../index.js';
+import { waitFor } from './wait.js';
 import { expectNotSupported, markStopped, started, type ConformanceEnv } from './harness.js';
 
 /** One received notification as an endpoint saw it. */

@@ -1,6 +1,8 @@
-// Deadline-based waiting for tests: poll a condition instead of sleeping.
+// Deadline-based waiting for tests: poll a condition instead of sleeping. Part of tidings/testing,
+// and the one copy tidings' own tests use.
 import { randomUUID } from 'node:crypto';
 
+/** Options of {@link waitFor}. */
 export interface WaitOptions {
   /** Give up after this many ms. @default 10000 */
   timeoutMs?: number;
@@ -35,8 +37,18 @@ export function uniqueName(prefix = 't'): string {
   return `${prefix}-${randomUUID()}`;
 }
 
+/** A promise with its resolvers exposed; see {@link deferred}. */
+export interface Deferred<T> {
+  /** Settles when `resolve` or `reject` is called. */
+  promise: Promise<T>;
+  /** Fulfils `promise` with a value. */
+  resolve: (v: T) => void;
+  /** Rejects `promise` with a reason. */
+  reject: (e: unknown) => void;
+}
+
 /** A promise with its resolvers exposed, for handlers that tests want to release later. */
-export function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void; reject: (e: unknown) => void } {
+export function deferred<T = void>(): Deferred<T> {
   let resolve!: (v: T) => void;
   let reject!: (e: unknown) => void;
   const promise = new Promise<T>((res, rej) => {

@@ -1,0 +1,176 @@
+// The inbound pipeline, once for every driver: decode, validate, reject malformed (logged, not
+// requeued), dedupe on `_unique_id`, ack RPC requests on receipt, and wrap into the message
+// classes. A driver feeds raw bodies with its own delivery handle and settles what it is told.
+import type { Logger, LogFields } from '../logger.js';
+import { DuplicateMessageChecker } from './dedup.js';
+import { decodeBody } from './envelope.js';
+import { NotificationMessage, RpcMessage, type ReplySender } from './messages.js';
+import type { DriverMessage } from './types.js';
+import { parseNotification, parseRpcRequest } from './wire.js';
+
+/**
+ * How a driver settles one delivery (`D`: its broker's message handle) on the broker.
+ * `generation` is the subscription (channel, consumer) the delivery came from, as the driver
+ * passed it to `receive`. None of these may throw: a delivery that can no longer be settled
+ * (its channel is gone) is the broker's to redeliver, and the driver logs at debug.
+ */
+export interface DeliverySettler<D> {
+  /** False when it could not be sent (the channel is gone, so the broker redelivers it). */
+  ack(delivery: D, generation: number): boolean;
+  /** Give it back for redelivery. */
+  requeue(delivery: D, generation: number): void;
+  /** Drop it without redelivery (malformed): the broker's dead-letter rules apply. */
+  reject(delivery: D, generation: number): void;
+  /** Where the delivery came from, for the malformed-message log line (never the body). */
+  describe(delivery: D): LogFields;
+}
+
+/** What an inbound pipeline is built with. */
+export interface InboundOptions<D> {
+  /** Settles deliveries on the driver's broker. */
+  readonly settler: DeliverySettler<D>;
+  /** Where malformed messages and duplicates are reported. */
+  readonly logger: Logger;
+  /** Ids remembered for duplicate suppression. */
+  readonly dedupWindow: number;
+}
+
+/** Shared by both pipelines: decoding and the malformed-message rule. */
+abstract class Inbound<D> {
+  /** Settles deliveries on the driver's broker. */
+  protected readonly settler: DeliverySettler<D>;
+  /** The listener's logger. */
+  protected readonly logger: Logger;
+  /** Recently seen `_unique_id`s. */
+  protected readonly dedup: DuplicateMessageChecker;
+
+  constructor(options: InboundOptions<D>) {
+    this.settler = options.settler;
+    this.logger = options.logger;
+    this.dedup = new DuplicateMessageChecker(options.dedupWindow);
+  }
+
+  /** `parse(decoded body)`, or undefined after rejecting (never requeueing) and logging a malformed one. */
+  protected decode<T>(body: Uint8Array | string, delivery: D, generation: number, parse: (raw: DriverMessage) => T): T | undefined {
+    try {
+      return parse(decodeBody(body));
+    } catch (err) {
+      this.rejectMalformed(delivery, generation, body, err);
+      return undefined;
+    }
+  }
+
+  /** Rejects (never requeues) a message that cannot be dispatched and logs why; the listener goes on. */
+  private rejectMalformed(delivery: D, generation: number, body: Uint8Array | string, err: unknown): void {
+    this.settler.reject(delivery, generation);
+    this.logger.warn('Rejecting a malformed message (not requeued)', {
+      ...this.settler.describe(delivery),
+      bytes: body.length,
+      reason: err instanceof Error ? err.message : String(err),
+    });
+  }
+}
+
+/** RPC requests: acknowledged on receipt (at-most-once, as oslo), duplicates dropped. */
+export class RpcInbound<D> extends Inbound<D> {
+  private readonly replies: ReplySender;
+
+  constructor(options: InboundOptions<D> & { readonly replies: ReplySender }) {
+    super(options);
+    this.replies = options.replies;
+  }
+
+  /** The request to dispatch, or undefined when it was settled here (malformed or duplicate). */
+  receive(body: Uint8Array | string, delivery: D, generation = 0): RpcMessage<D> | undefined {
+    const request = this.decode(body, delivery, generation, parseRpcRequest);
+    if (request === undefined) return undefined;
+    // oslo acks a request before dispatch; one whose ack failed comes again to someone else.
+    if (!this.settler.ack(delivery, generation)) return undefined;
+    const id = request.uniqueId;
+    if (id !== undefined && this.dedup.checkAndAdd(id)) {
+      this.logger.debug('Dropping a duplicate RPC message', { uniqueId: id });
+      return undefined;
+    }
+    return new RpcMessage(request, delivery, this.replies, this.logger);
+  }
+}
+
+/**
+ * Notifications: settled by the listener's outcome. A copy of a message still being handled
+ * (a redelivery after a reconnect) is a duplicate too; ids are remembered once acknowledged,
+ * so a requeued message comes back.
+ */
+export class NotificationInbound<D> extends Inbound<D> {
+  /** `_unique_id`s handed out and not settled yet. */
+  private readonly inFlight = new Set<string>();
+  private unsettledCount = 0;
+  private settledWaiters: Array<() => void> = [];
+
+  /** Notifications handed out and not acknowledged or requeued yet. */
+  get unsettled(): number {
+    return this.unsettledCount;
+  }
+
+  /**
+   * Resolves once every notification handed out is settled (or abandoned), or after `timeoutMs`:
+   * a listener closing its channel first lets running handlers acknowledge.
+   */
+  whenSettled(timeoutMs: number): Promise<void> {
+    if (this.unsettledCount === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.settledWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  /** The notification to dispatch, or undefined when it was settled here (malformed or duplicate). */
+  receive(body: Uint8Array | string, delivery: D, generation = 0): NotificationMessage<D> | undefined {
+    const parsed = this.decode(body, delivery, generation, parseNotification);
+    if (parsed === undefined) return undefined;
+    const id = parsed.uniqueId;
+    if (id !== undefined) {
+      if (this.dedup.has(id) || this.inFlight.has(id)) {
+        this.logger.debug('Dropping a duplicate notification', { uniqueId: id });
+        this.settler.ack(delivery, generation);
+        return undefined;
+      }
+      this.inFlight.add(id);
+    }
+    this.unsettledCount++;
+    return new NotificationMessage(parsed, delivery, generation, this);
+  }
+
+  /** @internal */
+  acknowledge(message: NotificationMessage<D>): void {
+    this.forget(message);
+    if (message.uniqueId !== undefined) this.dedup.add(message.uniqueId);
+    this.settler.ack(message.delivery, message.generation);
+  }
+
+  /** @internal */
+  requeue(message: NotificationMessage<D>): void {
+    this.forget(message);
+    this.settler.requeue(message.delivery, message.generation);
+  }
+
+  /**
+   * The broker will redeliver `message` (its channel died before it was settled): forget it
+   * without settling, so the redelivered copy is not taken for a duplicate.
+   */
+  abandon(message: NotificationMessage<D>): void {
+    if (message.abandon()) this.forget(message);
+  }
+
+  private forget(message: NotificationMessage<D>): void {
+    this.unsettledCount--;
+    if (message.uniqueId !== undefined) this.inFlight.delete(message.uniqueId);
+    if (this.unsettledCount === 0 && this.settledWaiters.length > 0) {
+      const waiters = this.settledWaiters;
+      this.settledWaiters = [];
+      for (const wake of waiters) wake();
+    }
+  }
+}

@@ -1,0 +1,72 @@
+// The worker pool of the RPC server and the notification listeners (oslo's executor): at most
+// `size` tasks run at once, and submit() resolves only once its task has a slot, which is how
+// back-pressure reaches the driver's listener and so the broker.
+
+/**
+ * Runs async tasks with bounded concurrency. A freed slot passes straight to the oldest waiting
+ * `submit()`, so waiting tasks start in order and `tryStart()` never overtakes them.
+ * Tasks SHOULD NOT reject (they handle their own errors); one that rejects or throws only frees
+ * its slot.
+ */
+export class BoundedExecutor {
+  private active = 0;
+  /** submit() calls waiting for a slot; each is handed one by a finishing task. */
+  private readonly waiting: Array<() => void> = [];
+  private idleWaiters: Array<() => void> = [];
+
+  /** @param size Most tasks running at once; the caller validates it (a positive integer). */
+  constructor(readonly size: number) {}
+
+  /** Tasks running now (at most `size`). */
+  get running(): number {
+    return this.active;
+  }
+
+  /**
+   * Starts `task` at once and returns true when a slot is free; otherwise starts nothing and
+   * returns false. The hot path: a caller with a free slot skips submit()'s promise.
+   */
+  tryStart(task: () => Promise<void>): boolean {
+    if (this.active >= this.size) return false;
+    this.active++;
+    this.run(task);
+    return true;
+  }
+
+  /** Resolves once `task` has started, waiting for a free slot first (after earlier waiters). */
+  async submit(task: () => Promise<void>): Promise<void> {
+    if (this.active < this.size) this.active++;
+    // The finishing task hands its slot over without freeing it, so the count stays right.
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.run(task);
+  }
+
+  /** Resolves when every task started or waiting so far (and any added meanwhile) has finished. */
+  drain(): Promise<void> {
+    if (this.active === 0 && this.waiting.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private run(task: () => Promise<void>): void {
+    let running: Promise<void>;
+    try {
+      running = task();
+    } catch {
+      // Tasks handle their own errors; a synchronous throw only frees its slot.
+      running = Promise.resolve();
+    }
+    // The rejection handler only keeps a task's bug from becoming an unhandled rejection.
+    running.then(this.finished, this.finished);
+  }
+
+  private readonly finished = (): void => {
+    const next = this.waiting.shift();
+    if (next) return next();
+    this.active--;
+    if (this.active === 0 && this.idleWaiters.length > 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w();
+    }
+  };
+}

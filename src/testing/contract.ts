@@ -1,0 +1,46 @@
+// Conformance at the driver seam itself (BaseDriver, below the façades): rules the drivers once
+// disagreed on, now decided by the contract and written once in src/driver.
+import { describe, expect, it } from 'vitest';
+import { createMemoryLogger, getRpcClient, InvalidArgument, Target } from '../index.js';
+import type { RpcIncomingMessage } from '../driver/incoming-message.js';
+import type { ConformanceEnv } from './harness.js';
+import { waitFor } from './wait.js';
+
+export function contractTests(env: ConformanceEnv): void {
+  describe('driver contract', () => {
+    it('a value JSON cannot carry fails with InvalidArgument naming context or message, before anything is sent', async () => {
+      const transport = await env.notificationTransport();
+      const driver = transport.driver;
+      const target = new Target({ topic: `${env.name('topic')}.info` });
+      const body = { message_id: 'm', publisher_id: null, event_type: 'e', priority: 'INFO', timestamp: 't' };
+      await expect(driver.sendNotification(target, {}, { ...body, payload: { n: 1n } })).rejects.toThrow(InvalidArgument);
+      await expect(driver.sendNotification(target, { big: 1n }, { ...body, payload: {} })).rejects.toThrow(/context/);
+      if (env.caps.rpc) {
+        const rpc = await env.rpcTransport();
+        const rpcTarget = new Target({ topic: env.name('topic') });
+        await expect(rpc.driver.send(rpcTarget, {}, { method: 'm', args: { n: 1n } })).rejects.toThrow(InvalidArgument);
+        await expect(rpc.driver.send(rpcTarget, {}, { method: 'm', args: { n: 1n } }, { waitForReply: true, timeout: env.ms(5000) })).rejects.toThrow(/message/);
+      }
+    });
+
+    if (env.caps.rpc) {
+      it('a second final reply to one call is ignored with a warning; the caller gets the first', async () => {
+        const logger = createMemoryLogger();
+        const serverT = await env.rpcTransport({ logger });
+        const clientT = await env.rpcTransport();
+        const topic = env.name('topic');
+        const listener = await serverT.driver.listen(new Target({ topic, server: 's1' }));
+        env.defer(() => listener.cleanup());
+        listener.start(async (messages: RpcIncomingMessage[]) => {
+          for (const m of messages) {
+            expect(m.request).toEqual({ method: 'twice', args: { a: 1 }, namespace: undefined, version: '1.0' });
+            await m.reply({ result: 'first' });
+            await m.reply({ result: 'second' });
+          }
+        });
+        await expect(getRpcClient(clientT, { topic }, { timeout: env.ms(10_000) }).call({}, 'twice', { a: 1 })).resolves.toBe('first');
+        await waitFor(() => logger.records.some((r) => r.level === 'warn' && /second final reply/.test(r.msg)), { timeoutMs: env.ms(5000), message: 'the second reply logged' });
+      });
+    }
+  });
+}

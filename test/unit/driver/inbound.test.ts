@@ -1,0 +1,144 @@
+// The shared inbound pipeline and message classes: what every driver gets for free.
+import { describe, expect, it } from 'vitest';
+import { InvalidArgument } from '../../../src/errors.js';
+import { createMemoryLogger } from '../../../src/logger.js';
+import { NotificationInbound, RpcInbound, type DeliverySettler } from '../../../src/driver/inbound.js';
+import { decodeBody } from '../../../src/driver/envelope.js';
+import { encodeNotification, encodeRpcRequest } from '../../../src/driver/wire.js';
+
+interface FakeDelivery {
+  tag: number;
+}
+
+function fakeSettler(ackWorks = true) {
+  const log: string[] = [];
+  const settler: DeliverySettler<FakeDelivery> = {
+    ack: (d, g) => (log.push(`ack ${d.tag}@${g}`), ackWorks),
+    requeue: (d, g) => void log.push(`requeue ${d.tag}@${g}`),
+    reject: (d, g) => void log.push(`reject ${d.tag}@${g}`),
+    describe: (d) => ({ tag: d.tag }),
+  };
+  return { settler, log };
+}
+
+const replies = () => {
+  const sent: Array<{ queue: string; msgId: string; body: Record<string, unknown> }> = [];
+  return { sent, sender: { sendReply: (queue: string, msgId: string, body: string) => void sent.push({ queue, msgId, body: decodeBody(body) }) } };
+};
+
+const notification = (extra: Record<string, unknown> = {}) =>
+  encodeNotification({ message_id: 'n1', publisher_id: 'p', event_type: 'e', priority: 'INFO', payload: { x: 1 }, timestamp: 't', ...extra }, { user: 'u' });
+
+describe('RpcInbound', () => {
+  it('acks a request on receipt and hands out ctx, message and reply routing', async () => {
+    const { settler, log } = fakeSettler();
+    const { sent, sender } = replies();
+    const inbound = new RpcInbound({ settler, logger: createMemoryLogger(), dedupWindow: 16, replies: sender });
+    const body = encodeRpcRequest({ method: 'add', args: { a: 1 } }, { user: 'u' }, { msgId: 'm1', replyQueue: 'reply_x', callMonitorTimeout: 2000 });
+    const msg = inbound.receive(body, { tag: 1 }, 3)!;
+    expect(log).toEqual(['ack 1@3']);
+    expect(msg.request).toEqual({ method: 'add', args: { a: 1 }, namespace: undefined, version: '1.0' });
+    expect(msg.ctx).toEqual({ user: 'u', client_timeout: 2 });
+    expect(msg.expectsReply).toBe(true);
+    expect(msg.callMonitorTimeout).toBe(2000);
+    expect(msg.unwrap()).toEqual({ tag: 1 });
+    await msg.heartbeat();
+    await msg.reply({ result: 3 });
+    await msg.reply({ result: 4 });
+    await msg.heartbeat();
+    expect(sent.map((s) => [s.queue, s.msgId, s.body.result, s.body.ending])).toEqual([
+      ['reply_x', 'm1', null, false],
+      ['reply_x', 'm1', 3, true],
+    ]);
+  });
+
+  it('rejects malformed bodies without requeue, logs why without the body, and goes on', () => {
+    const { settler, log } = fakeSettler();
+    const logger = createMemoryLogger();
+    const inbound = new RpcInbound({ settler, logger, dedupWindow: 16, replies: replies().sender });
+    expect(inbound.receive('not json {secret', { tag: 1 })).toBeUndefined();
+    expect(inbound.receive(JSON.stringify({ args: {} }), { tag: 2 })).toBeUndefined();
+    expect(inbound.receive(encodeRpcRequest({ method: 'm' }, {}), { tag: 3 })).toBeDefined();
+    expect(log).toEqual(['reject 1@0', 'reject 2@0', 'ack 3@0']);
+    const warnings = logger.records.filter((r) => r.level === 'warn');
+    expect(warnings).toHaveLength(2);
+    expect(warnings[0].fields).toMatchObject({ tag: 1, bytes: 16 });
+    expect(JSON.stringify(warnings)).not.toContain('secret');
+  });
+
+  it('drops a duplicate _unique_id (acked), and a request whose ack failed', () => {
+    const { settler, log } = fakeSettler();
+    const inbound = new RpcInbound({ settler, logger: createMemoryLogger(), dedupWindow: 16, replies: replies().sender });
+    const body = encodeRpcRequest({ method: 'm' }, {});
+    expect(inbound.receive(body, { tag: 1 })).toBeDefined();
+    expect(inbound.receive(body, { tag: 2 })).toBeUndefined();
+    expect(log).toEqual(['ack 1@0', 'ack 2@0']);
+    const failing = new RpcInbound({ settler: fakeSettler(false).settler, logger: createMemoryLogger(), dedupWindow: 16, replies: replies().sender });
+    expect(failing.receive(encodeRpcRequest({ method: 'm' }, {}), { tag: 1 })).toBeUndefined();
+  });
+});
+
+describe('NotificationInbound', () => {
+  it('settles once: acknowledge acks and remembers the id; a later copy is a duplicate', async () => {
+    const { settler, log } = fakeSettler();
+    const inbound = new NotificationInbound({ settler, logger: createMemoryLogger(), dedupWindow: 16 });
+    const body = notification();
+    const msg = inbound.receive(body, { tag: 1 }, 2)!;
+    expect(msg.notification).toMatchObject({ event_type: 'e', payload: { x: 1 } });
+    expect(msg.ctx).toEqual({ user: 'u' });
+    expect(msg.msgId).toBe('n1');
+    expect(inbound.unsettled).toBe(1);
+    await msg.acknowledge();
+    await msg.acknowledge();
+    await msg.requeue();
+    expect(inbound.unsettled).toBe(0);
+    expect(inbound.receive(body, { tag: 2 }, 2)).toBeUndefined();
+    expect(log).toEqual(['ack 1@2', 'ack 2@2']);
+  });
+
+  it('a copy of a message still in flight is a duplicate; after a requeue or abandon it is not', async () => {
+    const { settler, log } = fakeSettler();
+    const inbound = new NotificationInbound({ settler, logger: createMemoryLogger(), dedupWindow: 16 });
+    const body = notification();
+    const first = inbound.receive(body, { tag: 1 })!;
+    expect(inbound.receive(body, { tag: 2 })).toBeUndefined();
+    await first.requeue();
+    const again = inbound.receive(body, { tag: 3 })!;
+    expect(again).toBeDefined();
+    inbound.abandon(again);
+    await again.acknowledge();
+    expect(inbound.receive(body, { tag: 4 })).toBeDefined();
+    expect(log).toEqual(['ack 2@0', 'requeue 1@0']);
+  });
+
+  it('rejects a notification without the oslo keys', () => {
+    const { settler, log } = fakeSettler();
+    const inbound = new NotificationInbound({ settler, logger: createMemoryLogger(), dedupWindow: 16 });
+    expect(inbound.receive(JSON.stringify({ event_type: 'e', priority: 'INFO' }), { tag: 1 })).toBeUndefined();
+    expect(log).toEqual(['reject 1@0']);
+  });
+});
+
+describe('encodeRpcRequest / encodeNotification', () => {
+  it('fail with InvalidArgument naming the context or the message for values JSON cannot carry', () => {
+    const bad = { big: 1n };
+    expect(() => encodeRpcRequest({ method: 'm', args: bad }, {})).toThrow(InvalidArgument);
+    expect(() => encodeRpcRequest({ method: 'm' }, bad)).toThrow(/context/);
+    expect(() => encodeNotification({ payload: bad }, {})).toThrow(/message/);
+  });
+
+  it('envelope 2.0 by default, the raw dict for 1.0, and a fresh _unique_id each time', () => {
+    const v2 = JSON.parse(encodeNotification({ event_type: 'e' }, { a: 1 }));
+    expect(v2['oslo.version']).toBe('2.0');
+    const v1 = JSON.parse(encodeNotification({ event_type: 'e' }, { a: 1 }, 1.0));
+    expect(v1).toMatchObject({ event_type: 'e', _context_a: 1 });
+    expect(v1._unique_id).toMatch(/^[0-9a-f]{32}$/);
+    expect(decodeBody(encodeRpcRequest({ method: 'm' }, {}))._unique_id).not.toBe(decodeBody(encodeRpcRequest({ method: 'm' }, {}))._unique_id);
+    expect(() => encodeNotification({}, {}, 3 as never)).toThrow(InvalidArgument);
+  });
+
+  it('a cast carries no reply keys; a call without a monitor window sends _timeout null', () => {
+    expect(Object.keys(decodeBody(encodeRpcRequest({ method: 'm' }, {})))).toEqual(['method', '_unique_id']);
+    expect(decodeBody(encodeRpcRequest({ method: 'm' }, {}, { msgId: 'x', replyQueue: 'r' }))).toMatchObject({ _msg_id: 'x', _reply_q: 'r', _timeout: null });
+  });
+});
