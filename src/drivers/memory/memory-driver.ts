@@ -15,6 +15,7 @@ import type { Target } from '../../target.js';
 import { getMemoryBroker, type MemoryBroker, type MemoryConsumer, type MemoryDelivery } from './memory-broker.js';
 import { MemoryNotificationListener, MemoryRpcListener, type MemoryListener, type MemoryListenerDeps } from './memory-listener.js';
 import { resolveMemoryOptions, type MemoryDriverOptions } from './options.js';
+import { declareNotificationTarget, declareRequestExchange } from './topology.js';
 
 const CAPABILITIES: DriverCapabilities = Object.freeze({
   rpc: true,
@@ -55,17 +56,10 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
 
     const msgId = waitForReply ? newHexId() : undefined;
     const body = encodeRpcRequest(message, ctx, msgId === undefined ? undefined : { msgId, replyQueue: this.ensureReplyQueue(), callMonitorTimeout: options.callMonitorTimeout });
-    let exchange: string;
-    let routingKey: string;
-    if (target.fanout) {
-      exchange = fanoutAddress(target.topic);
-      routingKey = '';
-      this.broker.declareExchange(exchange, 'fanout');
-    } else {
-      exchange = this.exchangeFor(target);
-      routingKey = requestAddress(target.topic, target.server);
-      this.broker.declareExchange(exchange, 'topic');
-    }
+    const fanout = target.fanout === true;
+    const exchange = fanout ? fanoutAddress(target.topic) : this.exchangeFor(target);
+    const routingKey = fanout ? '' : requestAddress(target.topic, target.server);
+    declareRequestExchange(this.broker, exchange, fanout);
     if (msgId === undefined) {
       this.broker.publish(exchange, routingKey, body);
       return undefined;
@@ -81,10 +75,7 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
     if (!target.topic) throw new InvalidTarget('A notification target needs a topic', target);
     const body = encodeNotification(message, ctx, options.version);
     const exchange = this.exchangeFor(target);
-    // The notifier declares and binds the shared queue, so notifications wait for a listener.
-    this.broker.declareExchange(exchange, 'topic');
-    this.broker.declareQueue(target.topic);
-    this.broker.bindQueue(target.topic, exchange, target.topic);
+    declareNotificationTarget(this.broker, exchange, target.topic);
     this.broker.publish(exchange, target.topic, body);
   }
 

@@ -1,12 +1,12 @@
 // Listeners of memory://: broker consumers pushing through the shared inbound pipeline into the
 // listener. They declare and bind the same queues as oslo's rabbit driver.
-import { fanoutAddress, newFanoutQueueName, notificationQueueName, serverAddress, topicAddress } from '../../driver/addressing.js';
 import { NotificationInbound, RpcInbound, type DeliverySettler } from '../../driver/inbound.js';
 import type { ReceivedMessage } from '../../driver/incoming-message.js';
 import type { NotificationMessage, ReplySender, RpcMessage } from '../../driver/messages.js';
 import type { ListenerSink, PushSource } from '../../driver/push-listener.js';
 import type { Logger } from '../../logger.js';
 import type { MemoryBroker, MemoryConsumer, MemoryDelivery } from './memory-broker.js';
+import { declareNotificationQueues, declareRpcServer } from './topology.js';
 
 /** What a listener needs from its driver. */
 export interface MemoryListenerDeps {
@@ -111,21 +111,10 @@ export class MemoryRpcListener extends MemoryListener<RpcMessage<MemoryDelivery>
   }
 
   subscribe(): void {
-    const { broker } = this.deps;
-    broker.declareExchange(this.exchange, 'topic');
-    const keys = this.server === undefined ? [topicAddress(this.topic)] : [topicAddress(this.topic), serverAddress(this.topic, this.server)];
-    for (const key of keys) {
-      broker.declareQueue(key);
-      broker.bindQueue(key, this.exchange, key);
-    }
-    const fanoutExchange = fanoutAddress(this.topic);
-    const fanoutQueue = newFanoutQueueName(this.topic);
-    broker.declareExchange(fanoutExchange, 'fanout');
-    broker.declareQueue(fanoutQueue);
-    broker.bindQueue(fanoutQueue, fanoutExchange, this.topic);
-    this.privateQueues.push(fanoutQueue);
-    for (const key of keys) this.consume(key);
-    this.consume(fanoutQueue);
+    const { shared, fanout } = declareRpcServer(this.deps.broker, this.exchange, this.topic, this.server);
+    this.privateQueues.push(fanout);
+    for (const queue of shared) this.consume(queue);
+    this.consume(fanout);
   }
 
   protected receive(delivery: MemoryDelivery, consumer: number): RpcMessage<MemoryDelivery> | undefined {
@@ -152,16 +141,7 @@ export class MemoryNotificationListener extends MemoryListener<NotificationMessa
   }
 
   subscribe(): void {
-    const { broker } = this.deps;
-    const queues = new Set<string>();
-    for (const [exchange, address] of this.bindings) {
-      const queue = notificationQueueName(address, this.pool);
-      broker.declareExchange(exchange, 'topic');
-      broker.declareQueue(queue);
-      broker.bindQueue(queue, exchange, address);
-      queues.add(queue);
-    }
-    for (const queue of queues) this.consume(queue);
+    for (const queue of declareNotificationQueues(this.deps.broker, this.bindings, this.pool)) this.consume(queue);
   }
 
   protected receive(delivery: MemoryDelivery, consumer: number): NotificationMessage<MemoryDelivery> | undefined {

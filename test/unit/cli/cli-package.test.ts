@@ -19,7 +19,8 @@ let bin: string;
 beforeAll(async () => {
   requireBuiltBinary();
   dir = mkdtempSync(join(tmpdir(), 'tidings-pack-'));
-  const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: ROOT });
+  // --ignore-scripts: prepack would rebuild dist/ while other test files import it.
+  const { stdout } = await run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], { cwd: ROOT });
   const [{ filename }] = JSON.parse(stdout) as Array<{ filename: string }>;
   await run('tar', ['-xzf', join(dir, filename), '-C', dir]);
   // An install brings the one runtime dependency; the optional broker libraries stay out.
