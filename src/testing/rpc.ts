@@ -17,6 +17,16 @@ export function startServer(env: ConformanceEnv, transport: Transport, topic: st
   return started(env, getRpcServer(transport, new Target({ topic, server }), endpoints, options as never));
 }
 
+/** Servers s1 and s2 of one new topic, recording which of them handled which id. */
+async function twoRecordingServers(env: ConformanceEnv): Promise<{ t: Transport; topic: string; log: Array<{ server: string; id: unknown }> }> {
+  const t = await env.rpcTransport();
+  const topic = env.name('topic');
+  const log: Array<{ server: string; id: unknown }> = [];
+  await startServer(env, t, topic, 's1', [recorder('s1', log)]);
+  await startServer(env, t, topic, 's2', [recorder('s2', log)]);
+  return { t, topic, log };
+}
+
 /** Endpoint that records which server handled which call. */
 function recorder(server: string, log: Array<{ server: string; id: unknown }>) {
   return {
@@ -82,11 +92,7 @@ export function rpcTests(env: ConformanceEnv): void {
     });
 
     it('a cast to one named server reaches only that server', async () => {
-      const t = await env.rpcTransport();
-      const topic = env.name('topic');
-      const log: Array<{ server: string; id: unknown }> = [];
-      await startServer(env, t, topic, 's1', [recorder('s1', log)]);
-      await startServer(env, t, topic, 's2', [recorder('s2', log)]);
+      const { t, topic, log } = await twoRecordingServers(env);
       const client = getRpcClient(t, { topic }).prepare({ server: 's2' });
       for (let id = 0; id < 6; id++) await client.cast({}, 'who', { id });
       await waitFor(() => log.length === 6, { timeoutMs: env.ms(10_000), message: '6 casts handled' });
@@ -94,11 +100,7 @@ export function rpcTests(env: ConformanceEnv): void {
     });
 
     it('a call to one named server is handled only by it', async () => {
-      const t = await env.rpcTransport();
-      const topic = env.name('topic');
-      const log: Array<{ server: string; id: unknown }> = [];
-      await startServer(env, t, topic, 's1', [recorder('s1', log)]);
-      await startServer(env, t, topic, 's2', [recorder('s2', log)]);
+      const { t, topic, log } = await twoRecordingServers(env);
       const client = getRpcClient(t, { topic }, { timeout: env.ms(10_000) });
       for (let id = 0; id < 10; id++) await expect(client.prepare({ server: 's2' }).call({}, 'who', { id })).resolves.toBe('s2');
       for (let id = 10; id < 14; id++) await expect(client.prepare({ server: 's1' }).call({}, 'who', { id })).resolves.toBe('s1');
@@ -107,11 +109,7 @@ export function rpcTests(env: ConformanceEnv): void {
     });
 
     it('calls to a topic are shared round-robin between its servers, each handled exactly once', async () => {
-      const t = await env.rpcTransport();
-      const topic = env.name('topic');
-      const log: Array<{ server: string; id: unknown }> = [];
-      await startServer(env, t, topic, 's1', [recorder('s1', log)]);
-      await startServer(env, t, topic, 's2', [recorder('s2', log)]);
+      const { t, topic, log } = await twoRecordingServers(env);
       const client = getRpcClient(t, { topic }, { timeout: env.ms(10_000) });
       const N = 20;
       const replies: string[] = [];
@@ -127,11 +125,7 @@ export function rpcTests(env: ConformanceEnv): void {
     });
 
     it('casts to a topic are shared between its servers (sum exact, each > 0)', async () => {
-      const t = await env.rpcTransport();
-      const topic = env.name('topic');
-      const log: Array<{ server: string; id: unknown }> = [];
-      await startServer(env, t, topic, 's1', [recorder('s1', log)]);
-      await startServer(env, t, topic, 's2', [recorder('s2', log)]);
+      const { t, topic, log } = await twoRecordingServers(env);
       const client = getRpcClient(t, { topic });
       const N = 20;
       for (let id = 0; id < N; id++) await client.cast({}, 'who', { id });
