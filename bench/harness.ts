@@ -47,6 +47,12 @@ export interface Stats {
   ops: number;
   elapsedMs: number;
   opsPerSec: number;
+  /**
+   * CPU time (user + system) of this process per operation, in µs, over the whole run (setup and
+   * warm-up included). Independent of how fast the broker answers, so it compares tidings' own work
+   * with a baseline's on a machine whose broker latency wanders.
+   */
+  cpuUsPerOp?: number;
   p50Ms?: number;
   p99Ms?: number;
 }
@@ -58,6 +64,8 @@ export interface ScenarioResult extends Stats {
   baseline?: Stats;
   /** tidings ops/s divided by baseline ops/s. */
   ratio?: number;
+  /** tidings CPU per operation divided by the oslo-shaped baseline's (lower is better). */
+  osloCpuRatio?: number;
   /** The oslo-shaped raw baseline (the raw client doing the protocol work tidings must do), when registered. */
   osloBaseline?: Stats;
   /** tidings ops/s divided by osloBaseline ops/s: tidings' own overhead. */
@@ -100,8 +108,9 @@ export function percentile(samples: readonly number[], p: number): number {
 
 const round = (n: number, digits: number) => Number(n.toFixed(digits));
 
-export function toStats(m: Measurement): Stats {
+export function toStats(m: Measurement, cpuUs?: number): Stats {
   const stats: Stats = { ops: m.ops, elapsedMs: round(m.elapsedMs, 1), opsPerSec: m.elapsedMs > 0 ? Math.round((m.ops * 1000) / m.elapsedMs) : 0 };
+  if (cpuUs !== undefined && m.ops > 0) stats.cpuUsPerOp = round(cpuUs / m.ops, 1);
   if (m.latenciesMs?.length) {
     stats.p50Ms = round(percentile(m.latenciesMs, 50), 3);
     stats.p99Ms = round(percentile(m.latenciesMs, 99), 3);
@@ -145,16 +154,18 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     scenarios: {},
   };
   for (const scenario of selected) {
-    const result: ScenarioResult = { ...toStats(await scenario.run(contextFor(options, transportUrl))), unit: scenario.unit, description: scenario.description };
+    const measure = (fn: ScenarioFn) => measured(fn, contextFor(options, transportUrl));
+    const result: ScenarioResult = { ...(await measure(scenario.run)), unit: scenario.unit, description: scenario.description };
     const baseline = options.baselines[scenario.name];
     if (baseline) {
-      result.baseline = toStats(await baseline(contextFor(options, transportUrl)));
+      result.baseline = await measure(baseline);
       if (result.baseline.opsPerSec > 0) result.ratio = round(result.opsPerSec / result.baseline.opsPerSec, 2);
     }
     const osloBaseline = options.osloBaselines?.[scenario.name];
     if (osloBaseline) {
-      result.osloBaseline = toStats(await osloBaseline(contextFor(options, transportUrl)));
+      result.osloBaseline = await measure(osloBaseline);
       if (result.osloBaseline.opsPerSec > 0) result.osloRatio = round(result.opsPerSec / result.osloBaseline.opsPerSec, 2);
+      if (result.cpuUsPerOp !== undefined && result.osloBaseline.cpuUsPerOp) result.osloCpuRatio = round(result.cpuUsPerOp / result.osloBaseline.cpuUsPerOp, 2);
     }
     report.scenarios[scenario.name] = result;
   }
@@ -163,9 +174,17 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
   return report;
 }
 
+/** Runs one scenario or baseline and its stats, with the process CPU time it took. */
+async function measured(fn: ScenarioFn, ctx: BenchContext): Promise<Stats> {
+  const cpu = process.cpuUsage();
+  const m = await fn(ctx);
+  const used = process.cpuUsage(cpu);
+  return toStats(m, used.user + used.system);
+}
+
 /** The human-readable table. */
 export function formatTable(report: BenchReport): string[] {
-  const header = ['scenario', 'ops', 'ops/s', 'p50 ms', 'p99 ms', 'raw ops/s', 'tidings/raw', 'raw-oslo ops/s', 'tidings/raw-oslo'];
+  const header = ['scenario', 'ops', 'ops/s', 'p50 ms', 'p99 ms', 'raw ops/s', 'tidings/raw', 'raw-oslo ops/s', 'tidings/raw-oslo', 'cpu us/op', 'cpu vs raw-oslo'];
   const rows = Object.entries(report.scenarios).map(([name, r]) => [
     name,
     String(r.ops),
@@ -176,6 +195,8 @@ export function formatTable(report: BenchReport): string[] {
     r.ratio !== undefined ? r.ratio.toFixed(2) : '-',
     r.osloBaseline ? String(r.osloBaseline.opsPerSec) : '-',
     r.osloRatio !== undefined ? r.osloRatio.toFixed(2) : '-',
+    r.cpuUsPerOp !== undefined ? r.cpuUsPerOp.toFixed(1) : '-',
+    r.osloCpuRatio !== undefined ? r.osloCpuRatio.toFixed(2) : '-',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');

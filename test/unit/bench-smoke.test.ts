@@ -12,6 +12,13 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
 const NAMES = ['call-sequential', 'call-concurrent', 'cast', 'notify-publish', 'consume-plain', 'consume-pooled', 'consume-batch'];
 
+/** Spins for `ms` of wall time (CPU-bound) and returns 0. */
+function busy(ms: number): number {
+  const end = performance.now() + ms;
+  while (performance.now() < end);
+  return 0;
+}
+
 describe('bench harness', () => {
   it('registers the scenarios the issue asks for', () => {
     expect(SCENARIOS.map((s) => s.name)).toEqual(NAMES);
@@ -34,7 +41,7 @@ describe('bench harness', () => {
       expect(report.scenarios[name].p99Ms).toBeGreaterThanOrEqual(report.scenarios[name].p50Ms);
     }
     // The table: a title, a header, a rule and one row per scenario.
-    expect(out[1]).toMatch(/^scenario\s+ops\s+ops\/s\s+p50 ms\s+p99 ms\s+raw ops\/s\s+tidings\/raw\s+raw-oslo ops\/s\s+tidings\/raw-oslo$/);
+    expect(out[1]).toMatch(/^scenario\s+ops\s+ops\/s\s+p50 ms\s+p99 ms\s+raw ops\/s\s+tidings\/raw\s+raw-oslo ops\/s\s+tidings\/raw-oslo\s+cpu us\/op\s+cpu vs raw-oslo$/);
     expect(out).toHaveLength(3 + NAMES.length + 1);
   });
 
@@ -47,14 +54,17 @@ describe('bench harness', () => {
       only: ['cast'],
       scenarios: SCENARIOS,
       baselines: { cast: async (ctx) => ({ ops: ctx.count, elapsedMs: 5 }) },
-      osloBaselines: { cast: async (ctx) => ({ ops: ctx.count, elapsedMs: 10 }) },
+      // It burns ~2 ms of CPU so that its CPU per operation is measurable.
+      osloBaselines: { cast: async (ctx) => ({ ops: ctx.count, elapsedMs: 10 + busy(2) }) },
       print: (line) => out.push(line),
     });
     expect(report.scenarios.cast.baseline).toMatchObject({ ops: 10, opsPerSec: 2000 });
     expect(report.scenarios.cast.ratio).toBeCloseTo(report.scenarios.cast.opsPerSec / 2000, 1);
     expect(report.scenarios.cast.osloBaseline).toMatchObject({ ops: 10, opsPerSec: 1000 });
     expect(report.scenarios.cast.osloRatio).toBeCloseTo(report.scenarios.cast.opsPerSec / 1000, 1);
-    expect(out.find((l) => l.startsWith('cast '))).toMatch(/\s2000\s+\d+\.\d\d\s+1000\s+\d+\.\d\d$/);
+    expect(out.find((l) => l.startsWith('cast '))).toMatch(/\s2000\s+\d+\.\d\d\s+1000\s+\d+\.\d\d\s+\d+\.\d\s+\d+\.\d\d$/);
+    expect(report.scenarios.cast.cpuUsPerOp).toBeGreaterThan(0);
+    expect(report.scenarios.cast.osloCpuRatio).toBeCloseTo(report.scenarios.cast.cpuUsPerOp! / report.scenarios.cast.osloBaseline!.cpuUsPerOp!, 1);
   });
 
   it('loads both baseline kinds for RabbitMQ URLs and none for memory://', async () => {
