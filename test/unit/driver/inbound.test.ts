@@ -137,6 +137,25 @@ describe('encodeRpcRequest / encodeNotification', () => {
     expect(() => encodeNotification({}, {}, 3 as never)).toThrow(InvalidArgument);
   });
 
+  it('write exactly the keys and values of {...message, wire keys, _context_*} (what oslo reads), members JSON drops left out', () => {
+    const ctxs: Array<Record<string, unknown>> = [{}, { user: 'u1', roles: ['a', 'b'], nested: { x: [1, { y: null }] } }, { 'we"ird\\key': 'é 𝄞 \n', skipped: undefined, fn: () => 1 }];
+    const messages: Array<Record<string, unknown>> = [{}, { method: 'm', args: { text: '"quoted" \\ back' } }, { method: 'm', args: {}, namespace: 'ns', version: '1.2', gone: undefined }];
+    for (const ctx of ctxs) {
+      for (const message of messages) {
+        const flat: Record<string, unknown> = JSON.parse(JSON.stringify(message));
+        for (const [k, v] of Object.entries(JSON.parse(JSON.stringify(ctx)) as Record<string, unknown>)) flat[`_context_${k}`] = v;
+        const call = decodeBody(encodeRpcRequest(message, ctx, { msgId: 'm1', replyQueue: 'reply_1', callMonitorTimeout: 1500 }));
+        expect(call).toEqual({ ...flat, _msg_id: 'm1', _reply_q: 'reply_1', _timeout: 1.5, _unique_id: call._unique_id });
+        const cast = decodeBody(encodeRpcRequest(message, ctx));
+        expect(cast).toEqual({ ...flat, _unique_id: cast._unique_id });
+        const v1 = JSON.parse(encodeNotification(message, ctx, 1.0)) as Record<string, unknown>;
+        expect(v1).toEqual({ ...flat, _unique_id: v1._unique_id });
+        const v2 = decodeBody(encodeNotification(message, ctx));
+        expect(v2).toEqual({ ...flat, _unique_id: v2._unique_id });
+      }
+    }
+  });
+
   it('a cast carries no reply keys; a call without a monitor window sends _timeout null', () => {
     expect(Object.keys(decodeBody(encodeRpcRequest({ method: 'm' }, {})))).toEqual(['method', '_unique_id']);
     expect(decodeBody(encodeRpcRequest({ method: 'm' }, {}, { msgId: 'x', replyQueue: 'r' }))).toMatchObject({ _msg_id: 'x', _reply_q: 'r', _timeout: null });
