@@ -141,8 +141,10 @@ class PushListener<M extends ReceivedMessage> implements Listener<M>, ListenerSi
       this.invoke(message);
     }
     if (this.busy) return;
-    this.backlog = [];
-    this.head = 0;
+    if (this.backlog.length > 0) {
+      this.backlog.length = 0;
+      this.head = 0;
+    }
     const idle = this.idle;
     this.idle = undefined;
     idle?.();
