@@ -68,6 +68,19 @@ export abstract class RpcIncomingMessage extends ReceivedMessage {
   abstract readonly expectsReply: boolean;
 
   /**
+   * For a call: its `_msg_id`, the id its reply carries (oslo's conversation id, for logs and
+   * traces); undefined for a cast.
+   */
+  get callId(): string | undefined {
+    return undefined;
+  }
+
+  /** For a call: the caller's reply address (`_reply_q`); undefined for a cast. */
+  get replyAddress(): string | undefined {
+    return undefined;
+  }
+
+  /**
    * Sends the one final reply of a call. A no-op for casts. MUST NOT throw: a reply that
    * cannot be delivered is logged. A failure is serialised with the remote-error format.
    */

@@ -39,6 +39,14 @@ export class RpcMessage<D = unknown> extends RpcIncomingMessage {
     this.callMonitorTimeout = parsed.callMonitorTimeout;
   }
 
+  override get callId(): string | undefined {
+    return this.msgIdOfCall;
+  }
+
+  override get replyAddress(): string | undefined {
+    return this.replyQueue;
+  }
+
   async reply(reply: RpcReply): Promise<void> {
     if (!this.expectsReply) return;
     if (this.replied) {

@@ -24,6 +24,22 @@ export function contractTests(env: ConformanceEnv): void {
     });
 
     if (env.caps.rpc) {
+      it("a reply whose failure is empty ('') counts as no failure, as oslo reads it (`if data['failure']`)", async () => {
+        const serverT = await env.rpcTransport();
+        const clientT = await env.rpcTransport();
+        const topic = env.name('topic');
+        const listener = await serverT.driver.listen(new Target({ topic, server: 's1' }));
+        env.defer(() => listener.cleanup());
+        // The test answers itself, with the body a non-tidings server might send.
+        listener.start(async (messages: RpcIncomingMessage[]) => {
+          for (const m of messages) {
+            const body = { result: { echoed: m.request.args }, failure: '', ending: true, _msg_id: m.callId, _unique_id: 'raw-reply' };
+            await env.subject.publishRaw(env.url(), '', m.replyAddress!, JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify(body) }));
+          }
+        });
+        await expect(getRpcClient(clientT, { topic }, { timeout: env.ms(10_000) }).call({}, 'anything', { a: 1 })).resolves.toEqual({ echoed: { a: 1 } });
+      });
+
       it('a second final reply to one call is ignored with a warning; the caller gets the first', async () => {
         const logger = createMemoryLogger();
         const serverT = await env.rpcTransport({ logger });

@@ -41,6 +41,7 @@ describe('RpcInbound', () => {
     expect(msg.ctx).toEqual({ user: 'u', client_timeout: 2 });
     expect(msg.expectsReply).toBe(true);
     expect(msg.callMonitorTimeout).toBe(2000);
+    expect([msg.callId, msg.replyAddress]).toEqual(['m1', 'reply_x']);
     expect(msg.unwrap()).toEqual({ tag: 1 });
     await msg.heartbeat();
     await msg.reply({ result: 3 });
@@ -58,7 +59,8 @@ describe('RpcInbound', () => {
     const inbound = new RpcInbound({ settler, logger, dedupWindow: 16, replies: replies().sender });
     expect(inbound.receive('not json {secret', { tag: 1 })).toBeUndefined();
     expect(inbound.receive(JSON.stringify({ args: {} }), { tag: 2 })).toBeUndefined();
-    expect(inbound.receive(encodeRpcRequest({ method: 'm' }, {}), { tag: 3 })).toBeDefined();
+    const cast = inbound.receive(encodeRpcRequest({ method: 'm' }, {}), { tag: 3 });
+    expect([cast?.expectsReply, cast?.callId, cast?.replyAddress]).toEqual([false, undefined, undefined]);
     expect(log).toEqual(['reject 1@0', 'reject 2@0', 'ack 3@0']);
     const warnings = logger.records.filter((r) => r.level === 'warn');
     expect(warnings).toHaveLength(2);
