@@ -55,6 +55,8 @@ export type DispatchOutcome =
 interface BoundEndpoint {
   readonly endpoint: object;
   readonly target: Target;
+  /** target.acceptedNamespaces, built once (the getter builds a new array on every read). */
+  readonly namespaces: ReadonlyArray<string | undefined>;
   /** versionIsCompatible(target.version, requested), memoised per requested version string. */
   readonly compatible: Map<string, boolean>;
 }
@@ -75,7 +77,10 @@ export class RpcDispatcher {
   constructor(endpoints: readonly object[], options: RpcDispatcherOptions = {}) {
     if (!Array.isArray(endpoints)) throw new InvalidArgument('endpoints', 'an array of endpoint objects', endpoints);
     const all = options.rpcPingEnabled ? [...endpoints, createPingEndpoint()] : [...endpoints];
-    this.bound = all.map((endpoint, i) => ({ endpoint, target: endpointTarget(endpoint, i), compatible: new Map<string, boolean>() }));
+    this.bound = all.map((endpoint, i) => {
+      const target = endpointTarget(endpoint, i);
+      return { endpoint, target, namespaces: target.acceptedNamespaces, compatible: new Map<string, boolean>() };
+    });
     this.endpoints = Object.freeze(all);
     const given = options.accessPolicy ?? new DefaultRpcAccessPolicy();
     const policy = typeof given === 'function' ? new given() : given;
@@ -105,8 +110,8 @@ export class RpcDispatcher {
     const { method, namespace, version } = request;
     let foundCompatible = false;
     for (const bound of this.bound) {
-      const { endpoint, target } = bound;
-      if (!target.acceptedNamespaces.includes(namespace) || !isCompatible(bound, version)) continue;
+      const { endpoint } = bound;
+      if (!bound.namespaces.includes(namespace) || !isCompatible(bound, version)) continue;
       foundCompatible = true;
       const fn = method === 'target' ? undefined : lookupEndpointMethod(endpoint, method);
       if (!fn || !this.accessPolicy.isAllowed(endpoint, method, fn)) continue;
