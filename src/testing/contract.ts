@@ -1,7 +1,7 @@
 // Conformance at the driver seam itself (BaseDriver, below the façades): rules the drivers once
 // disagreed on, now decided by the contract and written once in src/driver.
 import { describe, expect, it } from 'vitest';
-import { createMemoryLogger, getRpcClient, InvalidArgument, Target } from '../index.js';
+import { createMemoryLogger, getRpcClient, InvalidArgument, Target, type TransportOptions } from '../index.js';
 import type { RpcIncomingMessage } from '../driver/incoming-message.js';
 import type { ConformanceEnv } from './harness.js';
 import { waitFor } from './wait.js';
@@ -25,38 +25,40 @@ export function contractTests(env: ConformanceEnv): void {
 
     if (env.caps.rpc) {
       it("a reply whose failure is empty ('') counts as no failure, as oslo reads it (`if data['failure']`)", async () => {
-        const serverT = await env.rpcTransport();
-        const clientT = await env.rpcTransport();
-        const topic = env.name('topic');
-        const listener = await serverT.driver.listen(new Target({ topic, server: 's1' }));
-        env.defer(() => listener.cleanup());
         // The test answers itself, with the body a non-tidings server might send.
-        listener.start(async (messages: RpcIncomingMessage[]) => {
-          for (const m of messages) {
-            const body = { result: { echoed: m.request.args }, failure: '', ending: true, _msg_id: m.callId, _unique_id: 'raw-reply' };
-            await env.subject.publishRaw(env.url(), '', m.replyAddress!, JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify(body) }));
-          }
+        const client = await driverServer(env, {}, async (m) => {
+          const body = { result: { echoed: m.request.args }, failure: '', ending: true, _msg_id: m.callId, _unique_id: 'raw-reply' };
+          await env.subject.publishRaw(env.url(), '', m.replyAddress!, JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify(body) }));
         });
-        await expect(getRpcClient(clientT, { topic }, { timeout: env.ms(10_000) }).call({}, 'anything', { a: 1 })).resolves.toEqual({ echoed: { a: 1 } });
+        await expect(client.call({}, 'anything', { a: 1 })).resolves.toEqual({ echoed: { a: 1 } });
       });
 
       it('a second final reply to one call is ignored with a warning; the caller gets the first', async () => {
         const logger = createMemoryLogger();
-        const serverT = await env.rpcTransport({ logger });
-        const clientT = await env.rpcTransport();
-        const topic = env.name('topic');
-        const listener = await serverT.driver.listen(new Target({ topic, server: 's1' }));
-        env.defer(() => listener.cleanup());
-        listener.start(async (messages: RpcIncomingMessage[]) => {
-          for (const m of messages) {
-            expect(m.request).toEqual({ method: 'twice', args: { a: 1 }, namespace: undefined, version: '1.0' });
-            await m.reply({ result: 'first' });
-            await m.reply({ result: 'second' });
-          }
+        const client = await driverServer(env, { logger }, async (m) => {
+          expect(m.request).toEqual({ method: 'twice', args: { a: 1 }, namespace: undefined, version: '1.0' });
+          await m.reply({ result: 'first' });
+          await m.reply({ result: 'second' });
         });
-        await expect(getRpcClient(clientT, { topic }, { timeout: env.ms(10_000) }).call({}, 'twice', { a: 1 })).resolves.toBe('first');
+        await expect(client.call({}, 'twice', { a: 1 })).resolves.toBe('first');
         await waitFor(() => logger.records.some((r) => r.level === 'warn' && /second final reply/.test(r.msg)), { timeoutMs: env.ms(5000), message: 'the second reply logged' });
       });
     }
   });
+}
+
+/**
+ * A server made of a bare driver listener (no RpcServer) that hands each request to `handle`,
+ * and a client of its topic on another transport.
+ */
+async function driverServer(env: ConformanceEnv, options: TransportOptions, handle: (m: RpcIncomingMessage) => Promise<void>) {
+  const serverT = await env.rpcTransport(options);
+  const clientT = await env.rpcTransport();
+  const topic = env.name('topic');
+  const listener = await serverT.driver.listen(new Target({ topic, server: 's1' }));
+  env.defer(() => listener.cleanup());
+  listener.start(async (messages: RpcIncomingMessage[]) => {
+    for (const m of messages) await handle(m);
+  });
+  return getRpcClient(clientT, { topic }, { timeout: env.ms(10_000) });
 }
