@@ -104,7 +104,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     const topic = target.topic as string;
     const waiter = options.waitForReply ? this.getReplyWaiter() : undefined;
     const msgId = waiter ? newHexId() : undefined;
-    const content = Buffer.from(encodeRpcRequest(message, ctx, waiter && msgId ? { msgId, replyQueue: waiter.queue, callMonitorTimeout: options.callMonitorTimeout } : undefined));
+    const content = Buffer.from(encodeRpcRequest(message, ctx, waiter && { msgId: msgId!, replyQueue: waiter.queue, callMonitorTimeout: options.callMonitorTimeout }));
     const decl = target.fanout ? this.topology.fanout(topic) : this.topology.topic(this.exchangeFor(target));
     const routingKey = target.fanout ? '' : requestAddress(topic, target.server);
     if (!waiter || !msgId) {
@@ -156,9 +156,8 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
   }
 
   protected async close(): Promise<void> {
-    const gone = new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply');
-    this.pending.failAll(gone);
-    await this.replyWaiter?.close(gone);
+    this.pending.failAll(new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply'));
+    await this.replyWaiter?.close();
     await this.publisher.drain(this.options.shutdownTimeout);
     await this.conn.close();
     this.logger.debug('AMQP driver cleaned up');

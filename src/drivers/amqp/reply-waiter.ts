@@ -51,11 +51,10 @@ export class ReplyWaiter {
     return cur !== undefined && this.channel !== undefined && this.channelGeneration === cur.generation;
   };
 
-  /** Rejects every waiting call and cancels the consumer. */
-  async close(err: Error): Promise<void> {
+  /** Cancels the consumer (the driver fails the waiting calls in its PendingReplies). */
+  async close(): Promise<void> {
     this.closed = true;
     this.removeHook?.();
-    this.pending.failAll(err);
     const ch = this.channel;
     this.channel = undefined;
     // The queue is left to its x-expires, as oslo does: deleting it would make servers still
