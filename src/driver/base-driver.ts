@@ -1,14 +1,14 @@
 // THE CONTRACT every backend implements. The façades in rpc/ and notify/ talk only to this.
 import type { Logger } from '../logger.js';
-import type { Target } from '../target.js';
+import { validateNotificationTarget, validateSendTarget, validateServerTarget, type Target } from '../target.js';
 import type { TransportURL } from '../transport-url.js';
-import { InvalidState } from '../errors.js';
+import { AbortError, InvalidArgument, InvalidState } from '../errors.js';
 import { requireCapability, type DriverCapabilities } from './capabilities.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from './incoming-message.js';
 import type { Listener } from './listener.js';
 import { listenToPushSource, type PushSource } from './push-listener.js';
 import type { RemoteErrorRegistry } from './remote-error.js';
-import type { Context, DriverMessage, Priority } from './types.js';
+import { isPriority, PRIORITIES, type Context, type DriverMessage, type Priority } from './types.js';
 
 /** What `transport.ts` hands to a driver's constructor. */
 export interface DriverInit {
@@ -118,44 +118,117 @@ export abstract class BaseDriver {
 
   /**
    * Sends an RPC message (`{method, args, namespace?, version?}`) to `target` with `ctx`.
+   * Written once here: it checks the driver is open and the arguments (a topic; no fanout with
+   * `waitForReply`; non-negative durations; an integer `retry` of -1 or more; a signal not
+   * aborted yet), rejecting with `InvalidState`, `InvalidTarget`, `InvalidArgument` or
+   * `AbortError` before anything is sent, then calls the driver's `doSend`.
+   */
+  send(target: Target, ctx: Context, message: DriverMessage, options: SendOptions = {}): Promise<unknown> {
+    try {
+      this.assertOpen();
+      validateSendTarget(target, options.waitForReply === true);
+      checkDuration('timeout', options.timeout);
+      checkDuration('callMonitorTimeout', options.callMonitorTimeout);
+      checkRetry(options.retry);
+      if (options.signal?.aborted) throw new AbortError('The operation was aborted', { cause: options.signal.reason });
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.doSend(target, ctx, message, options);
+  }
+
+  /**
+   * The driver's part of `send()`, with arguments already checked (see `send`).
    *
-   * - `target` was validated by the caller (topic present; no fanout with waitForReply).
    * - Without `waitForReply` (a cast) it MUST resolve with `undefined` only once the broker
    *   has accepted the message (publisher confirm, write acknowledged).
    * - With `waitForReply` it MUST resolve with the reply's `result`, or reject with the
    *   remote error rebuilt by `deserializeRemoteError(failure, allowedRemoteExmods,
    *   remoteErrors)`, or with `MessagingTimeout` when `timeout` (or a call-monitor window)
    *   passes. Late replies after a timeout MUST be dropped, never delivered to another call.
+   *   `PendingReplies` does all of this once the driver feeds it the replies.
    * - Connection failures are retried per `retry`; once exhausted it MUST reject with
    *   `MessageDeliveryFailure`. A retry MUST NOT make the message appear twice to a consumer
    *   (the `_unique_id` stays the same across retries and listeners dedupe on it).
    * - An aborted `signal` MUST reject with `AbortError` and stop waiting for the reply.
    */
-  abstract send(target: Target, ctx: Context, message: DriverMessage, options?: SendOptions): Promise<unknown>;
+  protected abstract doSend(target: Target, ctx: Context, message: DriverMessage, options: SendOptions): Promise<unknown>;
 
   /**
    * Publishes a notification dict (oslo 1.10 body) to `target.topic` = `<topic>.<priority>`.
-   * MUST resolve only after the broker accepted it. Notifications are store-and-forward:
-   * when the driver has `durableNotifications`, a notification sent before any listener
-   * exists MUST reach the un-pooled listener that later listens on it.
+   * Checks the driver is open, the topic, `version` and `retry` before anything is sent, then
+   * calls the driver's `doSendNotification`.
    */
-  abstract sendNotification(target: Target, ctx: Context, message: DriverMessage, options?: NotificationSendOptions): Promise<void>;
+  sendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions = {}): Promise<void> {
+    try {
+      this.assertOpen();
+      validateNotificationTarget(target);
+      if (options.version !== undefined && options.version !== 1.0 && options.version !== 2.0) throw new InvalidArgument('version', '1.0 or 2.0', options.version);
+      checkRetry(options.retry);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.doSendNotification(target, ctx, message, options);
+  }
 
   /**
-   * Subscribes an RPC server: the shared `<topic>` queue (round-robin between all servers of
-   * the topic), the `<topic>.<server>` queue, and the topic's fanout. Resolves once the
-   * subscriptions are in place, so that a message sent after it resolves is received.
+   * The driver's part of `sendNotification()`. It MUST resolve only after the broker accepted
+   * the notification. Notifications are store-and-forward: when the driver has
+   * `durableNotifications`, a notification sent before any listener exists MUST reach the
+   * un-pooled listener that later listens on it.
+   */
+  protected abstract doSendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions): Promise<void>;
+
+  /**
+   * Subscribes an RPC server to `target` (a topic and the server's name). Checks the
+   * driver is open, the target and the batch options, then calls the driver's `doListen`.
+   */
+  async listen(target: Target, options: ListenOptions = {}): Promise<Listener<RpcIncomingMessage>> {
+    this.assertOpen();
+    validateServerTarget(target);
+    checkBatchOptions(options);
+    return this.doListen(target, options);
+  }
+
+  /**
+   * The driver's part of `listen()`: the shared `<topic>` queue (round-robin between all
+   * servers of the topic), the `<topic>.<server>` queue, and the topic's fanout. Resolves once
+   * the subscriptions are in place, so that a message sent after it resolves is received.
    * Malformed messages MUST be rejected (not requeued) and logged; the listener keeps going.
+   * Use `openListener` for the wrapping and cleanup tracking.
    */
-  abstract listen(target: Target, options?: ListenOptions): Promise<Listener<RpcIncomingMessage>>;
+  protected abstract doListen(target: Target, options: ListenOptions): Promise<Listener<RpcIncomingMessage>>;
 
   /**
-   * Subscribes to `<topic>.<priority>` for every pair. Without a pool, listeners share one
-   * queue per pair; with a pool, each pool gets every message once and members of the pool
-   * share them. Resolves once subscribed. Throws NotSupportedError for a pool when the
-   * driver lacks `pools`.
+   * Subscribes to `<topic>.<priority>` for every pair. Checks the driver is open, the pairs
+   * (non-empty; each a target with a topic and a known priority), the pool (a non-empty string,
+   * and the `pools` capability) and the batch options, then calls `doListenForNotifications`.
    */
-  abstract listenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options?: NotificationListenOptions): Promise<Listener<IncomingMessage>>;
+  async listenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions = {}): Promise<Listener<IncomingMessage>> {
+    this.assertOpen();
+    if (!Array.isArray(targetsAndPriorities) || targetsAndPriorities.length === 0) {
+      throw new InvalidArgument('targetsAndPriorities', 'a non-empty array of [target, priority] pairs', targetsAndPriorities);
+    }
+    for (const pair of targetsAndPriorities) {
+      if (!Array.isArray(pair)) throw new InvalidArgument('targetsAndPriorities', 'a non-empty array of [target, priority] pairs', pair);
+      validateNotificationTarget(pair[0]);
+      if (!isPriority(pair[1])) throw new InvalidArgument('priority', `one of ${PRIORITIES.join(', ')}`, pair[1]);
+    }
+    const pool = options.pool;
+    if (pool !== undefined) {
+      if (typeof pool !== 'string' || pool === '') throw new InvalidArgument('pool', 'a non-empty string', pool);
+      this.requireFeatures({ pools: true });
+    }
+    checkBatchOptions(options);
+    return this.doListenForNotifications(targetsAndPriorities, options);
+  }
+
+  /**
+   * The driver's part of `listenForNotifications()`: without a pool, listeners share one queue
+   * per pair; with a pool, each pool gets every message once and members of the pool share
+   * them. Resolves once subscribed.
+   */
+  protected abstract doListenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions): Promise<Listener<IncomingMessage>>;
 
   /**
    * Releases every listener, connection and timer. Pending calls reject (MessagingTimeout or
@@ -238,4 +311,20 @@ export abstract class BaseDriver {
   toString(): string {
     return `${this.constructor.name}<${this.url.toString()}>`;
   }
+}
+
+function checkDuration(field: string, value: unknown): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new InvalidArgument(field, 'a non-negative number of milliseconds', value);
+}
+
+function checkRetry(value: unknown): void {
+  if (value === undefined) return;
+  if (!Number.isInteger(value) || (value as number) < -1) throw new InvalidArgument('retry', 'an integer: -1 (forever), 0 (none) or a count of retries', value);
+}
+
+function checkBatchOptions(options: ListenOptions): void {
+  const { batchSize, batchTimeout } = options;
+  if (batchSize !== undefined && (!Number.isInteger(batchSize) || batchSize < 1)) throw new InvalidArgument('batchSize', 'a positive integer', batchSize);
+  checkDuration('batchTimeout', batchTimeout);
 }

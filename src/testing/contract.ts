@@ -1,7 +1,7 @@
 // Conformance at the driver seam itself (BaseDriver, below the façades): rules the drivers once
 // disagreed on, now decided by the contract and written once in src/driver.
 import { describe, expect, it } from 'vitest';
-import { createMemoryLogger, getRpcClient, InvalidArgument, Target, type TransportOptions } from '../index.js';
+import { AbortError, createMemoryLogger, getRpcClient, InvalidArgument, InvalidTarget, Target, type TransportOptions } from '../index.js';
 import type { RpcIncomingMessage } from '../driver/incoming-message.js';
 import type { ConformanceEnv } from './harness.js';
 import { waitFor } from './wait.js';
@@ -21,6 +21,40 @@ export function contractTests(env: ConformanceEnv): void {
         await expect(rpc.driver.send(rpcTarget, {}, { method: 'm', args: { n: 1n } })).rejects.toThrow(InvalidArgument);
         await expect(rpc.driver.send(rpcTarget, {}, { method: 'm', args: { n: 1n } }, { waitForReply: true, timeout: env.ms(5000) })).rejects.toThrow(/message/);
       }
+    });
+
+    it('bad arguments at the seam fail with a typed error before anything is sent, on every driver', async () => {
+      const transport = await env.notificationTransport();
+      const driver = transport.driver;
+      const topic = env.name('topic');
+      const body = { message_id: 'm', publisher_id: null, event_type: 'e', priority: 'INFO', timestamp: 't', payload: {} };
+      await expect(driver.sendNotification(new Target({}), {}, body)).rejects.toThrow(InvalidTarget);
+      await expect(driver.sendNotification(new Target({ topic }), {}, body, { retry: 1.5 })).rejects.toThrow(InvalidArgument);
+      await expect(driver.listenForNotifications([])).rejects.toThrow(InvalidArgument);
+      await expect(driver.listenForNotifications([[new Target({}), 'info']])).rejects.toThrow(InvalidTarget);
+      await expect(driver.listenForNotifications([[new Target({ topic }), 'loud' as 'info']])).rejects.toThrow(/priority/);
+      await expect(driver.listenForNotifications([[new Target({ topic }), 'info']], { pool: '' })).rejects.toThrow(/pool/);
+      await expect(driver.listenForNotifications([[new Target({ topic }), 'info']], { batchSize: 0 })).rejects.toThrow(/batchSize/);
+      if (env.caps.rpc) {
+        const rpc = (await env.rpcTransport()).driver;
+        const message = { method: 'm', args: {} };
+        await expect(rpc.send(new Target({}), {}, message)).rejects.toThrow(InvalidTarget);
+        await expect(rpc.send(new Target({ topic, fanout: true }), {}, message, { waitForReply: true })).rejects.toThrow(InvalidTarget);
+        await expect(rpc.send(new Target({ topic }), {}, message, { waitForReply: true, timeout: -1 })).rejects.toThrow(/timeout/);
+        await expect(rpc.send(new Target({ topic }), {}, message, { retry: -2 })).rejects.toThrow(/retry/);
+        await expect(rpc.send(new Target({ topic }), {}, message, { signal: AbortSignal.abort() })).rejects.toThrow(AbortError);
+        await expect(rpc.listen(new Target({ server: 's' }))).rejects.toThrow(InvalidTarget);
+        await expect(rpc.listen(new Target({ topic }))).rejects.toThrow(/server name/);
+        await expect(rpc.listen(new Target({ topic, server: 's' }), { batchTimeout: Number.NaN })).rejects.toThrow(/batchTimeout/);
+      }
+      // Nothing above was sent: a listener on the topic finds its queue empty.
+      const listener = await driver.listenForNotifications([[new Target({ topic }), 'info']]);
+      env.defer(() => listener.cleanup());
+      const got: unknown[] = [];
+      listener.start(async (messages) => void got.push(...messages));
+      await transport.driver.sendNotification(new Target({ topic: `${topic}.info` }), {}, { ...body, message_id: 'after' });
+      await waitFor(() => got.length > 0, { timeoutMs: env.ms(5000), message: 'the notification sent after the bad ones' });
+      expect(got.map((m) => (m as { notification: { message_id: string } }).notification.message_id)).toEqual(['after']);
     });
 
     if (env.caps.rpc) {

@@ -13,7 +13,7 @@ import type { Listener } from '../../driver/listener.js';
 import type { Context, DriverMessage } from '../../driver/types.js';
 import { AbortError, InvalidState, MessageDeliveryFailure, MessageUndeliverable, MessagingError } from '../../errors.js';
 import type { Target } from '../../target.js';
-import { abortableSleep, throwIfAborted, withRetry } from '../../retry.js';
+import { abortableSleep, withRetry } from '../../retry.js';
 import { AmqpListener } from './amqp-listener.js';
 import { AmqpConnection, type DriverEventEmitter } from './connection.js';
 import { resolveOptions, type ResolvedAmqpOptions } from './options.js';
@@ -98,9 +98,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     return this.conn.isBlocked;
   }
 
-  async send(target: Target, ctx: Context, message: DriverMessage, options: SendOptions = {}): Promise<unknown> {
-    this.assertOpen();
-    throwIfAborted(options.signal);
+  protected async doSend(target: Target, ctx: Context, message: DriverMessage, options: SendOptions): Promise<unknown> {
     const topic = target.topic as string;
     const waiter = options.waitForReply ? this.getReplyWaiter() : undefined;
     const msgId = waiter ? newHexId() : undefined;
@@ -131,21 +129,18 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     return call.promise;
   }
 
-  async sendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions = {}): Promise<void> {
-    this.assertOpen();
+  protected async doSendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions): Promise<void> {
     const topic = target.topic as string;
     const content = Buffer.from(encodeNotification(message, ctx, options.version));
     await this.publish({ decl: this.topology.notification(this.exchangeFor(target), topic), routingKey: topic, content, retry: options.retry });
   }
 
-  async listen(target: Target, options: ListenOptions = {}): Promise<Listener<RpcIncomingMessage>> {
-    this.assertOpen();
+  protected async doListen(target: Target, options: ListenOptions): Promise<Listener<RpcIncomingMessage>> {
     const specs = rpcServerSpecs(this.exchangeFor(target), target.topic as string, target.server as string, this.options);
     return this.startListener<RpcIncomingMessage>('rpc', specs, options, { topic: target.topic, server: target.server });
   }
 
-  async listenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions = {}): Promise<Listener<IncomingMessage>> {
-    this.assertOpen();
+  protected async doListenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions): Promise<Listener<IncomingMessage>> {
     const pairs = targetsAndPriorities.map(([t, p]) => ({ exchange: this.exchangeFor(t), routingKey: notificationAddress(t.topic as string, p) }));
     const specs = notificationSpecs(pairs, options.pool, this.options);
     return this.startListener<IncomingMessage>('notification', specs, options, { pool: options.pool });

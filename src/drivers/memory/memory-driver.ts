@@ -8,9 +8,9 @@ import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../..
 import type { Listener } from '../../driver/listener.js';
 import type { ReplySender } from '../../driver/messages.js';
 import { PendingReplies } from '../../driver/pending-replies.js';
-import { isPriority, type Context, type DriverMessage } from '../../driver/types.js';
+import type { Context, DriverMessage } from '../../driver/types.js';
 import { encodeNotification, encodeRpcRequest } from '../../driver/wire.js';
-import { AbortError, InvalidArgument, InvalidTarget, MessageDeliveryFailure } from '../../errors.js';
+import { MessageDeliveryFailure } from '../../errors.js';
 import type { Target } from '../../target.js';
 import { getMemoryBroker, type MemoryBroker, type MemoryConsumer, type MemoryDelivery } from './memory-broker.js';
 import { MemoryNotificationListener, MemoryRpcListener, type MemoryListener, type MemoryListenerDeps } from './memory-listener.js';
@@ -45,60 +45,42 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
     this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
   }
 
-  async send(target: Target, ctx: Context, message: DriverMessage, options: SendOptions = {}): Promise<unknown> {
-    this.assertOpen();
-    const waitForReply = options.waitForReply === true;
-    if (!target.topic) throw new InvalidTarget('A topic is required to send', target);
-    if (waitForReply && target.fanout) throw new InvalidTarget('A call cannot be used with fanout', target);
-    checkDuration('timeout', options.timeout);
-    checkDuration('callMonitorTimeout', options.callMonitorTimeout);
-    if (options.signal?.aborted) throw new AbortError('The operation was aborted', { cause: options.signal.reason });
-
-    const msgId = waitForReply ? newHexId() : undefined;
+  protected async doSend(target: Target, ctx: Context, message: DriverMessage, options: SendOptions): Promise<unknown> {
+    const topic = target.topic as string;
+    const msgId = options.waitForReply === true ? newHexId() : undefined;
     const body = encodeRpcRequest(message, ctx, msgId === undefined ? undefined : { msgId, replyQueue: this.ensureReplyQueue(), callMonitorTimeout: options.callMonitorTimeout });
     const fanout = target.fanout === true;
-    const exchange = fanout ? fanoutAddress(target.topic) : this.exchangeFor(target);
-    const routingKey = fanout ? '' : requestAddress(target.topic, target.server);
+    const exchange = fanout ? fanoutAddress(topic) : this.exchangeFor(target);
+    const routingKey = fanout ? '' : requestAddress(topic, target.server);
     declareRequestExchange(this.broker, exchange, fanout);
     if (msgId === undefined) {
       this.broker.publish(exchange, routingKey, body);
       return undefined;
     }
-    const call = this.pending.register(msgId, { topic: target.topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal });
+    const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal });
     // Like oslo's `expiration`: a request nobody took within the call timeout is never run.
     this.broker.publish(exchange, routingKey, body, { expirationMs: options.timeout });
     return call.promise;
   }
 
-  async sendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions = {}): Promise<void> {
-    this.assertOpen();
-    if (!target.topic) throw new InvalidTarget('A notification target needs a topic', target);
+  protected async doSendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions): Promise<void> {
+    const topic = target.topic as string;
     const body = encodeNotification(message, ctx, options.version);
     const exchange = this.exchangeFor(target);
-    declareNotificationTarget(this.broker, exchange, target.topic);
-    this.broker.publish(exchange, target.topic, body);
+    declareNotificationTarget(this.broker, exchange, topic);
+    this.broker.publish(exchange, topic, body);
   }
 
-  async listen(target: Target, options: ListenOptions = {}): Promise<Listener<RpcIncomingMessage>> {
-    this.assertOpen();
-    if (!target.topic) throw new InvalidTarget('A server target needs a topic', target);
-    const logger = this.logger.child({ listener: 'rpc', topic: target.topic });
-    const source = new MemoryRpcListener(this.listenerDeps(logger), this.exchangeFor(target), target.topic, target.server);
+  protected async doListen(target: Target, options: ListenOptions): Promise<Listener<RpcIncomingMessage>> {
+    const topic = target.topic as string;
+    const logger = this.logger.child({ listener: 'rpc', topic });
+    const source = new MemoryRpcListener(this.listenerDeps(logger), this.exchangeFor(target), topic, target.server);
     return this.startListener(source, options);
   }
 
-  async listenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions = {}): Promise<Listener<IncomingMessage>> {
-    this.assertOpen();
-    if (!Array.isArray(targetsAndPriorities) || targetsAndPriorities.length === 0) {
-      throw new InvalidArgument('targetsAndPriorities', 'a non-empty array of [target, priority] pairs', targetsAndPriorities);
-    }
+  protected async doListenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions): Promise<Listener<IncomingMessage>> {
     const pool = options.pool;
-    if (pool !== undefined && (typeof pool !== 'string' || pool === '')) throw new InvalidArgument('pool', 'a non-empty string', pool);
-    const bindings = targetsAndPriorities.map(([target, priority]): [string, string] => {
-      if (!target?.topic) throw new InvalidTarget('A notification target needs a topic', target);
-      if (!isPriority(priority)) throw new InvalidArgument('priority', 'one of audit, debug, info, warn, error, critical, sample', priority);
-      return [this.exchangeFor(target), notificationAddress(target.topic, priority)];
-    });
+    const bindings = targetsAndPriorities.map(([target, priority]): [string, string] => [this.exchangeFor(target), notificationAddress(target.topic as string, priority)]);
     const logger = this.logger.child({ listener: 'notification', pool });
     const source = new MemoryNotificationListener(this.listenerDeps(logger), bindings, pool);
     return this.startListener(source, options);
@@ -156,10 +138,4 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
     }
     this.pending.accept(reply);
   }
-
-}
-
-function checkDuration(field: string, value: unknown): void {
-  if (value === undefined) return;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new InvalidArgument(field, 'a non-negative number of milliseconds', value);
 }

@@ -108,16 +108,16 @@ class TestDriver extends BaseDriver {
       options: {},
     });
   }
-  send(): Promise<unknown> {
+  protected doSend(): Promise<unknown> {
     return Promise.resolve(undefined);
   }
-  sendNotification(): Promise<void> {
+  protected doSendNotification(): Promise<void> {
     return Promise.resolve();
   }
-  listen(): Promise<never> {
+  protected doListen(): Promise<never> {
     return Promise.reject(new Error('unused'));
   }
-  listenForNotifications(): Promise<never> {
+  protected doListenForNotifications(): Promise<never> {
     return Promise.reject(new Error('unused'));
   }
   closes = 0;
