@@ -13,6 +13,9 @@ type BaselineModule = { baselines: BaselineSet };
 type Loaders = { raw?: () => Promise<BaselineModule>; oslo?: () => Promise<BaselineModule> };
 
 const RABBIT: Loaders = { raw: () => import('./raw-amqp.js'), oslo: () => import('./raw-amqp-oslo.js') };
+// No oslo-shaped Redis baseline: Python oslo.messaging has no Redis driver whose wire protocol
+// tidings must speak, so plain ioredis is the only comparison.
+const REDIS: Loaders = { raw: () => import('./raw-redis.js') };
 
 export const BASELINE_LOADERS: Readonly<Record<string, Loaders>> = {
   // memory:// has no raw client to compare with.
@@ -20,6 +23,8 @@ export const BASELINE_LOADERS: Readonly<Record<string, Loaders>> = {
   amqp: RABBIT,
   amqps: RABBIT,
   kombu: RABBIT,
+  redis: REDIS,
+  rediss: REDIS,
 };
 
 /** The baselines of both kinds for a URL's driver, or none. */

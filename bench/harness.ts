@@ -57,7 +57,8 @@ export interface Stats {
   p99Ms?: number;
 }
 
-export interface ScenarioResult extends Stats {
+/** A scenario's tidings figures (absent in a `baselinesOnly` run) and its baselines'. */
+export interface ScenarioResult extends Partial<Stats> {
   unit: string;
   description: string;
   /** The raw-client baseline measured in the same run, when one is registered. */
@@ -80,6 +81,8 @@ export interface BenchReport {
   node: string;
   count: number;
   durationMs: number | null;
+  /** True when only the raw-client baselines ran (no tidings figures, no ratios). */
+  baselinesOnly: boolean;
   scenarios: Record<string, ScenarioResult>;
 }
 
@@ -94,6 +97,11 @@ export interface BenchOptions {
   baselines: BaselineSet;
   /** oslo-shaped raw baselines, keyed by scenario name; run after `baselines`. @default {} */
   osloBaselines?: BaselineSet;
+  /**
+   * Runs only the baselines of the selected scenarios (those without one are left out), e.g. to
+   * measure a broker's raw client before tidings has a driver for it. @default false
+   */
+  baselinesOnly?: boolean;
   /** Where the table and the JSON line go. */
   print(line: string): void;
 }
@@ -143,7 +151,12 @@ export function selectScenarios(all: readonly Scenario[], only: readonly string[
 /** Runs the scenarios (each followed by its baselines), prints the table, then the JSON line. */
 export async function runBench(options: BenchOptions): Promise<BenchReport> {
   const transportUrl = TransportURL.parse(options.url);
-  const selected = selectScenarios(options.scenarios, options.only);
+  const baselinesOnly = options.baselinesOnly ?? false;
+  let selected = selectScenarios(options.scenarios, options.only);
+  if (baselinesOnly) {
+    selected = selected.filter((s) => options.baselines[s.name] || options.osloBaselines?.[s.name]);
+    if (selected.length === 0) throw new Error(`no raw-client baseline for the selected scenarios on ${transportUrl.driver}:// (see bench/baselines.ts)`);
+  }
   const report: BenchReport = {
     bench: 'tidings',
     url: transportUrl.toString(),
@@ -151,20 +164,21 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     node: process.version,
     count: options.count,
     durationMs: options.durationMs,
+    baselinesOnly,
     scenarios: {},
   };
   for (const scenario of selected) {
     const measure = (fn: ScenarioFn) => measured(fn, contextFor(options, transportUrl));
-    const result: ScenarioResult = { ...(await measure(scenario.run)), unit: scenario.unit, description: scenario.description };
+    const result: ScenarioResult = { ...(baselinesOnly ? {} : await measure(scenario.run)), unit: scenario.unit, description: scenario.description };
     const baseline = options.baselines[scenario.name];
     if (baseline) {
       result.baseline = await measure(baseline);
-      if (result.baseline.opsPerSec > 0) result.ratio = round(result.opsPerSec / result.baseline.opsPerSec, 2);
+      if (result.opsPerSec !== undefined && result.baseline.opsPerSec > 0) result.ratio = round(result.opsPerSec / result.baseline.opsPerSec, 2);
     }
     const osloBaseline = options.osloBaselines?.[scenario.name];
     if (osloBaseline) {
       result.osloBaseline = await measure(osloBaseline);
-      if (result.osloBaseline.opsPerSec > 0) result.osloRatio = round(result.opsPerSec / result.osloBaseline.opsPerSec, 2);
+      if (result.opsPerSec !== undefined && result.osloBaseline.opsPerSec > 0) result.osloRatio = round(result.opsPerSec / result.osloBaseline.opsPerSec, 2);
       if (result.cpuUsPerOp !== undefined && result.osloBaseline.cpuUsPerOp) result.osloCpuRatio = round(result.cpuUsPerOp / result.osloBaseline.cpuUsPerOp, 2);
     }
     report.scenarios[scenario.name] = result;
@@ -187,8 +201,8 @@ export function formatTable(report: BenchReport): string[] {
   const header = ['scenario', 'ops', 'ops/s', 'p50 ms', 'p99 ms', 'raw ops/s', 'tidings/raw', 'raw-oslo ops/s', 'tidings/raw-oslo', 'cpu us/op', 'cpu vs raw-oslo'];
   const rows = Object.entries(report.scenarios).map(([name, r]) => [
     name,
-    String(r.ops),
-    `${r.opsPerSec} ${r.unit}/s`,
+    r.ops !== undefined ? String(r.ops) : '-',
+    r.opsPerSec !== undefined ? `${r.opsPerSec} ${r.unit}/s` : '-',
     r.p50Ms?.toFixed(3) ?? '-',
     r.p99Ms?.toFixed(3) ?? '-',
     r.baseline ? String(r.baseline.opsPerSec) : '-',
@@ -201,7 +215,7 @@ export function formatTable(report: BenchReport): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [
-    `tidings bench on ${report.url} (node ${report.node}, count ${report.count}${report.durationMs !== null ? `, duration cap ${report.durationMs} ms` : ''})`,
+    `tidings bench on ${report.url} (node ${report.node}, count ${report.count}${report.durationMs !== null ? `, duration cap ${report.durationMs} ms` : ''}${report.baselinesOnly ? ', raw-client baselines only' : ''})`,
     line(header),
     line(widths.map((w) => '-'.repeat(w))),
     ...rows.map(line),

@@ -59,9 +59,9 @@ describe('bench harness', () => {
       print: (line) => out.push(line),
     });
     expect(report.scenarios.cast.baseline).toMatchObject({ ops: 10, opsPerSec: 2000 });
-    expect(report.scenarios.cast.ratio).toBeCloseTo(report.scenarios.cast.opsPerSec / 2000, 1);
+    expect(report.scenarios.cast.ratio).toBeCloseTo(report.scenarios.cast.opsPerSec! / 2000, 1);
     expect(report.scenarios.cast.osloBaseline).toMatchObject({ ops: 10, opsPerSec: 1000 });
-    expect(report.scenarios.cast.osloRatio).toBeCloseTo(report.scenarios.cast.opsPerSec / 1000, 1);
+    expect(report.scenarios.cast.osloRatio).toBeCloseTo(report.scenarios.cast.opsPerSec! / 1000, 1);
     expect(out.find((l) => l.startsWith('cast '))).toMatch(/\s2000\s+\d+\.\d\d\s+1000\s+\d+\.\d\d\s+\d+\.\d\s+\d+\.\d\d$/);
     expect(report.scenarios.cast.cpuUsPerOp).toBeGreaterThan(0);
     expect(report.scenarios.cast.osloCpuRatio).toBeCloseTo(report.scenarios.cast.cpuUsPerOp! / report.scenarios.cast.osloBaseline!.cpuUsPerOp!, 1);
