@@ -3,8 +3,8 @@
 //
 // - RPC: list request/reply. The client LPUSHes `{id, replyTo, args}` to the server's request list;
 //   the server pops up to SERVER_BATCH requests at a time with BLMPOP on its own connection, and
-//   LPUSHes each reply to the caller's reply list with a PEXPIRE in the same pipeline, written on a
-//   second connection (a blocked connection cannot write); the client's reader connection pops its
+//   LPUSHes the replies to each caller's reply list (one LPUSH per caller and batch) with a PEXPIRE
+//   in the same pipeline, written on a second connection (a blocked connection cannot write); the client's reader connection pops its
 //   reply list with BLMPOP and resolves each call by id. A blocking pop ends a call's round trip as
 //   soon as its reply is pushed, with no polling.
 // - cast: XADD to the server's stream, PUBLISH_WINDOW in flight (ioredis pipelines them on one
@@ -178,11 +178,17 @@ function withRawRpc(ctx: BenchContext, run: (rpc: RawRpc) => Promise<Measurement
       async () => {
         const popped = await serverIn.blmpop(0, 1, requests, 'RIGHT', 'COUNT', SERVER_BATCH);
         if (!popped) return;
-        const pipe = serverOut.pipeline();
+        // Replies to one caller go out in one LPUSH, waking its reader once per batch.
+        const byCaller = new Map<string, string[]>();
         for (const text of popped[1]) {
           const req = JSON.parse(text) as { id: string; replyTo: string; args: unknown };
-          pipe.lpush(req.replyTo, JSON.stringify({ id: req.id, result: req.args })).pexpire(req.replyTo, REPLY_TTL_MS);
+          const reply = JSON.stringify({ id: req.id, result: req.args });
+          const texts = byCaller.get(req.replyTo);
+          if (texts) texts.push(reply);
+          else byCaller.set(req.replyTo, [reply]);
         }
+        const pipe = serverOut.pipeline();
+        for (const [to, texts] of byCaller) pipe.lpush(to, ...texts).pexpire(to, REPLY_TTL_MS);
         pipe.exec().catch(fail);
       },
       fail,

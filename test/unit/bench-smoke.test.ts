@@ -1,9 +1,16 @@
-// A smoke run of the benchmark harness with tiny counts on memory://, so it never rots. It checks
-// the machine-readable contract (the last line is one JSON object), not any speed.
+// A smoke run of the benchmark harness with tiny counts on memory:// and of the raw ioredis
+// baselines on the local Redis, so neither rots. It checks the machine-readable contract (the last
+// line is one JSON object), not any speed.
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { TransportURL, registerDriver } from '../../src/index.js';
+import { TRANSPORT_SCHEMES } from '../../src/transport.js';
 import { main } from '../../bench/run.js';
+import { withRedis } from '../../bench/raw-redis.js';
+import { REDIS_URL, requireRedis } from '../support/brokers.js';
 import { SCENARIOS } from '../../bench/scenarios.js';
 import { percentile, runBench } from '../../bench/harness.js';
 import { loadBaselines } from '../../bench/baselines.js';
@@ -72,6 +79,73 @@ describe('bench harness', () => {
     expect(Object.keys(rabbit.raw)).toEqual(NAMES);
     expect(Object.keys(rabbit.oslo)).toEqual(NAMES);
     expect(await loadBaselines('memory')).toEqual({ raw: {}, oslo: {} });
+  });
+
+  it('loads the raw ioredis baselines, and no oslo-shaped ones, for redis:// and rediss:// URLs', async () => {
+    for (const driver of ['redis', 'rediss']) {
+      const redis = await loadBaselines(driver);
+      expect(Object.keys(redis.raw), driver).toEqual(NAMES);
+      expect(redis.oslo, driver).toEqual({});
+    }
+  });
+
+  it('--baselines-only runs every raw redis baseline with tiny counts on 127.0.0.1:6379, no tidings figures', async () => {
+    await requireRedis();
+    const out: string[] = [];
+    await main(['--url', REDIS_URL, '--count', '20', '--baselines-only'], (line) => out.push(line));
+    const report = JSON.parse(out.at(-1)!);
+    expect(report).toMatchObject({ bench: 'tidings', url: TransportURL.parse(REDIS_URL).toString(), count: 20, baselinesOnly: true });
+    expect(Object.keys(report.scenarios)).toEqual(NAMES);
+    for (const name of NAMES) {
+      const r = report.scenarios[name];
+      expect(r.ops, name).toBeUndefined();
+      expect(r.ratio, name).toBeUndefined();
+      expect(r.baseline.ops, name).toBe(20);
+      expect(r.baseline.opsPerSec, name).toBeGreaterThan(0);
+    }
+    expect(report.scenarios['call-concurrent'].baseline.p50Ms).toBeGreaterThan(0);
+    expect(out[0]).toMatch(/raw-client baselines only\)$/);
+    expect(out.find((l) => l.startsWith('cast '))).toMatch(/^cast\s+-\s+-\s+-\s+-\s+\d+\s+-/);
+  });
+
+  it('a redis:// run with a driver measures every scenario beside its raw ioredis baseline and prints the ratio', async () => {
+    await requireRedis();
+    // Until tidings ships its Redis driver, the memory driver stands in for it under redis://: the
+    // point is the harness pairing each scenario with its raw redis baseline in one run.
+    if (!TRANSPORT_SCHEMES.includes('redis')) registerDriver('redis', () => import('../../src/drivers/memory/index.js'));
+    const out: string[] = [];
+    const report = await main(['--url', REDIS_URL, '--count', '10'], (line) => out.push(line));
+    for (const name of NAMES) {
+      const r = report!.scenarios[name];
+      expect(r.ops, name).toBe(10);
+      expect(r.baseline?.ops, name).toBe(10);
+      expect(r.ratio, name).toBeCloseTo(r.opsPerSec! / r.baseline!.opsPerSec, 1);
+    }
+    expect(out.find((l) => l.startsWith('call-sequential '))).toMatch(/\s\d+\s+\d+\.\d\d\s+-\s+-\s+\d+\.\d\s+-$/);
+  });
+
+  it('the raw redis baselines UNLINK the keys they list when they end, even when they fail', async () => {
+    await requireRedis();
+    const keys = [`bench-smoke-${randomUUID()}`, `bench-smoke-${randomUUID()}`];
+    const ctx = { url: REDIS_URL, transportUrl: TransportURL.parse(REDIS_URL), count: 1, warmup: 0, inTime: () => true, unique: (p: string) => `${p}-${randomUUID()}` };
+    await expect(
+      withRedis(ctx, 1, keys, async ([conn]) => {
+        await conn.lpush(keys[0], 'x');
+        await conn.xadd(keys[1], '*', 'm', 'x');
+        throw new Error('scenario failed');
+      }),
+    ).rejects.toThrow('scenario failed');
+    const check = new Redis(REDIS_URL);
+    try {
+      expect(await check.exists(...keys)).toBe(0);
+    } finally {
+      check.disconnect();
+    }
+  });
+
+  it('a raw redis baseline against a Redis that does not answer fails naming Redis and how to start it', async () => {
+    const url = 'redis://127.0.0.1:1/';
+    await expect(main(['--url', url, '--count', '5', '--scenarios', 'notify-publish', '--baselines-only'], () => {})).rejects.toThrow(/cannot connect to Redis at redis:\/\/127\.0\.0\.1:1\/.*redis-server/);
   });
 
   it('refuses an unknown scenario name, naming the known ones', async () => {
