@@ -44,6 +44,8 @@ export interface KafkaTestBroker {
    * gone after a restart.
    */
   restart(): Promise<void>;
+  /** Creates a topic now (the mock: at once; a real cluster: through the admin API). Not kept across restart(). */
+  createTopic(topic: KafkaTopicSpec): Promise<void>;
   /** Disconnects broker `id` (-1: all) and refuses new connections; unlike kill(), data is kept. */
   brokerDown(id: number): Promise<void>;
   /** Lets broker `id` (-1: all) accept connections again. */
@@ -115,6 +117,7 @@ class MockProcess {
   private lines: string[] = [];
   private waiters: Array<() => void> = [];
   private done = false;
+  private commands: Promise<unknown> = Promise.resolve();
 
   constructor(bin: string, args: string[]) {
     this.child = spawn(bin, args, { stdio: ['pipe', 'pipe', 'pipe'] });
@@ -171,10 +174,16 @@ class MockProcess {
     }
   }
 
-  async command(cmd: string): Promise<void> {
-    this.child.stdin.write(`${cmd}\n`);
-    const answer = await this.nextLine(5000, `an answer to '${cmd}'`);
-    if (!answer.startsWith('ok ')) throw new Error(`Kafka test broker: '${cmd}' failed: ${answer}`);
+  /** Runs one stdin command; commands are serialised so each caller reads its own answer line. */
+  command(cmd: string): Promise<void> {
+    const run = async () => {
+      this.child.stdin.write(`${cmd}\n`);
+      const answer = await this.nextLine(5000, `an answer to '${cmd}'`);
+      if (!answer.startsWith('ok ')) throw new Error(`Kafka test broker: '${cmd}' failed: ${answer}`);
+    };
+    const result = this.commands.then(run, run);
+    this.commands = result.catch(() => undefined);
+    return result;
   }
 
   get running(): boolean {
@@ -246,29 +255,34 @@ export async function startKafkaMock(options: StartKafkaMockOptions = {}): Promi
       }
       throw lastError;
     },
+    createTopic: (t) => proc.command(`topic ${t.name}:${t.partitions ?? 1}`),
     brokerDown: (id) => proc.command(`down ${id}`),
     brokerUp: (id) => proc.command(`up ${id}`),
   };
 }
 
-async function externalBroker(brokers: string[], topics: readonly KafkaTopicSpec[]): Promise<KafkaTestBroker> {
-  if (topics.length > 0) {
-    // Only this path needs a client: a real cluster creates topics through the admin API.
-    const { Kafka, logLevel } = await import('kafkajs');
-    const admin = new Kafka({ brokers, clientId: 'tidings-test-support', logLevel: logLevel.NOTHING }).admin();
-    await admin.connect();
-    try {
-      await admin.createTopics({ waitForLeaders: true, topics: topics.map((t) => ({ topic: t.name, numPartitions: t.partitions ?? 1 })) });
-    } finally {
-      await admin.disconnect();
-    }
+/** Only the KAFKA_BROKERS path needs a client: a real cluster creates topics through the admin API. */
+async function createTopicsWithAdmin(brokers: string[], topics: readonly KafkaTopicSpec[]): Promise<void> {
+  if (topics.length === 0) return;
+  const { Kafka, logLevel } = await import('kafkajs');
+  const admin = new Kafka({ brokers, clientId: 'tidings-test-support', logLevel: logLevel.NOTHING }).admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({ waitForLeaders: true, topics: topics.map((t) => ({ topic: t.name, numPartitions: t.partitions ?? 1 })) });
+  } finally {
+    await admin.disconnect();
   }
+}
+
+async function externalBroker(brokers: string[], topics: readonly KafkaTopicSpec[]): Promise<KafkaTestBroker> {
+  await createTopicsWithAdmin(brokers, topics);
   const unsupported = (what: string) => () => Promise.reject(new Error(`${what} is only possible on the mock broker, not on KAFKA_BROKERS=${brokers.join(',')}`));
   return {
     brokers,
     url: kafkaUrl(brokers),
     external: true,
     stop: () => Promise.resolve(),
+    createTopic: (t) => createTopicsWithAdmin(brokers, [t]),
     kill: unsupported('kill()'),
     restart: unsupported('restart()'),
     brokerDown: unsupported('brokerDown()'),
