@@ -368,8 +368,12 @@ class ManagedRedis implements RedisServer {
     try {
       const outcome = await until(`${REDIS_SERVER_BIN} on ${HOST}:${this.port} answering PING`, this.spec.readyTimeoutMs, async () => {
         if (spawnError || exitInfo) return 'exited';
-        // -LOADING (AOF replay) or -NOAUTH rejects here and is retried.
-        return (await redisCommand(this.endpoint, ['PING'], 1000)) === 'PONG' ? 'ready' : false;
+        // -LOADING (AOF replay) answers PING with an error: retried. The pid check makes sure the
+        // answer is ours and not from a server that took the port between picking and binding.
+        const [pong, info] = await redisCommands(this.endpoint, [['PING'], ['INFO', 'server']], 1000);
+        if (pong !== 'PONG') return false;
+        if (!String(info).includes(`process_id:${child.pid}\r\n`)) throw new Error(`another process answers on ${HOST}:${this.port}`);
+        return 'ready';
       });
       if (outcome === 'exited') throw new Error('exited');
     } catch (err) {
