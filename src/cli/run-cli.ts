@@ -3,20 +3,21 @@
 import { readFileSync } from 'node:fs';
 import { callCommand, castCommand } from './call.js';
 import { EXIT, OutputClosed, describeFailure, type CliIO, type Command } from './common.js';
+import { deadLettersCommand } from './dead-letters.js';
 import { demoCommand } from './demo.js';
 import { listenCommand } from './listen.js';
 import { notifyCommand } from './notify.js';
 import { processIO } from './process-io.js';
 import { serveCommand } from './serve.js';
 
-export const COMMANDS: readonly Command[] = [callCommand, castCommand, notifyCommand, listenCommand, serveCommand, demoCommand];
+export const COMMANDS: readonly Command[] = [callCommand, castCommand, notifyCommand, listenCommand, serveCommand, deadLettersCommand, demoCommand];
 
 export const TOP_HELP = `Usage: tidings <command> [options]
 
 oslo.messaging-style RPC and notifications from the command line.
 
 Commands:
-${COMMANDS.map((c) => `  ${c.name.padEnd(8)} ${c.summary}`).join('\n')}
+${COMMANDS.map((c) => `  ${c.name.padEnd(12)} ${c.summary}`).join('\n')}
 
 Run \`tidings <command> --help\` for a command's options; \`tidings --version\` (-V) prints
 the version.

@@ -2,8 +2,9 @@
 import type { Logger } from '../logger.js';
 import { validateNotificationTarget, validateSendTarget, validateServerTarget, type Target } from '../target.js';
 import type { TransportURL } from '../transport-url.js';
-import { AbortError, InvalidArgument, InvalidState } from '../errors.js';
+import { AbortError, InvalidArgument, InvalidState, NotSupportedError } from '../errors.js';
 import { requireCapability, type DriverCapabilities } from './capabilities.js';
+import type { DeadLetterStore } from './dead-letters.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from './incoming-message.js';
 import type { Listener } from './listener.js';
 import { listenToPushSource, type PushSource } from './push-listener.js';
@@ -300,6 +301,15 @@ export abstract class BaseDriver {
       throw new InvalidState('The transport was cleaned up while the listener was starting');
     }
     return tracked;
+  }
+
+  /**
+   * The dead letters this driver keeps (messages set aside after `maxDeliveries` or as
+   * malformed), for `tidings dead-letters`. Drivers that keep none inherit this, which throws
+   * NotSupportedError naming the driver.
+   */
+  deadLetters(): DeadLetterStore {
+    throw new NotSupportedError(`The ${this.name} driver keeps no dead letters: it rejects a malformed message and redelivers a requeued one without a delivery limit`);
   }
 
   /** The exchange a target resolves to. */

@@ -17,3 +17,4 @@ export * from './inbound.js';
 export * from './messages.js';
 export * from './options.js';
 export * from './push-listener.js';
+export * from './dead-letters.js';
