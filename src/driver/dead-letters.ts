@@ -45,7 +45,10 @@ export interface DeadLetterQuery {
  * - `purge` removes them for good and resolves with the number removed.
  */
 export interface DeadLetterStore {
+  /** The dead letters the query names, oldest first; changes nothing. */
   list(query: DeadLetterQuery): Promise<DeadLetter[]>;
+  /** Puts them back on their address, then removes them; resolves with the number replayed. */
   replay(query: DeadLetterQuery): Promise<number>;
+  /** Removes them for good; resolves with the number removed. */
   purge(query: DeadLetterQuery): Promise<number>;
 }
