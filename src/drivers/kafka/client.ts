@@ -56,6 +56,12 @@ export interface ConsumerHandlers {
    * assignment.
    */
   onAssignment(assignment: Assignment): void;
+  /**
+   * A rebalance began: the member may lose partitions, and every record handed out and not
+   * committed may be read by another member. Commit what is settled now; hand out nothing more
+   * until `onAssignment`.
+   */
+  onRebalance(): void;
 }
 
 /** A running group consumer. */

@@ -30,11 +30,15 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
   /** Offsets of the current generation by `topic\0partition`. */
   private partitions = new Map<string, PartitionOffsets>();
   private stopped = false;
+  /** Between a rebalance's start and the next assignment: records are not handed out. */
+  private rebalancing = false;
   private cleaning?: Promise<void>;
   private commitTimer?: NodeJS.Timeout;
   private committing?: Promise<void>;
   private commitAgain = false;
   private roomWaiters: Array<() => void> = [];
+  /** Positions settled in an earlier generation and not known to be committed, by `topic\0partition`. */
+  private carried = new Map<string, bigint>();
   /** Retry topic of each topic this listener reads. */
   private readonly retryTopics: Map<string, string>;
 
@@ -62,7 +66,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     await client.ensureTopics(all);
     this.consumer = await client.consume(
       { groupId: this.group, topics: all, fromBeginning: this.options.offsetReset === 'earliest' },
-      { onRecords: (records) => this.onRecords(records), onAssignment: (assignment) => this.onAssignment(assignment) },
+      { onRecords: (records) => this.onRecords(records), onAssignment: (assignment) => this.onAssignment(assignment), onRebalance: () => this.onRebalance() },
     );
     if (this.stopped) await this.consumer.close();
     this.logger.debug('Kafka listener joined its group', { group: this.group, topics: this.topics });
@@ -125,24 +129,60 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     return { topic: delivery.record.topic, partition: delivery.record.partition, offset: delivery.record.offset, group: this.group };
   }
 
+  private onRebalance(): void {
+    // Eager rebalancing: every partition may move. What is buffered is not handled here (its new
+    // owner reads it from the last commit); what is settled is committed now, while the broker
+    // still accepts commits of this generation, so the new owner does not run it again.
+    this.rebalancing = true;
+    const withdrawn = this.withdrawBuffered();
+    this.logger.debug('Kafka listener rebalancing', { group: this.group, generation: this.generation, withdrawn });
+    clearTimeout(this.commitTimer);
+    this.commitTimer = undefined;
+    void this.flushCommits();
+  }
+
   private onAssignment(assignment: Assignment): void {
     // The client reads every owned partition again from its committed offset: what is buffered
     // and not handed to the callback comes again, and settling the old generation means nothing.
+    // What was settled and not committed (a broker may refuse commits while the group is
+    // rebalancing; librdkafka's mock does) is carried over: committed again in the new
+    // generation, and not handled again here when this member reads it once more.
+    const carried = new Map<string, bigint>();
+    for (const [key, offsets] of this.partitions) {
+      const point = offsets.commitPoint();
+      if (point !== undefined) carried.set(key, point);
+    }
+    for (const [key, point] of this.carried) if (!carried.has(key) || carried.get(key)! < point) carried.set(key, point);
+    this.carried = carried;
     this.generation++;
+    this.rebalancing = false;
     this.partitions = new Map();
+    if (carried.size > 0) void this.commitCarried(this.generation);
+    const withdrawn = this.withdrawBuffered();
+    this.logger.debug('Kafka listener assigned', { group: this.group, generation: this.generation, assignment: Object.fromEntries(assignment), withdrawn });
+  }
+
+  /** Takes back what was received and not handed to the callback yet; the broker gives it again. */
+  private withdrawBuffered(): number {
     const stale = this.sink?.withdraw(() => true) ?? [];
     for (const m of stale) this.inbound.abandon(m as NotificationMessage<KafkaDelivery>);
-    this.logger.debug('Kafka listener assigned', { group: this.group, generation: this.generation, assignment: Object.fromEntries(assignment), withdrawn: stale.length });
+    return stale.length;
   }
 
   private onRecords(records: readonly IncomingRecord[]): Promise<void> | void {
-    if (this.stopped) return;
+    if (this.stopped || this.rebalancing) return;
     const generation = this.generation;
     const beforeDispatch = this.options.commitMode === 'before-dispatch';
     for (const record of records) {
       const offsets = this.offsetsOf(record.topic, record.partition);
       const offset = BigInt(record.offset);
       offsets.track(offset);
+      const done = this.carried.get(`${record.topic}\0${record.partition}`);
+      if (done !== undefined && offset < done) {
+        // Settled here in an earlier generation; its commit had not gone through.
+        this.settle(record, generation);
+        continue;
+      }
       const delivery = deliveryOf(record);
       const message = this.inbound.receive(record.value ?? '', delivery, generation);
       if (beforeDispatch) this.settle(record, generation);
@@ -191,6 +231,21 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
       this.commitTimer = undefined;
       void this.flushCommits();
     }, this.options.commitInterval);
+  }
+
+  /** Commits the positions carried over from the last generation (any member of a generation may commit any partition). */
+  private async commitCarried(generation: number): Promise<void> {
+    const carried = [...this.carried];
+    const offsets = carried.map(([key, offset]) => {
+      const [topic, partition] = key.split('\0');
+      return { topic, partition: Number(partition), offset: offset.toString() };
+    });
+    try {
+      await this.consumer?.commit(offsets);
+      if (generation === this.generation) for (const [key, offset] of carried) if (this.carried.get(key) === offset) this.carried.delete(key);
+    } catch (err) {
+      this.logger.debug('Could not commit positions carried over from the last generation', { group: this.group, err });
+    }
   }
 
   /** Commits every partition whose commit point moved; one commit request at a time. */

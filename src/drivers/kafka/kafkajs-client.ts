@@ -30,14 +30,18 @@ export function createClient(options: ResolvedKafkaOptions, logger: Logger, clie
  * kafkajs's own assigners hand a member partitions of topics it never subscribed to when the
  * members of one group subscribe to different topics (oslo's shared `oslo_messaging_consumer`
  * group does exactly that), and then drop them: those partitions are read by nobody. This one
- * spreads each topic's partitions round-robin over the members subscribed to it only.
+ * spreads each topic's partitions round-robin over the members subscribed to it only (and
+ * assigns the topics only other members subscribed to, which kafkajs's leader leaves out).
  */
 const subscriptionAwareAssigner: PartitionAssigner = ({ cluster }) => ({
   name: 'TidingsSubscriptionRoundRobin',
   version: 0,
-  async assign({ members, topics }) {
+  async assign({ members, topics: leaderTopics }) {
     const subscribed = new Map<string, Set<string>>();
-    for (const m of members) subscribed.set(m.memberId, new Set(AssignerProtocol.MemberMetadata.decode(m.memberMetadata)?.topics ?? topics));
+    for (const m of members) subscribed.set(m.memberId, new Set(AssignerProtocol.MemberMetadata.decode(m.memberMetadata)?.topics ?? leaderTopics));
+    // kafkajs passes the leader's own subscriptions only; the group's are the union of its members'.
+    const topics = [...new Set([...subscribed.values()].flatMap((t) => [...t]))];
+    await cluster.addMultipleTargetTopics(topics);
     const ids = members.map((m) => m.memberId).sort();
     const plan = new Map<string, Record<string, number[]>>(ids.map((id) => [id, {}]));
     let turn = 0;
@@ -153,6 +157,7 @@ class KafkajsClient implements KafkaClientAdapter {
       handlers.onAssignment(assignment as Assignment);
       joined();
     });
+    consumer.on(consumer.events.REBALANCING, () => handlers.onRebalance());
     consumer.on(consumer.events.CRASH, (e) => this.logger.warn('Kafka consumer crashed; kafkajs restarts it', { group: settings.groupId, err: e.payload.error, restart: e.payload.restart }));
     const handle = new KafkajsConsumer(consumer, settings.topics);
     try {
