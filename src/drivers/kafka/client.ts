@@ -1,6 +1,6 @@
 // The seam between the Kafka driver and a Kafka client library: what the driver needs (produce,
-// make topics, run a group consumer, commit) and nothing else. kafkajs-client.ts and
-// platformatic-client.ts implement it; each is imported only when a transport chooses it.
+// make topics, run a group consumer, commit) and nothing else. kafkajs-client.ts implements it
+// and is imported only when a transport first needs it (a second client can sit beside it).
 import { DriverLoadFailure } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { ResolvedKafkaOptions } from './options.js';
@@ -76,7 +76,7 @@ export interface KafkaConsumerHandle {
 
 /** One client library behind the seam. Connects lazily; `close` is idempotent. */
 export interface KafkaClientAdapter {
-  /** `kafkajs` or `platformatic`. */
+  /** The library's name, e.g. `kafkajs`. */
   readonly name: string;
   /** Produces the records (one request where the client allows); resolves once the broker acknowledged per `acks`. */
   send(records: readonly OutgoingRecord[]): Promise<void>;
@@ -100,10 +100,9 @@ export interface KafkaClientModule {
 export async function loadClient(options: ResolvedKafkaOptions, logger: Logger, clientId: string): Promise<KafkaClientAdapter> {
   let mod: KafkaClientModule;
   try {
-    mod = options.client === 'platformatic' ? await import('./platformatic-client.js') : await import('./kafkajs-client.js');
+    mod = await import('./kafkajs-client.js');
   } catch (err) {
-    const pkg = options.client === 'platformatic' ? '@platformatic/kafka' : 'kafkajs';
-    throw new DriverLoadFailure(`The kafka driver with client=${options.client} needs the package ${pkg}: npm install ${pkg}`, { cause: err });
+    throw new DriverLoadFailure(`The kafka driver with client=${options.client} needs the package kafkajs: npm install kafkajs`, { cause: err });
   }
   return mod.createClient(options, logger, clientId);
 }

@@ -1,6 +1,6 @@
 // Maps kafkajs and @platformatic/kafka errors into tidings' error tree; the raw error only rides
 // as `cause`, and its `retriable` flag (both libraries set one) carries over.
-import { ConnectionError, InvalidArgument, MessageDeliveryFailure, MessagingError } from '../../errors.js';
+import { ConnectionError, MessageDeliveryFailure, MessagingError } from '../../errors.js';
 import { redactUrlsIn } from '../../transport-url.js';
 
 function messageOf(err: unknown): string {
@@ -42,9 +42,4 @@ export function toMessagingError(err: unknown, what: string): MessagingError {
   const text = `${what}: ${redactUrlsIn(messageOf(err))}`;
   if (isConnectionFailure(err)) return new ConnectionError(text, { cause: err, retriable: true });
   return new MessageDeliveryFailure(text, { cause: err, retriable: retriableOf(err) ?? false });
-}
-
-/** A topic name Kafka refuses (the listener or notifier cannot use it). */
-export function invalidTopic(topic: string, err: unknown): InvalidArgument {
-  return new InvalidArgument('topic', 'a Kafka topic name: at most 249 of a-z A-Z 0-9 . _ -', topic, { cause: err });
 }

@@ -15,14 +15,14 @@ const KEY_WORDS = new Set(['none', 'publisher', 'event']);
 /*
  * `driverOptions` are camelCase with durations in ms; the URL query uses oslo's names (seconds
  * where oslo's config has seconds) or, for tidings' own options, names ending in `_ms`:
- * `kafka://h1:9092,h2:9092/?consumer_group=billing&compression_codec=lz4&client=platformatic`.
+ * `kafka://h1:9092,h2:9092/?consumer_group=billing&compression_codec=gzip&key=publisher`.
  */
 const FIELDS = {
-  /** Which Kafka client library talks to the brokers; each is loaded only when chosen (`client`). @default 'kafkajs' */
-  client: enumOption(['kafkajs', 'platformatic'], { default: 'kafkajs', query: 'client' }),
+  /** Which Kafka client library talks to the brokers, loaded on first use (`client`); a second adapter (@platformatic/kafka) is planned behind the same seam (client.ts). @default 'kafkajs' */
+  client: enumOption(['kafkajs'], { default: 'kafkajs', query: 'client' }),
   /** Consumer group of listeners without a pool; every pool is its own group (`consumer_group`). @default 'oslo_messaging_consumer' */
   consumerGroup: stringOption({ default: 'oslo_messaging_consumer', query: 'consumer_group' }),
-  /** Producer compression (`compression_codec`). @default 'none' */
+  /** Producer compression (`compression_codec`); kafkajs itself has `gzip` only, the others need its codec packages and are refused. @default 'none' */
   compression: enumOption(['none', 'gzip', 'snappy', 'lz4', 'zstd'], { default: 'none', query: 'compression_codec' }),
   /** How long a produced record waits for others to share its request, ms (`producer_batch_timeout`, seconds). @default 0 */
   linger: secondsOption({ default: 0, query: 'producer_batch_timeout' }),
@@ -30,7 +30,7 @@ const FIELDS = {
   producerBatchSize: intOption({ default: 16_384, min: 1, query: 'producer_batch_size' }),
   /** Acknowledgements a send waits for: `all` in-sync replicas, the `leader`, or `none` (`acks`). @default 'all' */
   acks: enumOption(['all', 'leader', 'none'], { default: 'all', query: 'acks' }),
-  /** Idempotent producer (no duplicates from producer retries); needs `acks: all` (`idempotent`). @default true */
+  /** Idempotent producer (no duplicates from producer retries); only with `acks: all`, ignored otherwise (`idempotent`). @default true */
   idempotent: booleanOption({ default: true, query: 'idempotent' }),
   /** How notifications are keyed; the URL takes `none`, `publisher` or `event` (`key`). @default 'none' */
   key: customOption<KeyChoice>({
