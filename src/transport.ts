@@ -46,7 +46,8 @@ export function registerDriver(scheme: string, load: DriverLoader, options: Regi
 
 const loadMemory: DriverLoader = () => import('./drivers/memory/index.js');
 const loadAmqp: DriverLoader = () => import('./drivers/amqp/index.js');
-const BUILT_IN: Readonly<Record<string, DriverLoader>> = { memory: loadMemory, rabbit: loadAmqp, kombu: loadAmqp, amqp: loadAmqp, amqps: loadAmqp };
+const loadKafka: DriverLoader = () => import('./drivers/kafka/index.js');
+const BUILT_IN: Readonly<Record<string, DriverLoader>> = { memory: loadMemory, rabbit: loadAmqp, kombu: loadAmqp, amqp: loadAmqp, amqps: loadAmqp, kafka: loadKafka };
 for (const [scheme, load] of Object.entries(BUILT_IN)) registerDriver(scheme, load);
 
 /** URL schemes this version of tidings ships a driver for (more may be added with {@link registerDriver}). */
@@ -57,7 +58,7 @@ export const TRANSPORT_SCHEMES: readonly string[] = Object.freeze(Object.keys(BU
  * no driver is registered for them, and what package.json must not claim yet
  * (test/unit/package-metadata.test.ts holds it to that).
  */
-export const PLANNED_SCHEMES: readonly string[] = Object.freeze(['redis', 'rediss', 'kafka']);
+export const PLANNED_SCHEMES: readonly string[] = Object.freeze(['redis', 'rediss']);
 
 /** The URL used when neither an argument nor `$TIDINGS_TRANSPORT_URL` gives one. */
 export const DEFAULT_TRANSPORT_URL = 'memory://';

@@ -9,6 +9,7 @@ import { serializeFailure } from './remote-error.js';
 import type { Context, DriverMessage, ReceivedNotification, RpcRequest } from './types.js';
 
 const CONTEXT_PREFIX = '_context_';
+const NESTED_CONTEXT_KEY = '_context';
 const WIRE_KEYS = new Set(['_unique_id', '_msg_id', '_reply_q', '_timeout']);
 
 /**
@@ -23,7 +24,7 @@ export function splitWireKeys(
 ): {
   /** The body without context and wire keys (empty with `keepMessage: false`). */
   message: DriverMessage;
-  /** The `_context_*` keys, prefix removed. */
+  /** The `_context_*` keys, prefix removed, and the keys of a nested `_context` object. */
   ctx: Context;
   /** `_unique_id`, `_msg_id`, `_reply_q`, `_timeout` as found. */
   wire: Record<string, unknown>;
@@ -34,6 +35,8 @@ export function splitWireKeys(
   for (const key in raw) {
     if (key === '__proto__') continue;
     if (key.startsWith(CONTEXT_PREFIX)) ctx[key.slice(CONTEXT_PREFIX.length)] = raw[key];
+    // oslo's Kafka driver nests the context as one `_context` object (oslo-wire.md §2).
+    else if (key === NESTED_CONTEXT_KEY && isPlainObject(raw[key])) copyNested(raw[key], ctx);
     else if (WIRE_KEYS.has(key)) wire[key] = raw[key];
     else if (keepMessage) message[key] = raw[key];
   }
@@ -83,7 +86,7 @@ export interface ParsedNotification {
   notification: ReceivedNotification;
   /** The `_context_*` keys, prefix removed. */
   ctx: Context;
-  /** `_unique_id`, for duplicate suppression. */
+  /** `_unique_id`, else `message_id` (oslo's Kafka records carry no `_unique_id`): for duplicate suppression. */
   uniqueId?: string;
   /** `message_id`, else `_unique_id`. */
   messageId?: string;
@@ -96,7 +99,8 @@ export function parseNotification(raw: DriverMessage): ParsedNotification {
   if (!('payload' in raw)) throw new MalformedMessage('Notification without a "payload"');
   const { message, ctx, wire } = splitWireKeys(raw);
   const uniqueId = optionalString(wire._unique_id);
-  return { notification: message as ReceivedNotification, ctx, uniqueId, messageId: optionalString(message.message_id) ?? uniqueId };
+  const messageId = optionalString(message.message_id);
+  return { notification: message as ReceivedNotification, ctx, uniqueId: uniqueId ?? messageId, messageId: messageId ?? uniqueId };
 }
 
 /**
@@ -148,12 +152,23 @@ export function encodeRpcRequest(message: DriverMessage, ctx: Context, call?: Ca
   return envelopeJson(innerJson(message, `${wire},"_unique_id":"${newHexId()}"`, ctx));
 }
 
+/** How a notification's context is laid out on the wire. */
+export interface NotificationLayout {
+  /**
+   * `flat`: `_context_<key>` members and a `_unique_id` (oslo's AMQP drivers, §1.10); `nested`:
+   * one `_context` object, no `_unique_id`, always enveloped whatever the version (oslo's Kafka
+   * driver, §2; readers dedupe on `message_id` then). @default 'flat'
+   */
+  readonly contextLayout?: 'flat' | 'nested';
+}
+
 /**
  * The JSON body of a notification (oslo-wire.md §1.10): version 2.0 is enveloped (oslo
  * `messagingv2`), 1.0 the raw dict (`messaging`). InvalidArgument as for encodeRpcRequest.
  */
-export function encodeNotification(message: DriverMessage, ctx: Context, version: 1.0 | 2.0 = 2.0): string {
+export function encodeNotification(message: DriverMessage, ctx: Context, version: 1.0 | 2.0 = 2.0, layout: NotificationLayout = {}): string {
   if (version !== 1.0 && version !== 2.0) throw new InvalidArgument('version', '1.0 or 2.0', version);
+  if (layout.contextLayout === 'nested') return envelopeJson(innerJson(message, '', ctx, true));
   const inner = innerJson(message, `,"_unique_id":"${newHexId()}"`, ctx);
   return version === 1.0 ? inner : envelopeJson(inner);
 }
@@ -164,13 +179,18 @@ export function encodeNotification(message: DriverMessage, ctx: Context, version
  * hidden class, which made encoding a call request cost 7–10 µs; as text it is ~1.9 µs (a call
  * with `{i, text}` args and a two-key context, measured in one process). `wire` is the wire keys'
  * text, each starting with a comma. Members JSON leaves out (undefined, functions) are left out.
+ * `nested` writes the context as one `_context` object instead (oslo's Kafka layout).
  */
-function innerJson(message: DriverMessage, wire: string, ctx: Context): string {
+function innerJson(message: DriverMessage, wire: string, ctx: Context, nested = false): string {
   try {
     let extra = wire;
-    for (const key of Object.keys(ctx)) {
-      const value = JSON.stringify(ctx[key]);
-      if (value !== undefined) extra += `,${JSON.stringify(CONTEXT_PREFIX + key)}:${value}`;
+    if (nested) {
+      extra += `,"${NESTED_CONTEXT_KEY}":${JSON.stringify(ctx) ?? '{}'}`;
+    } else {
+      for (const key of Object.keys(ctx)) {
+        const value = JSON.stringify(ctx[key]);
+        if (value !== undefined) extra += `,${JSON.stringify(CONTEXT_PREFIX + key)}:${value}`;
+      }
     }
     const body = JSON.stringify(message);
     if (extra === '') return body;
@@ -188,6 +208,11 @@ function isJsonable(value: unknown): boolean {
   } catch {
     return false;
   }
+}
+
+/** Copies a nested `_context`'s members; a `__proto__` member from the wire is dropped (Object.assign would set the prototype). */
+function copyNested(nested: Record<string, unknown>, ctx: Context): void {
+  for (const key in nested) if (key !== '__proto__') ctx[key] = nested[key];
 }
 
 function optionalString(v: unknown): string | undefined {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULTS, QUERY_NAMES, resolveOptions } from '../../src/drivers/amqp/options.js';
 import { MEMORY_DEFAULTS } from '../../src/drivers/memory/options.js';
+import { DEFAULTS as KAFKA_DEFAULTS, QUERY_NAMES as KAFKA_QUERY_NAMES, resolveOptions as resolveKafkaOptions } from '../../src/drivers/kafka/options.js';
 import { TransportURL } from '../../src/transport-url.js';
 import { ROOT } from '../support/markdown.js';
 
@@ -54,5 +55,14 @@ describe('docs/drivers.md', () => {
     // resolveOptions refuses an unknown name before looking at the value.
     for (const row of rows) expect(() => resolveOptions(url, { [row.name]: undefined }), row.name).not.toThrow();
     expect(() => resolveOptions(url, { notAnOption: undefined })).toThrow(/driverOptions\.notAnOption/);
+  });
+
+  it('documents every Kafka option with its default and query name', () => {
+    const rows = rowsOf('## `kafka://`');
+    const byName = new Map(rows.map((r) => [r.name, r]));
+    for (const [name, value] of Object.entries(KAFKA_DEFAULTS)) expect(byName.get(name)?.default, name).toEqual(value);
+    for (const [name, query] of Object.entries(KAFKA_QUERY_NAMES)) expect(byName.get(name)?.query, name).toContain(`\`${query}\``);
+    const url = TransportURL.parse('kafka://127.0.0.1:9092/');
+    for (const row of rows) expect(() => resolveKafkaOptions(url, { [row.name]: undefined }), row.name).not.toThrow();
   });
 });

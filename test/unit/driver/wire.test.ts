@@ -1,7 +1,7 @@
 // wire.ts: the oslo request/notification/reply shapes shared by every driver.
 import { describe, expect, it } from 'vitest';
 import { deserializeEnvelope } from '../../../src/driver/envelope.js';
-import { encodeReply, parseNotification, parseRpcRequest, splitWireKeys } from '../../../src/driver/wire.js';
+import { encodeNotification, encodeReply, parseNotification, parseRpcRequest, splitWireKeys } from '../../../src/driver/wire.js';
 import { MalformedMessage } from '../../../src/errors.js';
 import { createMemoryLogger } from '../../../src/logger.js';
 
@@ -76,5 +76,25 @@ describe('encodeReply', () => {
     expect(body.result).toBeNull();
     expect(JSON.parse(body.failure as string).class).toBe('InvalidArgument');
     expect(logger.records.map((r) => r.level)).toEqual(['error']);
+  });
+});
+
+describe("oslo's Kafka notification layout (nested _context, no _unique_id)", () => {
+  it('writes the context as one _context object, no _unique_id, enveloped whatever the version', () => {
+    for (const version of [1.0, 2.0] as const) {
+      const body = JSON.parse(encodeNotification({ event_type: 'e', priority: 'INFO', payload: { a: 1 }, message_id: 'm1' }, { user: 'u', n: 2 }, version, { contextLayout: 'nested' }));
+      const inner = JSON.parse(body['oslo.message']);
+      expect(inner).toEqual({ event_type: 'e', priority: 'INFO', payload: { a: 1 }, message_id: 'm1', _context: { user: 'u', n: 2 } });
+    }
+  });
+
+  it('reads a nested _context into the context, dedupes on message_id without _unique_id, and ignores a __proto__ member', () => {
+    const raw = JSON.parse('{"event_type":"e","priority":"INFO","payload":{},"message_id":"m1","_context":{"user":"u","__proto__":{"polluted":true}}}');
+    const parsed = parseNotification(raw);
+    expect(parsed.ctx).toEqual({ user: 'u' });
+    expect(Object.getPrototypeOf(parsed.ctx)).toBe(Object.prototype);
+    expect(parsed.notification).not.toHaveProperty('_context');
+    expect(parsed.uniqueId).toBe('m1');
+    expect(parsed.messageId).toBe('m1');
   });
 });

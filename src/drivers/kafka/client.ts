@@ -1,0 +1,117 @@
+// The seam between the Kafka driver and a Kafka client library: what the driver needs (produce,
+// make topics, run a group consumer, commit) and nothing else. kafkajs-client.ts implements it
+// and is imported only when a transport first needs it (a second client can sit beside it).
+import { DriverLoadFailure } from '../../errors.js';
+import type { Logger } from '../../logger.js';
+import type { ResolvedKafkaOptions } from './options.js';
+
+/** A record to produce. */
+export interface OutgoingRecord {
+  readonly topic: string;
+  /** Records with one key go to one partition, in order; none: spread over partitions. */
+  readonly key?: string;
+  readonly value: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** A consumed record, as the client handed it over. */
+export interface IncomingRecord {
+  readonly topic: string;
+  readonly partition: number;
+  /** The offset, as Kafka's int64 in decimal. */
+  readonly offset: string;
+  readonly key: string | null;
+  readonly value: Buffer | null;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** A position to commit: the offset of the next record to read. */
+export interface CommitOffset {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: string;
+}
+
+/** The partitions of each topic a member owns after a rebalance. */
+export type Assignment = ReadonlyMap<string, readonly number[]>;
+
+/** How a group consumer is run. */
+export interface ConsumerSettings {
+  readonly groupId: string;
+  readonly topics: readonly string[];
+  /** Where a partition without a committed offset starts. */
+  readonly fromBeginning: boolean;
+}
+
+/** Where a consumer hands what it gets. */
+export interface ConsumerHandlers {
+  /**
+   * Records of one partition, in offset order. The client fetches that partition again only once
+   * the returned promise resolves (the driver's back-pressure); MUST NOT reject.
+   */
+  onRecords(records: readonly IncomingRecord[]): Promise<void> | void;
+  /**
+   * A rebalance completed: this member owns `assignment` from now on and the client reads every
+   * owned partition again from its committed offset. Called before any record of the new
+   * assignment.
+   */
+  onAssignment(assignment: Assignment): void;
+  /**
+   * A rebalance began: the member may lose partitions, and every record handed out and not
+   * committed may be read by another member. Commit what is settled now; hand out nothing more
+   * until `onAssignment`.
+   */
+  onRebalance(): void;
+}
+
+/** A running group consumer. */
+export interface KafkaConsumerHandle {
+  /** Commits positions for the current group generation; rejects when the group rebalanced meanwhile. */
+  commit(offsets: readonly CommitOffset[]): Promise<void>;
+  /** Stops fetching (the member stays in the group, so commits still count). */
+  pause(): void;
+  /** Leaves the group and closes the consumer's connections. Idempotent, never rejects. */
+  close(): Promise<void>;
+}
+
+/** One client library behind the seam. Connects lazily; `close` is idempotent. */
+export interface KafkaClientAdapter {
+  /** The library's name, e.g. `kafkajs`. */
+  readonly name: string;
+  /** Produces the records (one request where the client allows); resolves once the broker acknowledged per `acks`. */
+  send(records: readonly OutgoingRecord[]): Promise<void>;
+  /**
+   * Makes sure the topics exist: CreateTopics where the broker has it, else auto-creation
+   * through a metadata request (logged at debug).
+   */
+  ensureTopics(topics: readonly string[]): Promise<void>;
+  /** Starts a group consumer; resolves once the member joined its group and has an assignment. */
+  consume(settings: ConsumerSettings, handlers: ConsumerHandlers): Promise<KafkaConsumerHandle>;
+  /** Closes the producer and admin connections (consumers are closed by their handles). */
+  close(): Promise<void>;
+}
+
+/** What an adapter module exports. */
+export interface KafkaClientModule {
+  createClient(options: ResolvedKafkaOptions, logger: Logger, clientId: string): KafkaClientAdapter;
+}
+
+/** Loads the chosen client's adapter (and with it the library) on first use only. */
+export async function loadClient(options: ResolvedKafkaOptions, logger: Logger, clientId: string): Promise<KafkaClientAdapter> {
+  let mod: KafkaClientModule;
+  try {
+    mod = await import('./kafkajs-client.js');
+  } catch (err) {
+    throw new DriverLoadFailure(`The kafka driver with client=${options.client} needs the package kafkajs: npm install kafkajs`, { cause: err });
+  }
+  return mod.createClient(options, logger, clientId);
+}
+
+/** The record key a notification gets, per the `key` option. */
+export function recordKey(choice: ResolvedKafkaOptions['key'], notification: Record<string, unknown>, topic: string): string | undefined {
+  if (choice === 'none') return undefined;
+  if (choice === 'publisher') return typeof notification.publisher_id === 'string' ? notification.publisher_id : undefined;
+  if (choice === 'event') return typeof notification.event_type === 'string' ? notification.event_type : undefined;
+  const key = choice(notification, topic);
+  return typeof key === 'string' ? key : undefined;
+}

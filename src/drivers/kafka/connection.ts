@@ -1,0 +1,85 @@
+// The client of one transport: loads the chosen client library on first use and coalesces
+// produced records into shared produce requests (one per event-loop turn, or per `linger`).
+import type { Logger } from '../../logger.js';
+import { InvalidState } from '../../errors.js';
+import { loadClient, type KafkaClientAdapter, type OutgoingRecord } from './client.js';
+import type { ResolvedKafkaOptions } from './options.js';
+
+interface Queued {
+  record: OutgoingRecord;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+export class KafkaConnection {
+  private client?: Promise<KafkaClientAdapter>;
+  private queue: Queued[] = [];
+  private scheduled = false;
+  private readonly inFlight = new Set<Promise<void>>();
+  private closed = false;
+
+  constructor(
+    private readonly options: ResolvedKafkaOptions,
+    private readonly logger: Logger,
+    private readonly clientId: string,
+  ) {}
+
+  /** The client adapter, loaded (and its library imported) on first use. */
+  getClient(): Promise<KafkaClientAdapter> {
+    if (this.closed) return Promise.reject(new InvalidState('The Kafka transport was cleaned up'));
+    this.client ??= loadClient(this.options, this.logger, this.clientId).catch((err: unknown) => {
+      this.client = undefined;
+      throw err;
+    });
+    return this.client;
+  }
+
+  /**
+   * Produces one record; resolves once the broker acknowledged it (per `acks`). Records produced
+   * in the same turn (or within `linger`) share a request: a notifier sending in a loop pays one
+   * round trip per batch, not per record.
+   */
+  produce(record: OutgoingRecord): Promise<void> {
+    if (this.closed) return Promise.reject(new InvalidState('The Kafka transport was cleaned up'));
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ record, resolve, reject });
+      if (this.queue.length >= this.options.producerBatchSize) {
+        this.flush();
+      } else if (!this.scheduled) {
+        this.scheduled = true;
+        if (this.options.linger > 0) setTimeout(this.flush, this.options.linger);
+        else setImmediate(this.flush);
+      }
+    });
+  }
+
+  /** Sends what is queued, in requests of at most `producerBatchSize` records. */
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.options.producerBatchSize);
+      const sending = this.getClient()
+        .then((client) => client.send(batch.map((q) => q.record)))
+        .then(
+          () => batch.forEach((q) => q.resolve()),
+          (err: unknown) => batch.forEach((q) => q.reject(err)),
+        );
+      this.inFlight.add(sending);
+      void sending.finally(() => this.inFlight.delete(sending));
+    }
+  };
+
+  /** Sends what is queued, waits for outstanding produce requests (up to `timeoutMs`), then closes the client. */
+  async close(timeoutMs: number): Promise<void> {
+    if (this.queue.length > 0) this.flush();
+    this.closed = true;
+    if (this.inFlight.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.allSettled([...this.inFlight]), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+      clearTimeout(timer);
+    }
+    const client = this.client;
+    this.client = undefined;
+    await client?.then((c) => c.close()).catch((err: unknown) => this.logger.debug('Closing the Kafka client failed', { err }));
+  }
+}

@@ -1,0 +1,286 @@
+// A notification listener on one consumer group: records of `<topic>.<priority>` and of the
+// group's retry topics go through the shared inbound pipeline to the listener; offsets are
+// committed once handled (batched, never past a record still being handled). A delivery's
+// generation is the group generation (one per rebalance) it was read in.
+import { NotificationInbound, type DeliverySettler } from '../../driver/inbound.js';
+import type { IncomingMessage } from '../../driver/incoming-message.js';
+import type { NotificationMessage } from '../../driver/messages.js';
+import type { ListenerSink, PushSource } from '../../driver/push-listener.js';
+import type { Logger } from '../../logger.js';
+import type { Assignment, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle } from './client.js';
+import type { KafkaConnection } from './connection.js';
+import { PartitionOffsets } from './offset-tracker.js';
+import type { ResolvedKafkaOptions } from './options.js';
+import { deadLetterTopic, HEADERS, retryTopic } from './topology.js';
+
+/** What the listener hands the inbound pipeline as the delivery handle (`unwrap()` returns it). */
+export interface KafkaDelivery {
+  readonly record: IncomingRecord;
+  /** Deliveries of this notification so far, this one included (1 for a first delivery). */
+  readonly deliveries: number;
+  /** The topic the notification was first published to (the record's own, unless it is a retry). */
+  readonly originalTopic: string;
+}
+
+export class KafkaNotificationListener implements PushSource<IncomingMessage>, DeliverySettler<KafkaDelivery> {
+  private sink?: ListenerSink<IncomingMessage>;
+  private readonly inbound: NotificationInbound<KafkaDelivery>;
+  private consumer?: KafkaConsumerHandle;
+  private generation = 0;
+  /** Offsets of the current generation by `topic\0partition`. */
+  private partitions = new Map<string, PartitionOffsets>();
+  private stopped = false;
+  /** Between a rebalance's start and the next assignment: records are not handed out. */
+  private rebalancing = false;
+  private cleaning?: Promise<void>;
+  private commitTimer?: NodeJS.Timeout;
+  private committing?: Promise<void>;
+  private commitAgain = false;
+  private roomWaiters: Array<() => void> = [];
+  /** Positions settled in an earlier generation and not known to be committed, by `topic\0partition`. */
+  private carried = new Map<string, bigint>();
+  /** Retry topic of each topic this listener reads. */
+  private readonly retryTopics: Map<string, string>;
+
+  constructor(
+    private readonly conn: KafkaConnection,
+    /** `<topic>.<priority>` topics. */
+    private readonly topics: readonly string[],
+    /** The consumer group: the pool, else the `consumerGroup` option. */
+    readonly group: string,
+    private readonly options: ResolvedKafkaOptions,
+    private readonly logger: Logger,
+  ) {
+    this.inbound = new NotificationInbound({ settler: this, logger, dedupWindow: options.dedupWindow });
+    this.retryTopics = new Map(topics.map((t) => [t, retryTopic(t, group)]));
+  }
+
+  attach(sink: ListenerSink<IncomingMessage>): void {
+    this.sink = sink;
+  }
+
+  /** Makes the topics (or has them auto-created) and joins the group; resolves once assigned. */
+  async subscribe(): Promise<void> {
+    const client: KafkaClientAdapter = await this.conn.getClient();
+    const all = [...this.topics, ...this.retryTopics.values()];
+    await client.ensureTopics(all);
+    this.consumer = await client.consume(
+      { groupId: this.group, topics: all, fromBeginning: this.options.offsetReset === 'earliest' },
+      { onRecords: (records) => this.onRecords(records), onAssignment: (assignment) => this.onAssignment(assignment), onRebalance: () => this.onRebalance() },
+    );
+    if (this.stopped) await this.consumer.close();
+    this.logger.debug('Kafka listener joined its group', { group: this.group, topics: this.topics });
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.consumer?.pause();
+    this.wakeRoomWaiters();
+  }
+
+  cleanup(): Promise<void> {
+    this.cleaning ??= this.doCleanup();
+    return this.cleaning;
+  }
+
+  private async doCleanup(): Promise<void> {
+    await this.stop();
+    // Running handlers settle on this group membership: give them shutdownTimeout, then commit.
+    await this.inbound.whenSettled(this.options.shutdownTimeout);
+    clearTimeout(this.commitTimer);
+    this.commitTimer = undefined;
+    await this.committing;
+    await this.flushCommits();
+    await this.consumer?.close();
+  }
+
+  ack(delivery: KafkaDelivery, generation: number): boolean {
+    return this.settle(delivery.record, generation);
+  }
+
+  requeue(delivery: KafkaDelivery, generation: number): void {
+    // Requeueing re-publishes (a retry topic, or the dead letters) and commits past the original,
+    // so one message never blocks its partition; the original stays uncommitted until the copy is stored.
+    const { record } = delivery;
+    const value = record.value?.toString('utf8') ?? '';
+    const dead = delivery.deliveries >= this.options.maxDeliveries;
+    const topic = dead ? deadLetterTopic(delivery.originalTopic) : (this.retryTopics.get(delivery.originalTopic) ?? retryTopic(delivery.originalTopic, this.group));
+    const headers: Record<string, string> = { [HEADERS.deliveries]: String(delivery.deliveries), [HEADERS.originalTopic]: delivery.originalTopic };
+    if (dead) {
+      headers[HEADERS.group] = this.group;
+      headers[HEADERS.reason] = `requeued ${delivery.deliveries} times (maxDeliveries ${this.options.maxDeliveries})`;
+      this.logger.warn('Notification dead-lettered after maxDeliveries', { topic: delivery.originalTopic, deadLetterTopic: topic, deliveries: delivery.deliveries, partition: record.partition, offset: record.offset });
+    }
+    this.conn
+      .produce({ topic, key: record.key ?? undefined, value, headers })
+      .then(
+        () => this.settle(record, generation),
+        (err: unknown) => this.logger.error('Could not re-publish a requeued notification; it is read again after the next rebalance', { topic, partition: record.partition, offset: record.offset, err }),
+      );
+  }
+
+  reject(delivery: KafkaDelivery, generation: number): void {
+    // Malformed: committed past, never retried (the inbound pipeline logged it).
+    this.settle(delivery.record, generation);
+  }
+
+  describe(delivery: KafkaDelivery): Record<string, unknown> {
+    return { topic: delivery.record.topic, partition: delivery.record.partition, offset: delivery.record.offset, group: this.group };
+  }
+
+  private onRebalance(): void {
+    // Eager rebalancing: every partition may move. What is buffered is not handled here (its new
+    // owner reads it from the last commit); what is settled is committed now, while the broker
+    // still accepts commits of this generation, so the new owner does not run it again.
+    this.rebalancing = true;
+    const withdrawn = this.withdrawBuffered();
+    this.logger.debug('Kafka listener rebalancing', { group: this.group, generation: this.generation, withdrawn });
+    clearTimeout(this.commitTimer);
+    this.commitTimer = undefined;
+    void this.flushCommits();
+  }
+
+  private onAssignment(assignment: Assignment): void {
+    // The client reads every owned partition again from its committed offset: what is buffered
+    // and not handed to the callback comes again, and settling the old generation means nothing.
+    // What was settled and not committed (a broker may refuse commits while the group is
+    // rebalancing; librdkafka's mock does) is carried over: committed again in the new
+    // generation, and not handled again here when this member reads it once more.
+    const carried = new Map<string, bigint>();
+    for (const [key, offsets] of this.partitions) {
+      const point = offsets.commitPoint();
+      if (point !== undefined) carried.set(key, point);
+    }
+    for (const [key, point] of this.carried) if (!carried.has(key) || carried.get(key)! < point) carried.set(key, point);
+    this.carried = carried;
+    this.generation++;
+    this.rebalancing = false;
+    this.partitions = new Map();
+    if (carried.size > 0) void this.commitCarried(this.generation);
+    const withdrawn = this.withdrawBuffered();
+    this.logger.debug('Kafka listener assigned', { group: this.group, generation: this.generation, assignment: Object.fromEntries(assignment), withdrawn });
+  }
+
+  /** Takes back what was received and not handed to the callback yet; the broker gives it again. */
+  private withdrawBuffered(): number {
+    const stale = this.sink?.withdraw(() => true) ?? [];
+    for (const m of stale) this.inbound.abandon(m as NotificationMessage<KafkaDelivery>);
+    return stale.length;
+  }
+
+  private onRecords(records: readonly IncomingRecord[]): Promise<void> | void {
+    if (this.stopped || this.rebalancing) return;
+    const generation = this.generation;
+    const beforeDispatch = this.options.commitMode === 'before-dispatch';
+    for (const record of records) {
+      const offsets = this.offsetsOf(record.topic, record.partition);
+      const offset = BigInt(record.offset);
+      offsets.track(offset);
+      const done = this.carried.get(`${record.topic}\0${record.partition}`);
+      if (done !== undefined && offset < done) {
+        // Settled here in an earlier generation; its commit had not gone through.
+        this.settle(record, generation);
+        continue;
+      }
+      const delivery = deliveryOf(record);
+      const message = this.inbound.receive(record.value ?? '', delivery, generation);
+      if (beforeDispatch) this.settle(record, generation);
+      if (message !== undefined) this.sink!.deliver(message);
+    }
+    if (this.inbound.unsettled >= this.options.maxPollRecords && !this.stopped) {
+      return new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+    }
+  }
+
+  private offsetsOf(topic: string, partition: number): PartitionOffsets {
+    const key = `${topic}\0${partition}`;
+    let offsets = this.partitions.get(key);
+    if (!offsets) this.partitions.set(key, (offsets = new PartitionOffsets()));
+    return offsets;
+  }
+
+  /** Marks the record done in its generation and schedules a commit; false for another generation's record. */
+  private settle(record: IncomingRecord, generation: number): boolean {
+    if (generation !== this.generation) {
+      this.logger.debug('Not committing a record of an earlier group generation (a new owner reads it again)', { topic: record.topic, partition: record.partition, offset: record.offset });
+      return false;
+    }
+    if (!this.partitions.get(`${record.topic}\0${record.partition}`)?.settle(BigInt(record.offset))) return false;
+    if (this.inbound.unsettled < this.options.maxPollRecords) this.wakeRoomWaiters();
+    this.scheduleCommit();
+    return true;
+  }
+
+  private wakeRoomWaiters(): void {
+    const waiters = this.roomWaiters;
+    this.roomWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  private scheduleCommit(): void {
+    if (this.commitTimer || this.cleaning) {
+      if (this.cleaning) this.commitAgain = true;
+      return;
+    }
+    if (this.committing) {
+      this.commitAgain = true;
+      return;
+    }
+    this.commitTimer = setTimeout(() => {
+      this.commitTimer = undefined;
+      void this.flushCommits();
+    }, this.options.commitInterval);
+  }
+
+  /** Commits the positions carried over from the last generation (any member of a generation may commit any partition). */
+  private async commitCarried(generation: number): Promise<void> {
+    const carried = [...this.carried];
+    const offsets = carried.map(([key, offset]) => {
+      const [topic, partition] = key.split('\0');
+      return { topic, partition: Number(partition), offset: offset.toString() };
+    });
+    try {
+      await this.consumer?.commit(offsets);
+      if (generation === this.generation) for (const [key, offset] of carried) if (this.carried.get(key) === offset) this.carried.delete(key);
+    } catch (err) {
+      this.logger.debug('Could not commit positions carried over from the last generation', { group: this.group, err });
+    }
+  }
+
+  /** Commits every partition whose commit point moved; one commit request at a time. */
+  private async flushCommits(): Promise<void> {
+    const consumer = this.consumer;
+    if (!consumer) return;
+    const generation = this.generation;
+    const points: Array<{ offsets: PartitionOffsets; topic: string; partition: number; offset: bigint }> = [];
+    for (const [key, offsets] of this.partitions) {
+      const offset = offsets.commitPoint();
+      if (offset === undefined) continue;
+      const [topic, partition] = key.split('\0');
+      points.push({ offsets, topic, partition: Number(partition), offset });
+    }
+    if (points.length === 0) return;
+    this.commitAgain = false;
+    const committing = consumer.commit(points.map((p) => ({ topic: p.topic, partition: p.partition, offset: p.offset.toString() }))).then(
+      () => {
+        if (generation === this.generation) for (const p of points) p.offsets.committedUpTo(p.offset);
+      },
+      (err: unknown) => this.logger.debug('Commit failed (the group rebalanced or the broker is away); records are read again from the last commit', { group: this.group, err }),
+    );
+    this.committing = committing;
+    await committing;
+    this.committing = undefined;
+    if (this.commitAgain && !this.cleaning) {
+      this.commitAgain = false;
+      this.scheduleCommit();
+    }
+  }
+}
+
+/** The delivery of a record: a retry copy carries its delivery count and original topic in headers. */
+function deliveryOf(record: IncomingRecord): KafkaDelivery {
+  const count = Number(record.headers[HEADERS.deliveries]);
+  const original = record.headers[HEADERS.originalTopic];
+  return { record, deliveries: Number.isInteger(count) && count > 0 ? count + 1 : 1, originalTopic: original ?? record.topic };
+}

@@ -1,0 +1,284 @@
+// The kafkajs adapter (the default client): one Kafka instance per transport, a lazy idempotent
+// producer and admin, and one kafkajs consumer per listener with eachBatch and manual commits.
+import { readFileSync } from 'node:fs';
+import {
+  AssignerProtocol,
+  CompressionTypes,
+  Kafka,
+  logLevel,
+  type Admin,
+  type Consumer,
+  type KafkaConfig,
+  type PartitionAssigner,
+  type Producer,
+  type SASLOptions,
+} from 'kafkajs';
+import { ConnectionError, InvalidArgument } from '../../errors.js';
+import type { Logger } from '../../logger.js';
+import type { Assignment, ConsumerHandlers, ConsumerSettings, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle, OutgoingRecord, CommitOffset } from './client.js';
+import { isUnsupportedApi, toMessagingError } from './errors.js';
+import type { ResolvedKafkaOptions } from './options.js';
+
+const ACKS = { all: -1, leader: 1, none: 0 } as const;
+
+/** The adapter module's factory (see client.ts). */
+export function createClient(options: ResolvedKafkaOptions, logger: Logger, clientId: string): KafkaClientAdapter {
+  return new KafkajsClient(options, logger, clientId);
+}
+
+/**
+ * kafkajs's own assigners hand a member partitions of topics it never subscribed to when the
+ * members of one group subscribe to different topics (oslo's shared `oslo_messaging_consumer`
+ * group does exactly that), and then drop them: those partitions are read by nobody. This one
+ * spreads each topic's partitions round-robin over the members subscribed to it only (and
+ * assigns the topics only other members subscribed to, which kafkajs's leader leaves out).
+ */
+const subscriptionAwareAssigner: PartitionAssigner = ({ cluster }) => ({
+  name: 'TidingsSubscriptionRoundRobin',
+  version: 0,
+  async assign({ members, topics: leaderTopics }) {
+    const subscribed = new Map<string, Set<string>>();
+    for (const m of members) subscribed.set(m.memberId, new Set(AssignerProtocol.MemberMetadata.decode(m.memberMetadata)?.topics ?? leaderTopics));
+    // kafkajs passes the leader's own subscriptions only; the group's are the union of its members'.
+    const topics = [...new Set([...subscribed.values()].flatMap((t) => [...t]))];
+    await cluster.addMultipleTargetTopics(topics);
+    const ids = members.map((m) => m.memberId).sort();
+    const plan = new Map<string, Record<string, number[]>>(ids.map((id) => [id, {}]));
+    let turn = 0;
+    for (const topic of [...topics].sort()) {
+      const candidates = ids.filter((id) => subscribed.get(id)!.has(topic));
+      if (candidates.length === 0) continue;
+      const partitions = cluster.findTopicPartitionMetadata(topic).map((p) => p.partitionId).sort((a, b) => a - b);
+      for (const partition of partitions) {
+        const owner = plan.get(candidates[turn++ % candidates.length])!;
+        (owner[topic] ??= []).push(partition);
+      }
+    }
+    return ids.map((memberId) => ({ memberId, memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 0, assignment: plan.get(memberId)!, userData: Buffer.alloc(0) }) }));
+  },
+  protocol({ topics }) {
+    return { name: 'TidingsSubscriptionRoundRobin', metadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics, userData: Buffer.alloc(0) }) };
+  },
+});
+
+class KafkajsClient implements KafkaClientAdapter {
+  readonly name = 'kafkajs';
+  private readonly kafka: Kafka;
+  private producer?: Promise<Producer>;
+  private admin?: Promise<Admin>;
+  private readonly known = new Set<string>();
+  private createTopicsUnsupported = false;
+  private readonly compression: CompressionTypes;
+  private readonly idempotent: boolean;
+
+  constructor(
+    private readonly options: ResolvedKafkaOptions,
+    private readonly logger: Logger,
+    clientId: string,
+  ) {
+    // kafkajs ships gzip only; the other codecs need a codec package registered by the application.
+    if (options.compression !== 'none' && options.compression !== 'gzip') {
+      throw new InvalidArgument('compression', '"none" or "gzip" with client=kafkajs (or client=platformatic for snappy, lz4, zstd)', options.compression);
+    }
+    this.compression = options.compression === 'gzip' ? CompressionTypes.GZIP : CompressionTypes.None;
+    this.idempotent = options.idempotent && options.acks === 'all';
+    const config: KafkaConfig = {
+      clientId,
+      brokers: [...options.brokers],
+      connectionTimeout: options.connectTimeout,
+      requestTimeout: options.requestTimeout,
+      retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 5000 },
+      logLevel: logLevel.WARN,
+      // kafkajs logs rebalances and reconnects as errors; they are expected here.
+      logCreator: () => (entry) => this.logger.debug('kafkajs', { namespace: entry.namespace, message: entry.log.message, level: entry.level }),
+    };
+    if (options.securityProtocol === 'SSL' || options.securityProtocol === 'SASL_SSL') config.ssl = options.sslCaFile ? { ca: [readFileSync(options.sslCaFile, 'utf8')] } : true;
+    if (options.securityProtocol.startsWith('SASL')) {
+      const mechanism = options.saslMechanism.toLowerCase() as 'plain' | 'scram-sha-256' | 'scram-sha-512';
+      config.sasl = { mechanism, username: options.username ?? '', password: options.password ?? '' } as SASLOptions;
+    }
+    this.kafka = new Kafka(config);
+  }
+
+  async send(records: readonly OutgoingRecord[]): Promise<void> {
+    const producer = await this.getProducer();
+    const byTopic = new Map<string, { key?: string; value: string; headers?: Record<string, string> }[]>();
+    for (const r of records) {
+      let list = byTopic.get(r.topic);
+      if (!list) byTopic.set(r.topic, (list = []));
+      list.push({ key: r.key, value: r.value, headers: r.headers as Record<string, string> | undefined });
+    }
+    try {
+      await producer.sendBatch({ acks: ACKS[this.options.acks], compression: this.compression, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+    } catch (err) {
+      throw toMessagingError(err, `Could not produce ${records.length} record(s) to ${[...byTopic.keys()].join(', ')}`);
+    }
+  }
+
+  async ensureTopics(topics: readonly string[]): Promise<void> {
+    const missing = topics.filter((t) => !this.known.has(t));
+    if (missing.length === 0) return;
+    const admin = await this.getAdmin();
+    try {
+      if (!this.createTopicsUnsupported) {
+        try {
+          await admin.createTopics({ topics: missing.map((topic) => ({ topic })), waitForLeaders: true });
+        } catch (err) {
+          if (!isUnsupportedApi(err)) throw err;
+          this.createTopicsUnsupported = true;
+          this.logger.debug('The broker has no CreateTopics; topics are auto-created on first use', { topics: missing });
+        }
+      }
+      // A metadata request with auto-creation allowed creates what CreateTopics could not.
+      await admin.fetchTopicMetadata({ topics: [...missing] });
+    } catch (err) {
+      throw toMessagingError(err, `Could not create the topics ${missing.join(', ')}`);
+    }
+    for (const t of missing) this.known.add(t);
+  }
+
+  async consume(settings: ConsumerSettings, handlers: ConsumerHandlers): Promise<KafkaConsumerHandle> {
+    const o = this.options;
+    const consumer = this.kafka.consumer({
+      groupId: settings.groupId,
+      sessionTimeout: o.sessionTimeout,
+      heartbeatInterval: o.heartbeatInterval,
+      rebalanceTimeout: o.rebalanceTimeout,
+      maxWaitTimeInMs: o.maxWaitTime,
+      maxBytesPerPartition: o.maxFetchBytes,
+      allowAutoTopicCreation: true,
+      partitionAssigners: [subscriptionAwareAssigner],
+      retry: { retries: 8, initialRetryTime: 100, maxRetryTime: 5000 },
+    });
+    let joined!: () => void;
+    const firstJoin = new Promise<void>((resolve) => (joined = resolve));
+    consumer.on(consumer.events.GROUP_JOIN, (e) => {
+      const assignment: Map<string, readonly number[]> = new Map(Object.entries(e.payload.memberAssignment));
+      handlers.onAssignment(assignment as Assignment);
+      joined();
+    });
+    consumer.on(consumer.events.REBALANCING, () => handlers.onRebalance());
+    consumer.on(consumer.events.CRASH, (e) => this.logger.warn('Kafka consumer crashed; kafkajs restarts it', { group: settings.groupId, err: e.payload.error, restart: e.payload.restart }));
+    const handle = new KafkajsConsumer(consumer, settings.topics);
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topics: [...settings.topics], fromBeginning: settings.fromBeginning });
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        partitionsConsumedConcurrently: 8,
+        eachBatch: async ({ batch, heartbeat, resolveOffset }) => {
+          if (batch.messages.length === 0) return;
+          const records: IncomingRecord[] = batch.messages.map((m) => ({
+            topic: batch.topic,
+            partition: batch.partition,
+            offset: m.offset,
+            key: m.key ? m.key.toString('utf8') : null,
+            value: m.value,
+            headers: headersOf(m.headers),
+          }));
+          const accepted = handlers.onRecords(records);
+          if (accepted) await withHeartbeats(accepted, heartbeat, o.heartbeatInterval);
+          // Only moves kafkajs's fetch position (autoCommit is off): commits are the listener's.
+          resolveOffset(batch.messages[batch.messages.length - 1].offset);
+        },
+      });
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = o.connectTimeout + o.sessionTimeout + o.rebalanceTimeout;
+      const timedOut = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new ConnectionError(`The consumer did not join the group ${settings.groupId} within ${deadline} ms`)), deadline);
+      });
+      try {
+        await Promise.race([firstJoin, timedOut]);
+      } finally {
+        clearTimeout(timer);
+      }
+    } catch (err) {
+      await handle.close();
+      throw toMessagingError(err, `Could not join the consumer group ${settings.groupId}`);
+    }
+    return handle;
+  }
+
+  async close(): Promise<void> {
+    const producer = this.producer;
+    const admin = this.admin;
+    this.producer = undefined;
+    this.admin = undefined;
+    await Promise.all([producer?.then((p) => p.disconnect()).catch(() => undefined), admin?.then((a) => a.disconnect()).catch(() => undefined)]);
+  }
+
+  private getProducer(): Promise<Producer> {
+    this.producer ??= (async () => {
+      const producer = this.kafka.producer({ idempotent: this.idempotent, allowAutoTopicCreation: true, maxInFlightRequests: this.idempotent ? 1 : undefined });
+      await producer.connect();
+      return producer;
+    })().catch((err: unknown) => {
+      this.producer = undefined;
+      throw toMessagingError(err, 'Could not connect the Kafka producer');
+    });
+    return this.producer;
+  }
+
+  private getAdmin(): Promise<Admin> {
+    this.admin ??= (async () => {
+      const admin = this.kafka.admin();
+      await admin.connect();
+      return admin;
+    })().catch((err: unknown) => {
+      this.admin = undefined;
+      throw toMessagingError(err, 'Could not connect to the Kafka cluster');
+    });
+    return this.admin;
+  }
+}
+
+class KafkajsConsumer implements KafkaConsumerHandle {
+  private closing?: Promise<void>;
+  constructor(
+    private readonly consumer: Consumer,
+    private readonly topics: readonly string[],
+  ) {}
+
+  pause(): void {
+    try {
+      this.consumer.pause(this.topics.map((topic) => ({ topic })));
+    } catch {
+      // not running yet or already stopped: nothing to pause
+    }
+  }
+
+  async commit(offsets: readonly CommitOffset[]): Promise<void> {
+    try {
+      await this.consumer.commitOffsets(offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset })));
+    } catch (err) {
+      throw toMessagingError(err, 'Could not commit offsets');
+    }
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.consumer.disconnect().catch(() => undefined);
+    return this.closing;
+  }
+}
+
+/** Waits for the driver's back-pressure promise, heartbeating so the group keeps the member. */
+async function withHeartbeats(done: Promise<void>, heartbeat: () => Promise<void>, intervalMs: number): Promise<void> {
+  let finished = false;
+  void done.finally(() => (finished = true));
+  while (!finished) {
+    await Promise.race([done, new Promise((r) => setTimeout(r, intervalMs))]);
+    if (!finished) await heartbeat().catch(() => undefined);
+  }
+}
+
+function headersOf(headers: Record<string, Buffer | string | (Buffer | string)[] | undefined> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!headers) return out;
+  for (const [k, v] of Object.entries(headers)) {
+    if (v === undefined || k === '__proto__') continue;
+    const one = Array.isArray(v) ? v[v.length - 1] : v;
+    out[k] = typeof one === 'string' ? one : one.toString('utf8');
+  }
+  return out;
+}

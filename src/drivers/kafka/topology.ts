@@ -1,0 +1,59 @@
+// Kafka topic names for oslo's addresses (oslo-wire.md §2): `<topic>.<priority>` (+ `.<vhost>`),
+// and the topics tidings adds per consumer group: a retry topic for requeues and a dead-letter topic.
+import { createHash } from 'node:crypto';
+import { notificationAddress } from '../../driver/addressing.js';
+import type { Priority } from '../../driver/types.js';
+
+/** Kafka's limit on a topic name's length. */
+const MAX_TOPIC_LENGTH = 249;
+/** Characters Kafka refuses in topic names. */
+const INVALID = /[^a-zA-Z0-9._-]/g;
+
+/** Headers tidings puts on records it re-publishes (retry and dead-letter topics). */
+export const HEADERS = Object.freeze({
+  /** How many times the record was delivered before this copy (decimal). */
+  deliveries: 'x-tidings-deliveries',
+  /** The topic the record was first published to. */
+  originalTopic: 'x-tidings-original-topic',
+  /** The consumer group that gave up on it (dead letters). */
+  group: 'x-tidings-group',
+  /** Why it was dead-lettered. */
+  reason: 'x-tidings-reason',
+});
+
+/**
+ * The topic a notification of `priority` on `topic` goes to: oslo's `<topic>.<priority>`, plus
+ * `.<vhost>` when the URL has one. oslo appends the vhost only when producing; tidings appends
+ * it on both sides so that its listeners see its notifiers (and oslo's notifiers) on a vhost URL.
+ */
+export function notificationTopic(topic: string, priority: Priority | string, vhost: string): string {
+  return withVhost(notificationAddress(topic, priority), vhost);
+}
+
+/** oslo's Notifier already sends to `<topic>.<priority>`; only the vhost is added. */
+export function withVhost(address: string, vhost: string): string {
+  return vhost ? `${address}.${vhost}` : address;
+}
+
+/** A group's retry topic for `topic`: requeued records go there and come back to the same group. */
+export function retryTopic(topic: string, group: string): string {
+  return safeTopic(`${topic}.retry.${group}`);
+}
+
+/** Where records end that were delivered `maxDeliveries` times: `<topic>.dlq`. */
+export function deadLetterTopic(topic: string): string {
+  return safeTopic(`${topic}.dlq`);
+}
+
+/** True for the retry and dead-letter topics tidings manages (they are never retried themselves). */
+export function isDeadLetterTopic(topic: string): boolean {
+  return topic.endsWith('.dlq');
+}
+
+/** A valid Kafka topic name: refused characters become `_`, an over-long name keeps a hash of the rest. */
+export function safeTopic(name: string): string {
+  const clean = name.replace(INVALID, '_');
+  if (clean.length <= MAX_TOPIC_LENGTH) return clean;
+  const hash = createHash('sha256').update(name).digest('hex').slice(0, 16);
+  return `${clean.slice(0, MAX_TOPIC_LENGTH - 17)}_${hash}`;
+}

@@ -1,0 +1,195 @@
+// Delivery rules of the Kafka driver on the Kafka test broker (librdkafka's mock cluster, 3
+// brokers): commits after the handler, requeue through the group's retry topic, dead letters
+// after maxDeliveries, malformed records committed past, per-key order, oslo's record format.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createMemoryLogger,
+  getNotificationListener,
+  getNotificationTransport,
+  NotificationResult,
+  Notifier,
+  Target,
+  type Context,
+  type Transport,
+} from '../../src/index.js';
+import { deferred, uniqueName, waitFor } from '../../src/testing/wait.js';
+import { startKafkaMock, type KafkaTestBroker } from '../support/kafka-broker.js';
+import { RawKafka, SHORT_GROUP_QUERY } from '../support/kafka-raw.js';
+
+type Started = { stop(): Promise<void>; wait(): Promise<void> };
+
+describe('Kafka driver delivery (librdkafka mock cluster)', () => {
+  let broker: KafkaTestBroker;
+  let raw: RawKafka;
+  const closers: Array<() => Promise<unknown>> = [];
+
+  beforeAll(async () => {
+    broker = await startKafkaMock({ brokers: 3 });
+    raw = new RawKafka(broker.brokers);
+  });
+
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close().catch(() => undefined);
+    await raw?.close();
+    await broker?.stop();
+  });
+
+  const url = (query = '') => `${broker.url}/?${SHORT_GROUP_QUERY}&consumer_group=${uniqueName('g')}${query}`;
+  const transport = async (u: string, options: Parameters<typeof getNotificationTransport>[1] = {}): Promise<Transport> => {
+    const t = await getNotificationTransport(u, options);
+    closers.push(() => t.cleanup());
+    return t;
+  };
+  const started = async <L extends Started & { start(): Promise<void> }>(l: L): Promise<L> => {
+    await l.start();
+    closers.push(async () => {
+      await l.stop();
+      await l.wait();
+    });
+    return l;
+  };
+  const notifier = (t: Transport, topic: string, publisherId = 'tidings.test') => new Notifier(t, { publisherId, driver: 'messagingv2', topics: [topic] });
+
+  it('commits only after the handler finished: a member gone mid-handler leaves the message to the next member', async () => {
+    const u = url('&shutdown_timeout_ms=100');
+    const topic = uniqueName('t');
+    const gate = deferred<void>();
+    const seenByFirst: number[] = [];
+    const t1 = await transport(u);
+    // The first member never finishes its handler; its transport is cleaned up under it.
+    const l1 = getNotificationListener(t1, [new Target({ topic })], [
+      {
+        async info(_c: Context, _p: unknown, _e: string, payload: { id: number }) {
+          seenByFirst.push(payload.id);
+          await gate.promise;
+        },
+      },
+    ]);
+    await l1.start();
+    await notifier(t1, topic).info({}, 'ev', { id: 1 });
+    await waitFor(() => seenByFirst.length === 1, { timeoutMs: 20_000, message: 'the first member got the message' });
+    await t1.cleanup();
+    const seenBySecond: number[] = [];
+    const t2 = await transport(u);
+    await started(getNotificationListener(t2, [new Target({ topic })], [{ info: (_c: Context, _p: unknown, _e: string, payload: { id: number }) => void seenBySecond.push(payload.id) }]));
+    await waitFor(() => seenBySecond.length === 1, { timeoutMs: 30_000, message: 'the next member got the unfinished message' });
+    expect(seenBySecond).toEqual([1]);
+    gate.resolve();
+  });
+
+  it('requeue re-publishes to the group retry topic with a delivery count, and the same group reads it again', async () => {
+    const group = uniqueName('pool');
+    const u = url();
+    const topic = uniqueName('t');
+    const t = await transport(u);
+    const deliveries: number[] = [];
+    await started(
+      getNotificationListener(t, [new Target({ topic })], [{ info: (_c: Context, _p: unknown, _e: string, payload: { id: number }) => (deliveries.push(payload.id), deliveries.length === 1 ? NotificationResult.REQUEUE : NotificationResult.HANDLED) }], {
+        allowRequeue: true,
+        pool: group,
+      }),
+    );
+    await notifier(t, topic).info({}, 'ev', { id: 7 });
+    await waitFor(() => deliveries.length === 2, { timeoutMs: 20_000, message: 'the requeued notification came back' });
+    const retried = await raw.collect(`${topic}.info.retry.${group}`, uniqueName('raw'));
+    await waitFor(() => retried.length === 1, { timeoutMs: 20_000, message: 'one record on the retry topic' });
+    expect(retried[0].headers).toMatchObject({ 'x-tidings-deliveries': '1', 'x-tidings-original-topic': `${topic}.info` });
+    expect(deliveries).toEqual([7, 7]);
+  });
+
+  it('after maxDeliveries a notification goes to <topic>.dlq with why, and is not delivered again', async () => {
+    const u = url('&max_deliveries=3');
+    const topic = uniqueName('t');
+    const t = await transport(u);
+    let deliveries = 0;
+    await started(getNotificationListener(t, [new Target({ topic })], [{ info: () => (deliveries++, NotificationResult.REQUEUE) }], { allowRequeue: true }));
+    await notifier(t, topic).info({}, 'poison', { id: 1 });
+    const dead = await raw.collect(`${topic}.info.dlq`, uniqueName('raw'));
+    await waitFor(() => dead.length === 1, { timeoutMs: 30_000, message: 'the dead letter' });
+    expect(deliveries).toBe(3);
+    expect(dead[0].headers).toMatchObject({ 'x-tidings-deliveries': '3', 'x-tidings-original-topic': `${topic}.info` });
+    expect(dead[0].headers['x-tidings-reason']).toMatch(/requeued 3 times/);
+    expect(JSON.parse(JSON.parse(dead[0].value)['oslo.message']).event_type).toBe('poison');
+    // A later message as a barrier: the poison one is not handled a fourth time.
+    await notifier(t, topic).info({}, 'after', { id: 2 });
+    await waitFor(() => deliveries === 4, { timeoutMs: 20_000 });
+    expect(deliveries).toBe(4);
+  });
+
+  it('malformed records are logged without their body, committed past and never read again by the group', async () => {
+    const u = url();
+    const topic = uniqueName('t');
+    const logger = createMemoryLogger();
+    const t1 = await transport(u, { logger });
+    const got: string[] = [];
+    const endpoint = { info: (_c: Context, _p: unknown, event: string) => void got.push(event) };
+    const l1 = await started(getNotificationListener(t1, [new Target({ topic })], [endpoint]));
+    await raw.publish(`${topic}.info`, [{ value: '{not json SECRET-BODY' }, { value: JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': '{"payload":"SECRET-BODY"}' }) }, { value: '' }]);
+    await notifier(t1, topic).info({}, 'good', {});
+    await waitFor(() => got.length === 1, { timeoutMs: 20_000, message: 'the good one after the bad ones' });
+    const warned = () => logger.records.filter((r) => r.level === 'warn' && /malformed/.test(r.msg)).length;
+    await waitFor(() => warned() === 3, { timeoutMs: 10_000, message: 'three malformed records logged' });
+    expect(JSON.stringify(logger.records)).not.toContain('SECRET-BODY');
+    await l1.stop();
+    await l1.wait();
+    // A new member of the same group starts from the commit: past the malformed records.
+    const logger2 = createMemoryLogger();
+    const t2 = await transport(u, { logger: logger2 });
+    await started(getNotificationListener(t2, [new Target({ topic })], [endpoint]));
+    await notifier(t2, topic).info({}, 'barrier', {});
+    await waitFor(() => got.includes('barrier'), { timeoutMs: 30_000 });
+    expect(got).toEqual(['good', 'barrier']);
+    expect(logger2.records.filter((r) => r.level === 'warn' && /malformed/.test(r.msg))).toEqual([]);
+  });
+
+  it('with key=publisher the notifications of one publisher are handled in order', async () => {
+    const u = url('&key=publisher');
+    const topic = uniqueName('t');
+    const t = await transport(u);
+    const seen: Array<{ from: string; i: number }> = [];
+    await started(
+      getNotificationListener(t, [new Target({ topic })], [{ info: (_c: Context, publisher: unknown, _e: string, payload: { i: number }) => void seen.push({ from: String(publisher), i: payload.i }) }], { executorSize: 1 }),
+    );
+    const publishers = ['p-a', 'p-b', 'p-c'].map((p) => notifier(t, topic, p));
+    const N = 30;
+    for (let i = 0; i < N; i++) await Promise.all(publishers.map((n) => n.info({}, 'ev', { i })));
+    await waitFor(() => seen.length === 3 * N, { timeoutMs: 20_000, message: `${3 * N} notifications` });
+    for (const p of ['p-a', 'p-b', 'p-c']) expect(seen.filter((s) => s.from === p).map((s) => s.i)).toEqual([...Array(N).keys()]);
+    const records = await raw.collect(`${topic}.info`, uniqueName('raw'));
+    await waitFor(() => records.length === 3 * N, { timeoutMs: 20_000 });
+    expect(new Set(records.map((r) => r.key))).toEqual(new Set(['p-a', 'p-b', 'p-c']));
+    for (const p of ['p-a', 'p-b', 'p-c']) expect(new Set(records.filter((r) => r.key === p).map((r) => r.partition)).size).toBe(1);
+  });
+
+  it("writes oslo's record (no key, no headers, envelope, nested _context, no _unique_id) and reads one without _unique_id", async () => {
+    const u = url();
+    const topic = uniqueName('t');
+    const t = await transport(u);
+    await notifier(t, topic).warn({ user: 'u1', request_id: 'r1' }, 'written', { a: 1 });
+    const records = await raw.collect(`${topic}.warn`, uniqueName('raw'));
+    await waitFor(() => records.length === 1, { timeoutMs: 20_000 });
+    expect(records[0].key).toBeNull();
+    expect(records[0].headers).toEqual({});
+    const envelope = JSON.parse(records[0].value);
+    expect(Object.keys(envelope).sort()).toEqual(['oslo.message', 'oslo.version']);
+    const inner = JSON.parse(envelope['oslo.message']);
+    expect(Object.keys(inner).sort()).toEqual(['_context', 'event_type', 'message_id', 'payload', 'priority', 'publisher_id', 'timestamp']);
+    expect(inner._context).toEqual({ user: 'u1', request_id: 'r1' });
+
+    const got: Array<{ ctx: Context; payload: unknown; id: string }> = [];
+    await started(getNotificationListener(t, [new Target({ topic })], [{ warn: (ctx: Context, _p: unknown, _e: string, payload: unknown, meta: { message_id: string }) => void got.push({ ctx, payload, id: meta.message_id }) }]));
+    const id = randomUUID();
+    const oslo = { message_id: id, publisher_id: 'py', event_type: 'from.oslo', priority: 'WARN', payload: { b: 2 }, timestamp: '2026-01-01 00:00:00.000000', _context: { user: 'u2' } };
+    // The same record twice: without _unique_id, message_id is what dedupes.
+    const value = JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify(oslo) });
+    // A barrier on the same partition (same key), after the copy: once it is handled, so was the copy.
+    const barrier = JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify({ ...oslo, message_id: randomUUID(), event_type: 'barrier' }) });
+    await raw.publish(`${topic}.warn`, [{ value, key: 'same-partition' }, { value, key: 'same-partition' }, { value: barrier, key: 'same-partition' }]);
+    await waitFor(() => got.length === 3, { timeoutMs: 20_000, message: 'the written one, the oslo one and the barrier' });
+    expect(got.filter((g) => g.id === id)).toHaveLength(1);
+    const fromOslo = got.find((g) => g.id === id)!;
+    expect(fromOslo.ctx).toMatchObject({ user: 'u2' });
+    expect(fromOslo.payload).toEqual({ b: 2 });
+  });
+});

@@ -1,0 +1,63 @@
+// Raw kafkajs access to the Kafka test broker for tests: what a test publishes around tidings
+// (malformed records, oslo-format records) and reads behind its back (retry and dead-letter topics).
+import { Kafka, logLevel, type Consumer, type IHeaders, type Producer } from 'kafkajs';
+import { waitFor } from '../../src/testing/wait.js';
+
+/** A consumed record with its value and headers as strings. */
+export interface RawKafkaRecord {
+  topic: string;
+  partition: number;
+  offset: string;
+  key: string | null;
+  value: string;
+  headers: Record<string, string>;
+}
+
+/** One kafkajs client per broker list, with a lazily connected producer; `close()` disconnects all. */
+export class RawKafka {
+  readonly kafka: Kafka;
+  private producer?: Promise<Producer>;
+  private readonly consumers: Consumer[] = [];
+
+  constructor(brokers: readonly string[]) {
+    this.kafka = new Kafka({ brokers: [...brokers], clientId: 'tidings-test-raw', logLevel: logLevel.NOTHING, retry: { retries: 8, initialRetryTime: 100 } });
+  }
+
+  /** Produces records as given (acks all). */
+  async publish(topic: string, records: Array<{ value: string; key?: string; headers?: IHeaders }>): Promise<void> {
+    this.producer ??= (async () => {
+      const p = this.kafka.producer({ allowAutoTopicCreation: true });
+      await p.connect();
+      return p;
+    })();
+    await (await this.producer).send({ topic, acks: -1, messages: records });
+  }
+
+  /** Reads `topic` from the beginning with a fresh group into the returned array. */
+  async collect(topic: string, groupId: string): Promise<RawKafkaRecord[]> {
+    const out: RawKafkaRecord[] = [];
+    const c = this.kafka.consumer({ groupId, sessionTimeout: 6000, heartbeatInterval: 500, rebalanceTimeout: 10_000, maxWaitTimeInMs: 200 });
+    this.consumers.push(c);
+    let joined = false;
+    c.on(c.events.GROUP_JOIN, () => (joined = true));
+    await c.connect();
+    await c.subscribe({ topic, fromBeginning: true });
+    await c.run({
+      eachMessage: async ({ topic: t, partition, message }) => {
+        const headers: Record<string, string> = {};
+        for (const [k, v] of Object.entries(message.headers ?? {})) if (v !== undefined) headers[k] = String(Array.isArray(v) ? v[0] : v);
+        out.push({ topic: t, partition, offset: message.offset, key: message.key?.toString() ?? null, value: message.value?.toString() ?? '', headers });
+      },
+    });
+    await waitFor(() => joined, { timeoutMs: 20_000, message: `raw consumer of ${topic} joined` });
+    return out;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.consumers.map((c) => c.disconnect().catch(() => undefined)));
+    await this.producer?.then((p) => p.disconnect()).catch(() => undefined);
+  }
+}
+
+/** Query options that keep group joins and rebalances short on the mock (it waits about sessionTimeout - 1 s). */
+export const SHORT_GROUP_QUERY = 'session_timeout_ms=6000&heartbeat_interval_ms=500&rebalance_timeout_ms=10000&kafka_consumer_timeout=0.2&commit_interval_ms=50';
