@@ -52,3 +52,26 @@ export interface DeadLetterStore {
   /** Removes them for good; resolves with the number removed. */
   purge(query: DeadLetterQuery): Promise<number>;
 }
+
+/** Longest `error` text a dead letter keeps (a stack or a huge message is cut). */
+const MAX_REASON_LENGTH = 1000;
+
+/**
+ * The `error` text of a dead letter from the last `requeue(reason)`: the error's message (with
+ * its class when not a plain Error), or `fallback` (e.g. "requeued 5 times") when the handler
+ * asked for the requeue without throwing.
+ */
+export function requeueReason(reason: unknown, fallback: string): string {
+  if (reason === undefined || reason === null) return fallback;
+  let text: string;
+  if (reason instanceof Error) text = reason.name && reason.name !== 'Error' ? `${reason.name}: ${reason.message}` : reason.message;
+  else if (typeof reason === 'string') text = reason;
+  else {
+    try {
+      text = JSON.stringify(reason) ?? String(reason);
+    } catch {
+      text = String(reason);
+    }
+  }
+  return text.length > MAX_REASON_LENGTH ? `${text.slice(0, MAX_REASON_LENGTH - 1)}…` : text;
+}

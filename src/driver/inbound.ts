@@ -17,8 +17,12 @@ import { parseNotification, parseRpcRequest } from './wire.js';
 export interface DeliverySettler<D> {
   /** False when it could not be sent (the channel is gone, so the broker redelivers it). */
   ack(delivery: D, generation: number): boolean;
-  /** Give it back for redelivery. */
-  requeue(delivery: D, generation: number): void;
+  /**
+   * Give it back for redelivery. `reason` is the handler's error when one threw (undefined when
+   * it asked for a requeue): a driver that dead-letters SHOULD keep `requeueReason(reason)` of
+   * the last delivery with the dead letter.
+   */
+  requeue(delivery: D, generation: number, reason?: unknown): void;
   /** Drop it without redelivery (malformed): the broker's dead-letter rules apply. */
   reject(delivery: D, generation: number): void;
   /** Where the delivery came from, for the malformed-message log line (never the body). */
@@ -151,9 +155,9 @@ export class NotificationInbound<D> extends Inbound<D> {
   }
 
   /** @internal */
-  requeue(message: NotificationMessage<D>): void {
+  requeue(message: NotificationMessage<D>, reason?: unknown): void {
     this.forget(message);
-    this.settler.requeue(message.delivery, message.generation);
+    this.settler.requeue(message.delivery, message.generation, reason);
   }
 
   /**

@@ -23,8 +23,10 @@ export abstract class ReceivedMessage {
   /**
    * Gives the message back to the broker for redelivery (to this or another consumer).
    * Drivers without the `requeue` capability log a warning and acknowledge. MUST NOT throw.
+   * `reason` is why (the handler's error, when one threw): a driver that dead-letters after
+   * `maxDeliveries` SHOULD record the last one's message; others may ignore it.
    */
-  abstract requeue(): Promise<void>;
+  abstract requeue(reason?: unknown): Promise<void>;
 
   /** The raw broker message (amqplib `ConsumeMessage`, a Redis stream entry, a Kafka record...). */
   unwrap(): unknown {

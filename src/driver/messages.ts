@@ -103,10 +103,10 @@ export class NotificationMessage<D = unknown> extends IncomingMessage {
     this.inbound.acknowledge(this);
   }
 
-  async requeue(): Promise<void> {
+  async requeue(reason?: unknown): Promise<void> {
     if (this.settled) return;
     this.settled = true;
-    this.inbound.requeue(this);
+    this.inbound.requeue(this, reason);
   }
 
   /** @internal Marks it settled without telling the broker; true for the first call. */

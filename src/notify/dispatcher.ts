@@ -166,6 +166,18 @@ interface Extracted {
   item: NotificationBatchItem<unknown>;
 }
 
+/** What `exec` yields for a handler that threw: REQUEUE, with the error that caused it. */
+class HandlerThrew {
+  constructor(readonly error: unknown) {}
+}
+
+/** @internal A dispatch outcome with why a requeue was asked for (a handler's error), for the driver's dead letters. */
+export interface DispatchOutcome {
+  readonly result: NotificationResult;
+  /** The error a handler threw (or decoding failed with); undefined when REQUEUE was returned. */
+  readonly reason?: unknown;
+}
+
 /** Dispatches one notification at a time: endpoints in order until one asks to requeue. */
 export class NotificationDispatcher {
   /** Priorities some endpoint handles: exactly what the listener subscribes to. */
@@ -205,27 +217,33 @@ export class NotificationDispatcher {
    * threw. Never rejects: a failure while decoding the message also yields REQUEUE.
    */
   async dispatch(incoming: IncomingMessage): Promise<NotificationResult> {
+    return (await this.dispatchWithReason(incoming)).result;
+  }
+
+  /** @internal `dispatch`, also saying which error made it REQUEUE (the listener hands it to `requeue(reason)`). */
+  async dispatchWithReason(incoming: IncomingMessage): Promise<DispatchOutcome> {
     let extracted: Extracted;
     try {
       extracted = this.extract(incoming);
     } catch (err) {
       this.logger.error('could not decode a notification for dispatch', { err, messageId: incoming.msgId });
-      return NotificationResult.REQUEUE;
+      return { result: NotificationResult.REQUEUE, reason: err };
     }
     const { priority, item } = extracted;
     if (!isPriority(priority)) {
       this.logger.warn('unknown notification priority; acknowledging', { priority, messageId: item.metadata.message_id });
-      return NotificationResult.HANDLED;
+      return { result: NotificationResult.HANDLED };
     }
     for (const cb of this.callbacks.get(priority) ?? []) {
       if (cb.filter && !matches(cb.filter, item)) continue;
       const ret = await this.exec(cb, priority, [item.eventType], [item.ctx, item.publisherId, item.eventType, item.payload, item.metadata]);
-      if (ret === NotificationResult.REQUEUE) return NotificationResult.REQUEUE;
+      if (ret instanceof HandlerThrew) return { result: NotificationResult.REQUEUE, reason: ret.error };
+      if (ret === NotificationResult.REQUEUE) return { result: NotificationResult.REQUEUE };
     }
-    return NotificationResult.HANDLED;
+    return { result: NotificationResult.HANDLED };
   }
 
-  /** Calls one handler; a throw is logged, reported and turned into REQUEUE. */
+  /** Calls one handler; a throw is logged, reported and turned into HandlerThrew (REQUEUE with its error). */
   protected async exec(cb: Callback, priority: Priority, eventTypes: string[], args: unknown[]): Promise<unknown> {
     try {
       return await cb.method.apply(cb.endpoint, args);
@@ -236,7 +254,7 @@ export class NotificationDispatcher {
       } catch {
         // an instrumentation hook must never change the outcome
       }
-      return NotificationResult.REQUEUE;
+      return new HandlerThrew(error);
     }
   }
 
@@ -265,7 +283,12 @@ export class NotificationDispatcher {
 export class BatchNotificationDispatcher extends NotificationDispatcher {
   /** Resolves with the messages to requeue (or to acknowledge when requeue is not allowed). Never rejects. */
   async dispatchBatch(incoming: readonly IncomingMessage[]): Promise<Set<IncomingMessage>> {
-    const requeues = new Set<IncomingMessage>();
+    return new Set((await this.dispatchBatchWithReasons(incoming)).keys());
+  }
+
+  /** @internal `dispatchBatch`, with the error that made each message REQUEUE (undefined when REQUEUE was returned). */
+  async dispatchBatchWithReasons(incoming: readonly IncomingMessage[]): Promise<Map<IncomingMessage, unknown>> {
+    const requeues = new Map<IncomingMessage, unknown>();
     const groups = new Map<string, { raw: IncomingMessage[]; items: NotificationBatchItem<unknown>[] }>();
     for (const message of incoming) {
       let extracted: Extracted;
@@ -273,7 +296,7 @@ export class BatchNotificationDispatcher extends NotificationDispatcher {
         extracted = this.extract(message);
       } catch (err) {
         this.logger.error('could not decode a notification for dispatch', { err, messageId: message.msgId });
-        requeues.add(message);
+        requeues.set(message, err);
         continue;
       }
       const group = groups.get(extracted.priority) ?? { raw: [], items: [] };
@@ -290,8 +313,9 @@ export class BatchNotificationDispatcher extends NotificationDispatcher {
         const items = cb.filter ? group.items.filter((item) => matches(cb.filter!, item)) : group.items.slice();
         if (items.length === 0) continue;
         const ret = await this.exec(cb, priority, [...new Set(items.map((i) => i.eventType))], [items]);
-        if (ret === NotificationResult.REQUEUE) {
-          for (const m of group.raw) requeues.add(m);
+        if (ret === NotificationResult.REQUEUE || ret instanceof HandlerThrew) {
+          const reason = ret instanceof HandlerThrew ? ret.error : undefined;
+          for (const m of group.raw) requeues.set(m, reason);
           break;
         }
       }

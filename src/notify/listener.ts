@@ -227,19 +227,20 @@ export class NotificationListener {
 
   private async processBatch(messages: IncomingMessage[]): Promise<void> {
     const startedAt = performance.now();
-    let requeues: Set<IncomingMessage> | undefined;
-    let requeueAll = false;
+    // Each message to requeue, with the handler error that asked for it (the driver records it in its dead letters).
+    let requeues: Map<IncomingMessage, unknown>;
     if (this.dispatcher instanceof BatchNotificationDispatcher) {
-      requeues = await this.dispatcher.dispatchBatch(messages);
+      requeues = await this.dispatcher.dispatchBatchWithReasons(messages);
     } else {
-      requeueAll = (await this.dispatcher.dispatch(messages[0])) === NotificationResult.REQUEUE;
+      const outcome = await this.dispatcher.dispatchWithReason(messages[0]);
+      requeues = new Map(outcome.result === NotificationResult.REQUEUE ? [[messages[0], outcome.reason]] : []);
     }
     let requeued = 0;
     for (const m of messages) {
-      const requeue = this.allowRequeue && (requeueAll || requeues?.has(m) === true);
+      const requeue = this.allowRequeue && requeues.has(m);
       if (requeue) requeued++;
       try {
-        await (requeue ? m.requeue() : m.acknowledge());
+        await (requeue ? m.requeue(requeues.get(m)) : m.acknowledge());
       } catch (err) {
         // The contract says these never throw; a driver bug must not stop the listener either.
         this.logger.error('could not settle a notification', { err, requeue, messageId: m.msgId });

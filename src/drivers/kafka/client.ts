@@ -85,6 +85,12 @@ export interface KafkaClientAdapter {
    * through a metadata request (logged at debug).
    */
   ensureTopics(topics: readonly string[]): Promise<void>;
+  /**
+   * Every record `topic` holds now (up to each partition's high watermark), in offset order per
+   * partition, read without committing anything: for tools such as the dead-letter store. A
+   * topic that does not exist (or holds nothing) gives none.
+   */
+  readTopic(topic: string): Promise<IncomingRecord[]>;
   /** Starts a group consumer; resolves once the member joined its group and has an assignment. */
   consume(settings: ConsumerSettings, handlers: ConsumerHandlers): Promise<KafkaConsumerHandle>;
   /** Closes the producer and admin connections (consumers are closed by their handles). */

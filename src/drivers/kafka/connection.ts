@@ -21,7 +21,8 @@ export class KafkaConnection {
   constructor(
     private readonly options: ResolvedKafkaOptions,
     private readonly logger: Logger,
-    private readonly clientId: string,
+    /** The client id the brokers see (also recorded on the dead letters this transport writes). */
+    readonly clientId: string,
   ) {}
 
   /** The client adapter, loaded (and its library imported) on first use. */

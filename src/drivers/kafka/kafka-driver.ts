@@ -3,6 +3,7 @@
 // RPC over Kafka; neither has this driver yet (capability `rpc` false).
 import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
 import { requireCapability, type DriverCapabilities } from '../../driver/capabilities.js';
+import type { DeadLetterStore } from '../../driver/dead-letters.js';
 import type { IncomingMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
 import type { Listener } from '../../driver/listener.js';
 import type { Context, DriverMessage } from '../../driver/types.js';
@@ -12,6 +13,7 @@ import { withRetry } from '../../retry.js';
 import type { Target } from '../../target.js';
 import { recordKey } from './client.js';
 import { KafkaConnection } from './connection.js';
+import { KafkaDeadLetters } from './kafka-dead-letters.js';
 import { KafkaNotificationListener } from './kafka-listener.js';
 import { resolveOptions, type ResolvedKafkaOptions } from './options.js';
 import { notificationTopic, withVhost } from './topology.js';
@@ -65,6 +67,11 @@ export class KafkaDriver extends BaseDriver {
     const logger = this.logger.child({ listener: n, group });
     const source = new KafkaNotificationListener(this.conn, topics, group, this.options, logger);
     return this.openListener(source, () => source.subscribe(), { ...options, prefetchSize: this.options.maxPollRecords, logger });
+  }
+
+  /** The records of `<address>.dlq`, with removal markers (kafka-dead-letters.ts). */
+  override deadLetters(): DeadLetterStore {
+    return new KafkaDeadLetters(this.conn, this.options, this.logger.child({ deadLetters: true }));
   }
 
   protected override cleanupStarted(): void {

@@ -2,6 +2,7 @@
 // group's retry topics go through the shared inbound pipeline to the listener; offsets are
 // committed once handled (batched, never past a record still being handled). A delivery's
 // generation is the group generation (one per rebalance) it was read in.
+import { requeueReason } from '../../driver/dead-letters.js';
 import { NotificationInbound, type DeliverySettler } from '../../driver/inbound.js';
 import type { IncomingMessage } from '../../driver/incoming-message.js';
 import type { NotificationMessage } from '../../driver/messages.js';
@@ -99,7 +100,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     return this.settle(delivery.record, generation);
   }
 
-  requeue(delivery: KafkaDelivery, generation: number): void {
+  requeue(delivery: KafkaDelivery, generation: number, reason?: unknown): void {
     // Requeueing re-publishes (a retry topic, or the dead letters) and commits past the original,
     // so one message never blocks its partition; the original stays uncommitted until the copy is stored.
     const { record } = delivery;
@@ -109,7 +110,9 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     const headers: Record<string, string> = { [HEADERS.deliveries]: String(delivery.deliveries), [HEADERS.originalTopic]: delivery.originalTopic };
     if (dead) {
       headers[HEADERS.group] = this.group;
-      headers[HEADERS.reason] = `requeued ${delivery.deliveries} times (maxDeliveries ${this.options.maxDeliveries})`;
+      headers[HEADERS.reason] = requeueReason(reason, `requeued ${delivery.deliveries} times (maxDeliveries ${this.options.maxDeliveries})`);
+      headers[HEADERS.deadAt] = new Date().toISOString();
+      headers[HEADERS.consumer] = this.conn.clientId;
       this.logger.warn('Notification dead-lettered after maxDeliveries', { topic: delivery.originalTopic, deadLetterTopic: topic, deliveries: delivery.deliveries, partition: record.partition, offset: record.offset });
     }
     this.conn

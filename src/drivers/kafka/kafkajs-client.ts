@@ -1,5 +1,6 @@
 // The kafkajs adapter (the default client): one Kafka instance per transport, a lazy idempotent
 // producer and admin, and one kafkajs consumer per listener with eachBatch and manual commits.
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import {
   AssignerProtocol,
@@ -7,6 +8,7 @@ import {
   Kafka,
   logLevel,
   type Admin,
+  type Batch,
   type Consumer,
   type KafkaConfig,
   type PartitionAssigner,
@@ -137,6 +139,52 @@ class KafkajsClient implements KafkaClientAdapter {
     for (const t of missing) this.known.add(t);
   }
 
+  async readTopic(topic: string): Promise<IncomingRecord[]> {
+    const admin = await this.getAdmin();
+    let ends: Map<number, bigint>;
+    try {
+      const existing = await admin.listTopics();
+      if (!existing.includes(topic)) return [];
+      const offsets = await admin.fetchTopicOffsets(topic);
+      ends = new Map(offsets.filter((o) => BigInt(o.high) > BigInt(o.low)).map((o) => [o.partition, BigInt(o.high)]));
+    } catch (err) {
+      throw toMessagingError(err, `Could not read the offsets of ${topic}`);
+    }
+    if (ends.size === 0) return [];
+    // kafkajs reads only as a group member: a throwaway group that never commits (Kafka drops
+    // a group without offsets once it is empty).
+    const consumer = this.kafka.consumer({ groupId: `tidings-reader-${randomUUID()}`, maxWaitTimeInMs: 100, maxBytesPerPartition: this.options.maxFetchBytes });
+    const out: IncomingRecord[] = [];
+    const remaining = new Set(ends.keys());
+    let done!: () => void;
+    const finished = new Promise<void>((resolve) => (done = resolve));
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topics: [topic], fromBeginning: true });
+      await consumer.run({
+        autoCommit: false,
+        eachBatch: async ({ batch }) => {
+          const end = ends.get(batch.partition);
+          if (end === undefined) return;
+          for (const r of recordsOf(batch)) if (BigInt(r.offset) < end) out.push(r);
+          if (BigInt(batch.lastOffset()) + 1n >= end) {
+            remaining.delete(batch.partition);
+            if (remaining.size === 0) done();
+          }
+        },
+      });
+      const deadline = this.options.connectTimeout + this.options.rebalanceTimeout;
+      await Promise.race([finished, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new ConnectionError(`Reading ${topic} did not finish within ${deadline} ms`)), deadline)))]);
+    } catch (err) {
+      throw toMessagingError(err, `Could not read ${topic}`);
+    } finally {
+      clearTimeout(timer);
+      await consumer.disconnect().catch(() => undefined);
+    }
+    return out.sort((a, b) => a.partition - b.partition || (BigInt(a.offset) < BigInt(b.offset) ? -1 : 1));
+  }
+
   async consume(settings: ConsumerSettings, handlers: ConsumerHandlers): Promise<KafkaConsumerHandle> {
     const o = this.options;
     const consumer = this.kafka.consumer({
@@ -169,14 +217,7 @@ class KafkajsClient implements KafkaClientAdapter {
         partitionsConsumedConcurrently: 8,
         eachBatch: async ({ batch, heartbeat, resolveOffset }) => {
           if (batch.messages.length === 0) return;
-          const records: IncomingRecord[] = batch.messages.map((m) => ({
-            topic: batch.topic,
-            partition: batch.partition,
-            offset: m.offset,
-            key: m.key ? m.key.toString('utf8') : null,
-            value: m.value,
-            headers: headersOf(m.headers),
-          }));
+          const records = recordsOf(batch);
           const accepted = handlers.onRecords(records);
           if (accepted) await withHeartbeats(accepted, heartbeat, o.heartbeatInterval);
           // Only moves kafkajs's fetch position (autoCommit is off): commits are the listener's.
@@ -270,6 +311,18 @@ async function withHeartbeats(done: Promise<void>, heartbeat: () => Promise<void
     await Promise.race([done, new Promise((r) => setTimeout(r, intervalMs))]);
     if (!finished) await heartbeat().catch(() => undefined);
   }
+}
+
+/** A kafkajs batch as the seam's records. */
+function recordsOf(batch: Batch): IncomingRecord[] {
+  return batch.messages.map((m) => ({
+    topic: batch.topic,
+    partition: batch.partition,
+    offset: m.offset,
+    key: m.key ? m.key.toString('utf8') : null,
+    value: m.value,
+    headers: headersOf(m.headers),
+  }));
 }
 
 function headersOf(headers: Record<string, Buffer | string | (Buffer | string)[] | undefined> | undefined): Record<string, string> {

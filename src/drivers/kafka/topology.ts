@@ -17,8 +17,14 @@ export const HEADERS = Object.freeze({
   originalTopic: 'x-tidings-original-topic',
   /** The consumer group that gave up on it (dead letters). */
   group: 'x-tidings-group',
-  /** Why it was dead-lettered. */
+  /** Why it was dead-lettered: the last handler error's message, or `requeued N times`. */
   reason: 'x-tidings-reason',
+  /** When it was dead-lettered, ISO 8601. */
+  deadAt: 'x-tidings-dead-at',
+  /** The client id of the transport that dead-lettered it. */
+  consumer: 'x-tidings-consumer',
+  /** On a removal marker in a dead-letter topic: the ids (`partition:offset`, comma-separated) it removes. */
+  removes: 'x-tidings-removes',
 });
 
 /**

@@ -13,6 +13,7 @@ import {
   type NotificationMetadata,
 } from '../../../src/notify/dispatcher.js';
 import { NotificationFilter } from '../../../src/notify/filter.js';
+import { requeueReason } from '../../../src/driver/dead-letters.js';
 
 /** Our own contract class, settled in memory: enough to drive the dispatcher. */
 class FakeMessage extends IncomingMessage {
@@ -155,6 +156,50 @@ describe('NotificationDispatcher', () => {
     };
     const d = new NotificationDispatcher([{ info() {} }], { serializer });
     expect(await d.dispatch(msg('info'))).toBe(NotificationResult.REQUEUE);
+  });
+});
+
+describe('requeue reasons (for dead letters)', () => {
+  it('a throw yields REQUEUE with the error; a returned REQUEUE with none', async () => {
+    const error = new TypeError('no tax rate');
+    const thrower = new NotificationDispatcher([
+      {
+        info: () => {
+          throw error;
+        },
+      },
+    ]);
+    expect(await thrower.dispatchWithReason(msg('info'))).toEqual({ result: NotificationResult.REQUEUE, reason: error });
+    const asker = new NotificationDispatcher([{ info: () => NotificationResult.REQUEUE }]);
+    expect(await asker.dispatchWithReason(msg('info'))).toEqual({ result: NotificationResult.REQUEUE });
+    expect(await new NotificationDispatcher([{ info: () => undefined }]).dispatchWithReason(msg('info'))).toEqual({ result: NotificationResult.HANDLED });
+  });
+
+  it('a batch maps each requeued message to the error of its group', async () => {
+    const error = new Error('ledger locked');
+    const d = new BatchNotificationDispatcher([
+      {
+        info: () => {
+          throw error;
+        },
+        error: () => NotificationResult.REQUEUE,
+        warn: () => undefined,
+      },
+    ]);
+    const batch = [msg('info', 'a'), msg('error', 'b'), msg('warn', 'c')];
+    const reasons = await d.dispatchBatchWithReasons(batch);
+    expect([...reasons]).toEqual([
+      [batch[0], error],
+      [batch[1], undefined],
+    ]);
+  });
+
+  it('requeueReason keeps the message (with a non-plain class), falls back without one, and is bounded', () => {
+    expect(requeueReason(new Error('boom'), 'requeued 5 times')).toBe('boom');
+    expect(requeueReason(new TypeError('bad'), 'x')).toBe('TypeError: bad');
+    expect(requeueReason(undefined, 'requeued 5 times')).toBe('requeued 5 times');
+    expect(requeueReason({ code: 7 }, 'x')).toBe('{"code":7}');
+    expect(requeueReason('x'.repeat(5000), 'y')).toHaveLength(1000);
   });
 });
 
