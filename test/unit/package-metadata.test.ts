@@ -18,8 +18,8 @@ interface PackageJson {
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as PackageJson;
 
-/** What each URL scheme needs from the user (`peer`: the broker library) and is called in prose. */
-const BROKERS: Record<string, { peer?: string; name: string }> = {
+/** What each URL scheme needs from the user (`peer`: the broker library; `alternatives`: other client libraries it can use instead) and is called in prose. */
+const BROKERS: Record<string, { peer?: string; alternatives?: string[]; name: string }> = {
   memory: { name: 'memory://' },
   rabbit: { peer: 'amqplib', name: 'RabbitMQ' },
   kombu: { peer: 'amqplib', name: 'RabbitMQ' },
@@ -27,7 +27,7 @@ const BROKERS: Record<string, { peer?: string; name: string }> = {
   amqps: { peer: 'amqplib', name: 'RabbitMQ' },
   redis: { peer: 'ioredis', name: 'Redis' },
   rediss: { peer: 'ioredis', name: 'Redis' },
-  kafka: { peer: 'kafkajs', name: 'Kafka' },
+  kafka: { peer: 'kafkajs', alternatives: ['@platformatic/kafka'], name: 'Kafka' },
 };
 
 /** tidings/testing registers vitest tests: only users of that export need vitest. */
@@ -35,7 +35,7 @@ const TEST_KIT_PEER = 'vitest';
 
 const shipped = TRANSPORT_SCHEMES.map((s) => BROKERS[s]!);
 const shippedNames = new Set(shipped.map((b) => b.name));
-const shippedPeers = new Set(shipped.flatMap((b) => (b.peer ? [b.peer] : [])));
+const shippedPeers = new Set(shipped.flatMap((b) => [...(b.peer ? [b.peer] : []), ...(b.alternatives ?? [])]));
 const plannedOnly = PLANNED_SCHEMES.map((s) => BROKERS[s]!).filter((b) => !shippedNames.has(b.name));
 
 describe('package.json claims what src/transport.ts can load', () => {

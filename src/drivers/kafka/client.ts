@@ -1,6 +1,7 @@
 // The seam between the Kafka driver and a Kafka client library: what the driver needs (produce,
-// make topics, run a group consumer, commit) and nothing else. kafkajs-client.ts implements it
-// and is imported only when a transport first needs it (a second client can sit beside it).
+// make topics, run a group consumer, commit) and nothing else. kafkajs-client.ts and
+// platformatic-client.ts (`?client=platformatic`) implement it; each is imported only when a
+// transport first needs it, so an application loads the one library it chose.
 import { DriverLoadFailure } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { ResolvedKafkaOptions } from './options.js';
@@ -102,13 +103,17 @@ export interface KafkaClientModule {
   createClient(options: ResolvedKafkaOptions, logger: Logger, clientId: string): KafkaClientAdapter;
 }
 
+/** The npm package behind each `client` choice. */
+const CLIENT_PACKAGES: Readonly<Record<ResolvedKafkaOptions['client'], string>> = { kafkajs: 'kafkajs', platformatic: '@platformatic/kafka' };
+
 /** Loads the chosen client's adapter (and with it the library) on first use only. */
 export async function loadClient(options: ResolvedKafkaOptions, logger: Logger, clientId: string): Promise<KafkaClientAdapter> {
   let mod: KafkaClientModule;
+  const pkg = CLIENT_PACKAGES[options.client];
   try {
-    mod = await import('./kafkajs-client.js');
+    mod = options.client === 'platformatic' ? await import('./platformatic-client.js') : await import('./kafkajs-client.js');
   } catch (err) {
-    throw new DriverLoadFailure(`The kafka driver with client=${options.client} needs the package kafkajs: npm install kafkajs`, { cause: err });
+    throw new DriverLoadFailure(`The kafka driver with client=${options.client} needs the package ${pkg}: npm install ${pkg}`, { cause: err });
   }
   return mod.createClient(options, logger, clientId);
 }

@@ -18,11 +18,11 @@ const KEY_WORDS = new Set(['none', 'publisher', 'event']);
  * `kafka://h1:9092,h2:9092/?consumer_group=billing&compression_codec=gzip&key=publisher`.
  */
 const FIELDS = {
-  /** Which Kafka client library talks to the brokers, loaded on first use (`client`); a second adapter (@platformatic/kafka) is planned behind the same seam (client.ts). @default 'kafkajs' */
-  client: enumOption(['kafkajs'], { default: 'kafkajs', query: 'client' }),
+  /** Which Kafka client library talks to the brokers, loaded on first use (`client`): `kafkajs`, or `platformatic` (@platformatic/kafka, Kafka 3.5+ brokers only). @default 'kafkajs' */
+  client: enumOption(['kafkajs', 'platformatic'], { default: 'kafkajs', query: 'client' }),
   /** Consumer group of listeners without a pool; every pool is its own group (`consumer_group`). @default 'oslo_messaging_consumer' */
   consumerGroup: stringOption({ default: 'oslo_messaging_consumer', query: 'consumer_group' }),
-  /** Producer compression (`compression_codec`); kafkajs itself has `gzip` only, the others need its codec packages and are refused. @default 'none' */
+  /** Producer compression (`compression_codec`); with client=kafkajs `gzip` only (its other codecs need extra packages and are refused), client=platformatic has all. @default 'none' */
   compression: enumOption(['none', 'gzip', 'snappy', 'lz4', 'zstd'], { default: 'none', query: 'compression_codec' }),
   /** How long a produced record waits for others to share its request, ms (`producer_batch_timeout`, seconds). @default 0 */
   linger: secondsOption({ default: 0, query: 'producer_batch_timeout' }),
