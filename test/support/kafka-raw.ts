@@ -23,8 +23,8 @@ export class RawKafka {
     this.kafka = new Kafka({ brokers: [...brokers], clientId: 'tidings-test-raw', logLevel: logLevel.NOTHING, retry: { retries: 8, initialRetryTime: 100 } });
   }
 
-  /** Produces records as given (acks all). */
-  async publish(topic: string, records: Array<{ value: string; key?: string; headers?: IHeaders }>): Promise<void> {
+  /** Produces records as given (acks all; to the partition named, else as kafkajs picks). */
+  async publish(topic: string, records: Array<{ value: string; key?: string; partition?: number; headers?: IHeaders }>): Promise<void> {
     this.producer ??= (async () => {
       const p = this.kafka.producer({ allowAutoTopicCreation: true });
       await p.connect();
