@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { getNotificationListener, getNotificationTransport, Notifier, Target, type Context, type Transport } from '../../src/index.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
-import { startKafkaMock, type KafkaTestBroker } from '../support/kafka-broker.js';
+import { externalKafkaBrokers, startKafkaMock, type KafkaTestBroker } from '../support/kafka-broker.js';
 import { RawKafka, SHORT_GROUP_QUERY } from '../support/kafka-raw.js';
 
 const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'kafka-pool-member.ts');
@@ -125,13 +125,13 @@ describe('Kafka faults (librdkafka mock cluster)', () => {
     expect(twice.length).toBeLessThan(startedByChild.size);
   });
 
-  it('the broker killed and restarted: the listener reconnects and goes on', { timeout: 180_000 }, async () => {
+  // KAFKA_BROKERS names a cluster this test cannot restart: reported as skipped there.
+  it.skipIf(externalKafkaBrokers() !== undefined)('the broker killed and restarted: the listener reconnects and goes on', { timeout: 180_000 }, async () => {
     // The mock keeps nothing across a restart: topics, records, committed offsets and groups are
     // gone. So this shows that clients reconnect to the same addresses, the listener's consumer
     // rejoins its group and handles what is sent after the restart, and the notifier resumes;
     // it cannot show that records or commits survive a broker restart (a real cluster keeps
-    // them; run with KAFKA_BROKERS for a cluster whose restart is managed outside the test).
-    if (broker.external) return expect(broker.external).toBe(true);
+    // them).
     const topic = uniqueName('t-restart');
     const url = `${broker.url}/?${SHORT_GROUP_QUERY}&consumer_group=${uniqueName('g')}`;
     const t = await transport(url);
@@ -146,6 +146,7 @@ describe('Kafka faults (librdkafka mock cluster)', () => {
     await notifier.info({}, 'before', { id: 'before' });
     await waitFor(() => received.includes('before'), { timeoutMs: 30_000, message: 'the notification before the restart' });
 
+    await broker.kill(); // SIGKILL: every connection drops at once
     await broker.restart();
     // Notifications after the restart, until the listener has rejoined and reads again: sends
     // may fail while the clients reconnect (then the notifier's retry applies or the probe is

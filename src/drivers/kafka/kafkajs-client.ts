@@ -10,6 +10,7 @@ import {
   type Admin,
   type Batch,
   type Consumer,
+  type ConsumerRunConfig,
   type KafkaConfig,
   type PartitionAssigner,
   type Producer,
@@ -206,12 +207,23 @@ class KafkajsClient implements KafkaClientAdapter {
       joined();
     });
     consumer.on(consumer.events.REBALANCING, () => handlers.onRebalance());
-    consumer.on(consumer.events.CRASH, (e) => this.logger.warn('Kafka consumer crashed; kafkajs restarts it', { group: settings.groupId, err: e.payload.error, restart: e.payload.restart }));
     const handle = new KafkajsConsumer(consumer, settings.topics);
-    try {
-      await consumer.connect();
-      await consumer.subscribe({ topics: [...settings.topics], fromBeginning: settings.fromBeginning });
-      await consumer.run({
+    // kafkajs restarts a consumer after retriable errors only; after any other (the mock answers
+    // a SyncGroup that lost a race with INVALID_REQUEST) it leaves it stopped and the listener
+    // would read nothing ever again. Run it again, as a fresh member, until closed.
+    consumer.on(consumer.events.CRASH, (e) => {
+      this.logger.warn('Kafka consumer crashed', { group: settings.groupId, err: e.payload.error, kafkajsRestarts: e.payload.restart });
+      if (e.payload.restart || handle.closed) return;
+      handlers.onRebalance();
+      setTimeout(() => {
+        if (handle.closed) return;
+        consumer
+          .connect()
+          .then(() => consumer.run(runConfig))
+          .catch((err: unknown) => this.logger.error('Could not restart the Kafka consumer; the listener reads nothing more', { group: settings.groupId, err }));
+      }, 1000).unref();
+    });
+    const runConfig: ConsumerRunConfig = {
         autoCommit: false,
         eachBatchAutoResolve: false,
         partitionsConsumedConcurrently: 8,
@@ -223,7 +235,11 @@ class KafkajsClient implements KafkaClientAdapter {
           // Only moves kafkajs's fetch position (autoCommit is off): commits are the listener's.
           resolveOffset(batch.messages[batch.messages.length - 1].offset);
         },
-      });
+    };
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topics: [...settings.topics], fromBeginning: settings.fromBeginning });
+      await consumer.run(runConfig);
       let timer: NodeJS.Timeout | undefined;
       const deadline = o.connectTimeout + o.sessionTimeout + o.rebalanceTimeout;
       const timedOut = new Promise<never>((_, reject) => {
@@ -276,6 +292,10 @@ class KafkajsClient implements KafkaClientAdapter {
 
 class KafkajsConsumer implements KafkaConsumerHandle {
   private closing?: Promise<void>;
+  /** True once close() was called. */
+  get closed(): boolean {
+    return this.closing !== undefined;
+  }
   constructor(
     private readonly consumer: Consumer,
     private readonly topics: readonly string[],
