@@ -128,7 +128,7 @@ export function warnIfInProcess(url: TransportURL, what: string, io: CliIO): voi
 
 /**
  * Opens the transport of a command. transport.ts reports a scheme that has no driver in this
- * version (redis://, kafka://) as a DriverLoadFailure without a cause, while a broker library
+ * version (kafka://) as a DriverLoadFailure without a cause, while a broker library
  * that is not installed always carries the import error as its cause: the first is bad input
  * (exit 2), the second stays a failure (exit 1).
  */

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { runConformanceSuite } from 'tidings/testing';
 import { requireRedis } from '../support/brokers.js';
-import { deleteRedisKeys, streamFor, xaddRaw } from '../support/redis-keys.js';
+import { deleteRedisKeys, publishRawToRedis } from '../support/redis-keys.js';
 
 const PREFIX = `tconf-redis-${randomUUID().slice(0, 8)}`;
 const URL = `redis://127.0.0.1:6379/?key_prefix=${PREFIX}`;
@@ -15,8 +15,6 @@ runConformanceSuite({
   capabilities: { rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true },
   before: requireRedis,
   after: () => deleteRedisKeys(PREFIX),
-  publishRaw: async (_url, exchange, routingKey, body) => {
-    await xaddRaw(streamFor(PREFIX, exchange, routingKey), { b: body });
-  },
+  publishRaw: (_url, exchange, routingKey, body) => publishRawToRedis(PREFIX, exchange, routingKey, body),
   timeScale: 2,
 });

@@ -2,7 +2,7 @@
 // never FLUSHDB on the shared server) and write raw stream entries that bypass tidings.
 import { Redis } from 'ioredis';
 import { isPriority } from '../../src/driver/types.js';
-import { keyPattern, TopicKeys } from '../../src/drivers/redis/topology.js';
+import { keyPattern, replyKey, TopicKeys } from '../../src/drivers/redis/topology.js';
 
 /** A plain client on the test Redis (127.0.0.1:6379); the caller quits it. */
 export function rawRedis(): Redis {
@@ -44,4 +44,21 @@ export async function xaddRaw(stream: string, fields: Record<string, string>): P
   } finally {
     redis.disconnect();
   }
+}
+
+/**
+ * The conformance suite's `publishRaw` on Redis: a body to the default exchange under a reply
+ * address goes to that reply list (as a server's reply does), anything else to its stream.
+ */
+export async function publishRawToRedis(prefix: string, exchange: string, routingKey: string, body: string): Promise<void> {
+  if (exchange === '' && routingKey.startsWith('reply_')) {
+    const redis = rawRedis();
+    try {
+      await redis.rpush(replyKey(prefix, routingKey), body);
+    } finally {
+      redis.disconnect();
+    }
+    return;
+  }
+  await xaddRaw(streamFor(prefix, exchange, routingKey), { b: body });
 }

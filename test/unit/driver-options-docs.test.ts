@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULTS, QUERY_NAMES, resolveOptions } from '../../src/drivers/amqp/options.js';
 import { MEMORY_DEFAULTS } from '../../src/drivers/memory/options.js';
+import * as redisOptions from '../../src/drivers/redis/options.js';
 import { TransportURL } from '../../src/transport-url.js';
 import { ROOT } from '../support/markdown.js';
 
@@ -54,5 +55,16 @@ describe('docs/drivers.md', () => {
     // resolveOptions refuses an unknown name before looking at the value.
     for (const row of rows) expect(() => resolveOptions(url, { [row.name]: undefined }), row.name).not.toThrow();
     expect(() => resolveOptions(url, { notAnOption: undefined })).toThrow(/driverOptions\.notAnOption/);
+  });
+
+  it('documents every Redis option with its default and query name', () => {
+    const rows = rowsOf('## `redis://`');
+    const byName = new Map(rows.map((r) => [r.name, r]));
+    for (const [name, value] of Object.entries(redisOptions.DEFAULTS)) expect(byName.get(name)?.default, name).toEqual(value);
+    for (const [name, query] of Object.entries(redisOptions.QUERY_NAMES)) expect(byName.get(name)?.query, name).toContain(`\`${query}\``);
+    expect(rows.map((r) => r.name).sort()).toEqual(Object.keys(redisOptions.QUERY_NAMES).sort());
+    const url = TransportURL.parse('redis://127.0.0.1/');
+    for (const row of rows) expect(() => redisOptions.resolveOptions(url, { [row.name]: undefined }), row.name).not.toThrow();
+    expect(() => redisOptions.resolveOptions(url, { notAnOption: undefined })).toThrow(/driverOptions\.notAnOption/);
   });
 });

@@ -188,8 +188,10 @@ export class RedisDriver extends BaseDriver implements ReplySender {
       newReader: (name: string) => createClient(this.options, `reader:${name}`, logger),
       replies: this,
     };
-    const source = new RedisListener<M>(kind, deps, streams, group, consumer, registration);
-    return this.openListener(source, () => this.withRetry(() => source.start(), -1), { ...options, prefetchSize: this.options.prefetchCount, logger });
+    // A batch larger than the prefetch may still fill: the listener holds up to a whole batch.
+    const limit = Math.max(this.options.prefetchCount, options.batchSize ?? 1);
+    const source = new RedisListener<M>(kind, deps, streams, group, consumer, registration, limit);
+    return this.openListener(source, () => this.withRetry(() => source.start(), -1), { ...options, prefetchSize: limit, logger });
   }
 
   /** Creates the default group of a notification stream once per driver (store-and-forward). */

@@ -82,6 +82,8 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
     /** This listener's consumer name in the group. */
     readonly consumer: string,
     private readonly registration?: ServerRegistration,
+    /** The most unsettled notifications held at once: the prefetch, or a larger batch size. */
+    private readonly limit = deps.options.prefetchCount,
   ) {
     const pipeline = { settler: this, logger: deps.logger, dedupWindow: deps.options.dedupWindow };
     if (kind === 'rpc') this.rpc = new RpcInbound({ ...pipeline, replies: deps.replies });
@@ -184,7 +186,7 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
 
   private settled(d: RedisDelivery): void {
     if (!this.inflight.delete(`${d.stream} ${d.id}`)) return;
-    if (this.inflight.size < this.options.prefetchCount && this.roomWaiters.length > 0) this.wakeRoom();
+    if (this.inflight.size < this.limit && this.roomWaiters.length > 0) this.wakeRoom();
   }
 
   private wakeRoom(): void {
@@ -218,7 +220,8 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
   }
 
   private async readLoop(reader: Reader): Promise<void> {
-    const { prefetchCount, blockTimeout } = this.options;
+    const { blockTimeout } = this.options;
+    const prefetchCount = this.limit;
     const ids = reader.keys.map(() => '>');
     let failures = 0;
     while (!this.stopped) {
@@ -303,7 +306,8 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
   /** Takes over entries whose lease expired (a stalled or dead member, or a requeue). One at a time. */
   private claim(): Promise<void> {
     this.claiming ??= (async () => {
-      const { leaseMs, maxDeliveries, prefetchCount } = this.options;
+      const { leaseMs, maxDeliveries } = this.options;
+      const prefetchCount = this.limit;
       const cmd = this.deps.commands();
       try {
         for (const s of this.streams) {
