@@ -96,7 +96,7 @@ describe('registerDriver: loading', () => {
     const err = await expectFailure(() => getRpcTransport(`nosuch://u:${SECRET}@h/`), InvalidTransportURL);
     expect(err.message).toMatch(new RegExp(`known schemes: memory, .*${scheme}`));
     expect(err.message).not.toContain(SECRET);
-    expect(TRANSPORT_SCHEMES).toEqual(['memory', 'rabbit', 'kombu', 'amqp', 'amqps']);
+    expect(TRANSPORT_SCHEMES).toEqual(['memory', 'rabbit', 'kombu', 'amqp', 'amqps', 'redis', 'rediss']);
   });
 
   it('a planned scheme (kafka) is "not shipped" until a driver is registered for it, then loads that driver', async () => {
