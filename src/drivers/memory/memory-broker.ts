@@ -2,6 +2,7 @@
 // round-robin consumers with prefetch, ack/reject/requeue, per-message expiration) so that
 // memory:// behaves like rabbit://. One broker per virtual host, process-global, so two
 // transports on the same URL talk.
+import { Fifo } from '../../driver/fifo.js';
 import { InvalidArgument } from '../../errors.js';
 
 /** A message as a consumer receives it. `body` is the JSON string that was published. */
@@ -35,37 +36,6 @@ interface StoredMessage {
   readonly routingKey: string;
   readonly expiresAt?: number;
   redelivered: boolean;
-}
-
-/** FIFO with O(1) push, shift and unshift: Array#shift is O(n) on the large queues of a burst. */
-class Fifo<T> {
-  private items: (T | undefined)[] = [];
-  private head = 0;
-
-  get size(): number {
-    return this.items.length - this.head;
-  }
-
-  push(item: T): void {
-    this.items.push(item);
-  }
-
-  unshift(item: T): void {
-    if (this.head > 0) this.items[--this.head] = item;
-    else this.items.unshift(item);
-  }
-
-  shift(): T | undefined {
-    if (this.head >= this.items.length) return undefined;
-    const item = this.items[this.head];
-    this.items[this.head++] = undefined;
-    // Reclaim the consumed prefix once it is most of the array.
-    if (this.head === this.items.length || (this.head > 1024 && this.head * 2 > this.items.length)) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return item;
-  }
 }
 
 /** A subscription on one queue (AMQP `basic.consume`). Obtained from `MemoryBroker.consume()`. */
@@ -153,21 +123,15 @@ export class MemoryQueue {
   private next = 0;
   private rejected = 0;
   private requeued = 0;
+  private scheduled = false;
   /** The exchanges' binding sets this queue is in, so that deleting it unbinds it. */
   readonly boundIn = new Set<Set<MemoryQueue>>();
 
-  constructor(
-    readonly name: string,
-    private readonly broker: MemoryBroker,
-  ) {}
+  constructor(readonly name: string) {}
 
   stats(): QueueStats {
     const unacked = this.consumers.reduce((n, c) => n + c.unackedCount, 0);
     return { ready: this.ready.size, unacked, consumers: this.consumers.length, rejected: this.rejected, requeued: this.requeued };
-  }
-
-  get depth(): number {
-    return this.ready.size;
   }
 
   enqueue(message: StoredMessage): void {
@@ -208,13 +172,23 @@ export class MemoryQueue {
     this.ready = new Fifo();
   }
 
-  /** Asks the broker for a dispatch pass on a later turn of the event loop. */
+  /**
+   * One dispatch pass on a later turn of the event loop, never inside publish or ack. Work the
+   * pass causes (a requeue, a reply) waits for the turn after, so a consumer that requeues
+   * forever cannot starve timers and I/O.
+   */
   schedule(): void {
-    this.broker.scheduleDispatch(this);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.dispatch();
+    });
   }
 
   /** Hands ready messages to consumers with capacity, round-robin; expired ones are dropped. */
-  dispatch(now: number): void {
+  private dispatch(): void {
+    const now = performance.now();
     while (this.ready.size > 0) {
       const consumer = this.pickConsumer();
       if (!consumer) return;
@@ -246,8 +220,6 @@ export class MemoryBroker {
   /** Per exchange, routing key -> bound queues; a fanout exchange keeps every queue under `''`. */
   private readonly exchanges = new Map<string, { readonly fanout: boolean; readonly bindings: Map<string, Set<MemoryQueue>> }>();
   private readonly queues = new Map<string, MemoryQueue>();
-  private readonly dirty = new Set<MemoryQueue>();
-  private scheduled = false;
 
   constructor(readonly vhost: string) {}
 
@@ -258,7 +230,7 @@ export class MemoryBroker {
 
   /** Declares a queue; re-declaring an existing one is a no-op. */
   declareQueue(name: string): void {
-    if (!this.queues.has(name)) this.queues.set(name, new MemoryQueue(name, this));
+    if (!this.queues.has(name)) this.queues.set(name, new MemoryQueue(name));
   }
 
   hasQueue(name: string): boolean {
@@ -329,7 +301,7 @@ export class MemoryBroker {
 
   /** Messages ready in a queue (not counting delivered-but-unacked ones); 0 when it does not exist. */
   queueDepth(name: string): number {
-    return this.queues.get(name)?.depth ?? 0;
+    return this.queues.get(name)?.stats().ready ?? 0;
   }
 
   /** Counters of a queue, or undefined when it does not exist. */
@@ -341,25 +313,6 @@ export class MemoryBroker {
   reset(): void {
     for (const name of [...this.queues.keys()]) this.deleteQueue(name);
     this.exchanges.clear();
-    this.dirty.clear();
-  }
-
-  /** @internal One dispatch pass per event-loop turn for all queues that changed. */
-  scheduleDispatch(queue: MemoryQueue): void {
-    this.dirty.add(queue);
-    if (this.scheduled) return;
-    this.scheduled = true;
-    setImmediate(() => this.flush());
-  }
-
-  private flush(): void {
-    this.scheduled = false;
-    // Snapshot: work caused by this pass (a requeue, a reply) waits for the next turn, so a
-    // consumer that requeues forever cannot starve timers and I/O.
-    const queues = [...this.dirty];
-    this.dirty.clear();
-    const now = performance.now();
-    for (const queue of queues) queue.dispatch(now);
   }
 
   private queue(name: string): MemoryQueue {
