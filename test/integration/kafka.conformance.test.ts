@@ -15,7 +15,7 @@ for (const client of CLIENTS) {
   runConformanceSuite({
     name: `kafka (${client}, librdkafka mock cluster)`,
     url: () => `${broker!.url}/?client=${client}&consumer_group=tconf-g-${randomUUID()}&${SHORT_GROUP_QUERY}`,
-    capabilities: { rpc: false, fanout: false, requeue: true, pools: true, callMonitor: false, durableNotifications: true },
+    capabilities: { rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true },
     async before() {
       broker = await startKafkaMock({ brokers: 3 });
       raw = new RawKafka(broker.brokers);
