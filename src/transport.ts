@@ -27,8 +27,8 @@ const SCHEME = /^[a-z][a-z0-9.-]*$/;
  * forking tidings. `load` runs lazily, on the first transport of the scheme, so a broker library
  * is only imported by processes that use it: pass `() => import('./my-driver.js')`.
  *
- * The built-in schemes (memory, rabbit, amqp, amqps, kombu) are registered the same way. A
- * scheme tidings plans but does not ship yet (redis, rediss, kafka) is free to register.
+ * The built-in schemes (memory, rabbit, amqp, amqps, kombu, redis, rediss) are registered the same
+ * way. A scheme tidings plans but does not ship yet (kafka) is free to register.
  *
  * @throws InvalidArgument when `scheme` is not a lower-case URL scheme without `+`, when `load`
  * is not a function, or when the scheme already has a driver and `options.replace` is not true.
@@ -47,18 +47,14 @@ export function registerDriver(scheme: string, load: DriverLoader, options: Regi
 const loadMemory: DriverLoader = () => import('./drivers/memory/index.js');
 const loadAmqp: DriverLoader = () => import('./drivers/amqp/index.js');
 const loadKafka: DriverLoader = () => import('./drivers/kafka/index.js');
-const BUILT_IN: Readonly<Record<string, DriverLoader>> = { memory: loadMemory, rabbit: loadAmqp, kombu: loadAmqp, amqp: loadAmqp, amqps: loadAmqp, kafka: loadKafka };
+const loadRedis: DriverLoader = () => import('./drivers/redis/index.js');
+// `redis+sentinel://` loads `redis` (the part before `+` selects the driver).
+const BUILT_IN: Readonly<Record<string, DriverLoader>> = { memory: loadMemory, rabbit: loadAmqp, kombu: loadAmqp, amqp: loadAmqp, amqps: loadAmqp, redis: loadRedis, rediss: loadRedis, kafka: loadKafka };
 for (const [scheme, load] of Object.entries(BUILT_IN)) registerDriver(scheme, load);
 
 /** URL schemes this version of tidings ships a driver for (more may be added with {@link registerDriver}). */
 export const TRANSPORT_SCHEMES: readonly string[] = Object.freeze(Object.keys(BUILT_IN));
 
-/**
- * Schemes of drivers that are planned but not shipped yet: a clearer error than "unknown" while
- * no driver is registered for them, and what package.json must not claim yet
- * (test/unit/package-metadata.test.ts holds it to that).
- */
-export const PLANNED_SCHEMES: readonly string[] = Object.freeze(['redis', 'rediss']);
 
 /** The URL used when neither an argument nor `$TIDINGS_TRANSPORT_URL` gives one. */
 export const DEFAULT_TRANSPORT_URL = 'memory://';
@@ -166,9 +162,6 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
   const from = source === 'env' ? ` (from $${TRANSPORT_URL_ENV})` : '';
   const load = LOADERS.get(parsed.driver);
   const known = [...LOADERS.keys()].join(', ');
-  if (!load && PLANNED_SCHEMES.includes(parsed.driver)) {
-    throw new DriverLoadFailure(`The ${parsed.driver} driver is not part of this version of tidings yet (${parsed.toString()}${from}); available schemes: ${known}`);
-  }
   if (!load) {
     throw new InvalidTransportURL(`Unknown transport URL scheme ${JSON.stringify(parsed.scheme)} in ${parsed.toString()}${from}; known schemes: ${known}`);
   }

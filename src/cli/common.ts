@@ -3,7 +3,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { hostname } from 'node:os';
 import {
-  DriverLoadFailure,
   InvalidArgument,
   InvalidTarget,
   InvalidTransportURL,
@@ -126,20 +125,10 @@ export function warnIfInProcess(url: TransportURL, what: string, io: CliIO): voi
   if (url.driver === 'memory') io.err(`warning: memory:// is in-process: ${what}; ${BROKER_HINT}`);
 }
 
-/**
- * Opens the transport of a command. transport.ts reports a scheme that has no driver in this
- * version (redis://, kafka://) as a DriverLoadFailure without a cause, while a broker library
- * that is not installed always carries the import error as its cause: the first is bad input
- * (exit 2), the second stays a failure (exit 1).
- */
-export async function openTransport(kind: TransportKind, url: TransportURL, verbose: boolean | undefined): Promise<Transport> {
+/** Opens the transport of a command (an unknown scheme is bad input: InvalidTransportURL, exit 2). */
+export function openTransport(kind: TransportKind, url: TransportURL, verbose: boolean | undefined): Promise<Transport> {
   const open = kind === 'rpc' ? getRpcTransport : getNotificationTransport;
-  try {
-    return await open(url, { logger: loggerFor(verbose) });
-  } catch (err) {
-    if (err instanceof DriverLoadFailure && err.cause === undefined) throw new UsageError(err.message, { cause: err });
-    throw err;
-  }
+  return open(url, { logger: loggerFor(verbose) });
 }
 
 /** The logger for --verbose, else silent. */

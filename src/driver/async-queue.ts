@@ -1,5 +1,6 @@
 // The buffer between a broker's push-style delivery and a PollStyleListener's poll().
 // Waiters are resolved directly on push, so a waiting poll costs no timer round trip.
+import { Fifo } from './fifo.js';
 
 interface Waiter<T> {
   resolve: (item: T | undefined) => void;
@@ -10,14 +11,13 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** An unbounded FIFO whose `shift()` waits for an item, a timeout, or `close()`. */
 export class AsyncQueue<T> {
-  private items: T[] = [];
-  private head = 0;
+  private readonly items = new Fifo<T>();
   private readonly waiters: Waiter<T>[] = [];
   private closedFlag = false;
 
   /** Items waiting to be taken. */
   get size(): number {
-    return this.items.length - this.head;
+    return this.items.size;
   }
 
   /** True after `close()`: waiters are woken and `shift()` no longer waits. */
@@ -38,8 +38,7 @@ export class AsyncQueue<T> {
 
   /** Puts an item back at the front (e.g. a message that could not be handed out). */
   unshift(item: T): void {
-    if (this.head > 0) this.items[--this.head] = item;
-    else this.items.unshift(item);
+    this.items.unshift(item);
   }
 
   /**
@@ -47,7 +46,7 @@ export class AsyncQueue<T> {
    * once the queue is closed and empty. A closed queue still hands out what it holds.
    */
   shift(timeoutMs?: number): Promise<T | undefined> {
-    if (this.size > 0) return Promise.resolve(this.take());
+    if (this.size > 0) return Promise.resolve(this.items.shift());
     if (this.closedFlag || (timeoutMs !== undefined && timeoutMs <= 0)) return Promise.resolve(undefined);
     return new Promise<T | undefined>((resolve) => {
       const waiter: Waiter<T> = { resolve };
@@ -65,15 +64,12 @@ export class AsyncQueue<T> {
 
   /** Takes the next buffered item without waiting; undefined when none is buffered. */
   tryShift(): T | undefined {
-    return this.size > 0 ? this.take() : undefined;
+    return this.items.shift();
   }
 
   /** Takes every buffered item at once. */
   drain(): T[] {
-    const out = this.items.slice(this.head);
-    this.items = [];
-    this.head = 0;
-    return out;
+    return this.items.drain();
   }
 
   /** Wakes every waiter with `undefined`; later pushes are still buffered for draining. */
@@ -83,16 +79,5 @@ export class AsyncQueue<T> {
       if (w.timer) clearTimeout(w.timer);
       w.resolve(undefined);
     }
-  }
-
-  private take(): T {
-    const item = this.items[this.head];
-    this.items[this.head] = undefined as T;
-    this.head++;
-    if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return item;
   }
 }

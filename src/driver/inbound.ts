@@ -4,7 +4,9 @@
 import type { Logger, LogFields } from '../logger.js';
 import { DuplicateMessageChecker } from './dedup.js';
 import { decodeBody } from './envelope.js';
+import type { ReceivedMessage } from './incoming-message.js';
 import { NotificationMessage, RpcMessage, type ReplySender } from './messages.js';
+import type { ListenerSink, PushSource } from './push-listener.js';
 import type { DriverMessage } from './types.js';
 import { parseNotification, parseRpcRequest } from './wire.js';
 
@@ -177,4 +179,45 @@ export class NotificationInbound<D> extends Inbound<D> {
       for (const wake of waiters) wake();
     }
   }
+}
+
+/** What a listener receives: RPC requests or notifications. */
+export type ListenerKind = 'rpc' | 'notification';
+
+/**
+ * What every driver's push source shares: the sink it delivers to and the inbound pipeline of
+ * its kind. A driver extends it with consuming and settling (it is the pipeline's
+ * DeliverySettler), and from its consumer callback passes each raw body to `receive`.
+ * `M` MUST be the message type of `kind`: `RpcIncomingMessage` or `IncomingMessage`.
+ */
+export abstract class InboundPushSource<M extends ReceivedMessage, D> implements PushSource<M>, DeliverySettler<D> {
+  /** Where `receive`d messages go; set by the listener before the source subscribes. */
+  protected sink?: ListenerSink<M>;
+  /** The pipeline of an RPC listener. */
+  protected readonly rpc?: RpcInbound<D>;
+  /** The pipeline of a notification listener. */
+  protected readonly notifications?: NotificationInbound<D>;
+
+  constructor(kind: ListenerKind, options: Omit<InboundOptions<D>, 'settler'> & { readonly replies: ReplySender }) {
+    const pipeline = { ...options, settler: this };
+    if (kind === 'rpc') this.rpc = new RpcInbound(pipeline);
+    else this.notifications = new NotificationInbound(pipeline);
+  }
+
+  attach(sink: ListenerSink<M>): void {
+    this.sink = sink;
+  }
+
+  /** Runs a raw body through the pipeline: the message to deliver, or undefined when it was settled here. */
+  protected receive(body: Uint8Array | string, delivery: D, generation: number): M | undefined {
+    const message = this.rpc ? this.rpc.receive(body, delivery, generation) : this.notifications!.receive(body, delivery, generation);
+    return message as unknown as M | undefined;
+  }
+
+  abstract stop(): Promise<void>;
+  abstract cleanup(): Promise<void>;
+  abstract ack(delivery: D, generation: number): boolean;
+  abstract requeue(delivery: D, generation: number, reason?: unknown): void;
+  abstract reject(delivery: D, generation: number): void;
+  abstract describe(delivery: D): LogFields;
 }

@@ -5,6 +5,7 @@ export * from './incoming-message.js';
 export * from './listener.js';
 export * from './poll-style-listener.js';
 export * from './async-queue.js';
+export * from './fifo.js';
 export * from './stopwatch.js';
 export * from './envelope.js';
 export * from './remote-error.js';

@@ -1,7 +1,8 @@
 // The caller side of RPC, once for every driver: calls waiting for their reply by `_msg_id`,
 // with oslo's reply rules (oslo amqpdriver.py ReplyWaiter), deadlines and call-monitor windows.
 import { AbortError, MessagingTimeout } from '../errors.js';
-import type { Logger } from '../logger.js';
+import type { Logger, LogFields } from '../logger.js';
+import { decodeBody } from './envelope.js';
 import { deserializeRemoteError, type RemoteErrorRegistry } from './remote-error.js';
 import type { DriverMessage } from './types.js';
 
@@ -153,6 +154,21 @@ export class PendingReplies {
       return;
     }
     call.onReply(reply, this.decodeFailure);
+  }
+
+  /**
+   * Decodes a reply as it came off the broker and routes it to its call; a malformed one is
+   * logged with `fields` (where it came from, never the body) and dropped. Never throws.
+   */
+  acceptBody(body: Uint8Array | string, fields: LogFields): void {
+    let reply: DriverMessage;
+    try {
+      reply = decodeBody(body);
+    } catch (err) {
+      this.logger.warn('Dropping a malformed reply', { ...fields, bytes: body.length, reason: err instanceof Error ? err.message : String(err) });
+      return;
+    }
+    this.accept(reply);
   }
 
   /** Ends every waiting call with `err` (transport cleanup). */

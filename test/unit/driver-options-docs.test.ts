@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULTS, QUERY_NAMES, resolveOptions } from '../../src/drivers/amqp/options.js';
 import { MEMORY_DEFAULTS } from '../../src/drivers/memory/options.js';
 import { DEFAULTS as KAFKA_DEFAULTS, QUERY_NAMES as KAFKA_QUERY_NAMES, resolveOptions as resolveKafkaOptions } from '../../src/drivers/kafka/options.js';
+import * as redisOptions from '../../src/drivers/redis/options.js';
 import { TransportURL } from '../../src/transport-url.js';
 import { ROOT } from '../support/markdown.js';
 
@@ -64,5 +65,16 @@ describe('docs/drivers.md', () => {
     for (const [name, query] of Object.entries(KAFKA_QUERY_NAMES)) expect(byName.get(name)?.query, name).toContain(`\`${query}\``);
     const url = TransportURL.parse('kafka://127.0.0.1:9092/');
     for (const row of rows) expect(() => resolveKafkaOptions(url, { [row.name]: undefined }), row.name).not.toThrow();
+  });
+
+  it('documents every Redis option with its default and query name', () => {
+    const rows = rowsOf('## `redis://`');
+    const byName = new Map(rows.map((r) => [r.name, r]));
+    for (const [name, value] of Object.entries(redisOptions.DEFAULTS)) expect(byName.get(name)?.default, name).toEqual(value);
+    for (const [name, query] of Object.entries(redisOptions.QUERY_NAMES)) expect(byName.get(name)?.query, name).toContain(`\`${query}\``);
+    expect(rows.map((r) => r.name).sort()).toEqual(Object.keys(redisOptions.QUERY_NAMES).sort());
+    const url = TransportURL.parse('redis://127.0.0.1/');
+    for (const row of rows) expect(() => redisOptions.resolveOptions(url, { [row.name]: undefined }), row.name).not.toThrow();
+    expect(() => redisOptions.resolveOptions(url, { notAnOption: undefined })).toThrow(/driverOptions\.notAnOption/);
   });
 });

@@ -1,7 +1,7 @@
 // transport.ts: scheme -> driver, option validation, default URL, redaction.
 import { inspect } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DriverLoadFailure, InvalidArgument, InvalidTransportURL } from '../../src/errors.js';
+import { InvalidArgument, InvalidTransportURL } from '../../src/errors.js';
 import { createMemoryLogger } from '../../src/logger.js';
 import { DEFAULT_TRANSPORT_URL, getNotificationTransport, getRpcTransport, Transport } from '../../src/transport.js';
 import { TransportURL } from '../../src/transport-url.js';
@@ -31,15 +31,6 @@ describe('getRpcTransport / getNotificationTransport', () => {
     expect(err.message).toMatch(/known schemes: .*memory.*rabbit/);
     expect(err.message).toContain('user:***@h:1');
     expect(err.message).not.toContain(SECRET);
-  });
-
-  it('says plainly that a planned driver (redis) is not shipped yet, password redacted', async () => {
-    for (const url of [`redis://user:${SECRET}@127.0.0.1:6379/`]) {
-      const err = await rejection(getRpcTransport(url));
-      expect(err).toBeInstanceOf(DriverLoadFailure);
-      expect(err.message).toMatch(/not part of this version of tidings yet/);
-      expect(err.message).not.toContain(SECRET);
-    }
   });
 
   it('refuses a URL that does not parse, password redacted', async () => {

@@ -178,8 +178,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     const logger = this.logger.child({ listener: n, kind, ...fields });
     const conn = new AmqpConnection(`listener:${n}`, this.options, logger, this.events);
     const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this);
-    const prefetchSize = this.options.prefetchCount > 0 ? this.options.prefetchCount : -1;
-    return this.openListener(source, () => source.start(), { ...options, prefetchSize, logger });
+    return this.openListener(source, () => source.start(), { ...options, prefetchSize: this.options.prefetchCount, logger });
   }
 
   /** Declares what the message needs (cached per connection) and publishes it, retrying per `retry`. */

@@ -2,10 +2,9 @@
 // reconnect) and feeds deliveries to the shared inbound pipeline, which buffers for polling.
 // A delivery's generation is the id of the channel it came from.
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
-import { NotificationInbound, RpcInbound, type DeliverySettler } from '../../driver/inbound.js';
+import { InboundPushSource, type ListenerKind } from '../../driver/inbound.js';
 import type { ReceivedMessage } from '../../driver/incoming-message.js';
 import type { NotificationMessage, ReplySender } from '../../driver/messages.js';
-import type { ListenerSink, PushSource } from '../../driver/push-listener.js';
 import type { Logger } from '../../logger.js';
 import { withRetry } from '../../retry.js';
 import { AckBatcher } from './ack-batcher.js';
@@ -14,10 +13,7 @@ import { declareMismatch, isPreconditionFailed, toMessagingError } from './error
 import type { ResolvedAmqpOptions } from './options.js';
 import type { ConsumerSpec } from './topology.js';
 
-export type ListenerKind = 'rpc' | 'notification';
-
-export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> implements PushSource<M>, DeliverySettler<ConsumeMessage> {
-  private sink?: ListenerSink<M>;
+export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends InboundPushSource<M, ConsumeMessage> {
   private channel?: Channel;
   private channelId = 0;
   private consumerTags: string[] = [];
@@ -25,8 +21,6 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> implement
   private cleaning?: Promise<void>;
   private removeHook?: () => void;
   private resubscribing = false;
-  private readonly rpc?: RpcInbound<ConsumeMessage>;
-  private readonly notifications?: NotificationInbound<ConsumeMessage>;
   /** Open channels by id, until they close. */
   private readonly channels = new Map<number, Channel>();
   /** Notification acks coalesced per channel, by channel id; a closed channel's entry is gone. */
@@ -40,9 +34,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> implement
     private readonly logger: Logger,
     replies: ReplySender,
   ) {
-    const pipeline = { settler: this, logger, dedupWindow: options.dedupWindow };
-    if (kind === 'rpc') this.rpc = new RpcInbound({ ...pipeline, replies });
-    else this.notifications = new NotificationInbound(pipeline);
+    super(kind, { logger, dedupWindow: options.dedupWindow, replies });
   }
 
   /** Declares and consumes; resolves once subscribed. Retries connection failures (oslo: forever). */
@@ -62,10 +54,6 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> implement
     this.removeHook = this.conn.addOpenHook((model, generation) =>
       this.subscribe(model, generation).catch((err) => this.logger.error('Could not restore a listener after reconnect', { queues: this.queueNames(), err })),
     );
-  }
-
-  attach(sink: ListenerSink<M>): void {
-    this.sink = sink;
   }
 
   async stop(): Promise<void> {
@@ -215,15 +203,11 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> implement
       ch.close().catch(() => undefined);
       return;
     }
-    if (this.rpc) {
-      const request = this.rpc.receive(raw.content, raw, id);
-      if (request !== undefined) this.sink!.deliver(request as unknown as M);
-      return;
-    }
-    const notification = this.notifications!.receive(raw.content, raw, id);
-    if (notification === undefined) return;
+    const message = this.receive(raw.content, raw, id);
+    if (message === undefined) return;
+    // Notification acks are batched: the batcher must know the delivery before a handler acks it.
     this.batchers.get(id)?.track(raw);
-    this.sink!.deliver(notification as unknown as M);
+    this.sink!.deliver(message);
   }
 }
 

@@ -2,7 +2,6 @@
 // (oslo amqpdriver.py ReplyWaiter); replies go to the shared PendingReplies registry.
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
 import { newReplyAddress } from '../../driver/addressing.js';
-import { decodeBody } from '../../driver/envelope.js';
 import type { PendingReplies } from '../../driver/pending-replies.js';
 import type { Logger } from '../../logger.js';
 import type { AmqpConnection } from './connection.js';
@@ -106,13 +105,6 @@ export class ReplyWaiter {
     } catch {
       // channel closing: the reply is redelivered or lost with it
     }
-    let data: Record<string, unknown>;
-    try {
-      data = decodeBody(raw.content);
-    } catch (err) {
-      this.logger.warn('Dropping a malformed reply', { queue: this.queue, err });
-      return;
-    }
-    this.pending.accept(data);
+    this.pending.acceptBody(raw.content, { queue: this.queue });
   }
 }

@@ -40,8 +40,13 @@ export type Assignment = ReadonlyMap<string, readonly number[]>;
 export interface ConsumerSettings {
   readonly groupId: string;
   readonly topics: readonly string[];
-  /** Where a partition without a committed offset starts. */
+  /**
+   * Where a partition without a committed offset starts: its beginning, or (false) its end as
+   * of the join, committed before `consume` resolves, so a record produced after that is read.
+   */
   readonly fromBeginning: boolean;
+  /** Longest one fetch waits for records, ms. @default the `maxWaitTime` option */
+  readonly maxWaitTime?: number;
 }
 
 /** Where a consumer hands what it gets. */
@@ -75,6 +80,19 @@ export interface KafkaConsumerHandle {
   close(): Promise<void>;
 }
 
+/** How a direct reader (no consumer group) is run. */
+export interface ReaderSettings {
+  readonly topics: readonly string[];
+  /** Longest one fetch waits for records, ms. */
+  readonly maxWaitTime: number;
+}
+
+/** A running direct reader (no consumer group). */
+export interface KafkaReaderHandle {
+  /** Stops fetching and closes the reader's connections. Idempotent, never rejects. */
+  close(): Promise<void>;
+}
+
 /** One client library behind the seam. Connects lazily; `close` is idempotent. */
 export interface KafkaClientAdapter {
   /** The library's name, e.g. `kafkajs`. */
@@ -94,6 +112,15 @@ export interface KafkaClientAdapter {
   readTopic(topic: string): Promise<IncomingRecord[]>;
   /** Starts a group consumer; resolves once the member joined its group and has an assignment. */
   consume(settings: ConsumerSettings, handlers: ConsumerHandlers): Promise<KafkaConsumerHandle>;
+  /**
+   * Reads every partition of `topics` directly, without a consumer group: no join, no
+   * rebalance, nothing committed (RPC replies and fanout). Each partition is read from its end
+   * as of the call: resolves once those positions are known, so a record produced after it
+   * resolved is read. `onRecords` gets one partition's records in offset order and MUST NOT
+   * throw. The reader uses connections of its own: its long-polling fetches never hold up the
+   * producer's requests.
+   */
+  read(settings: ReaderSettings, onRecords: (records: readonly IncomingRecord[]) => void): Promise<KafkaReaderHandle>;
   /** Closes the producer and admin connections (consumers are closed by their handles). */
   close(): Promise<void>;
 }

@@ -1,20 +1,22 @@
 // The Kafka driver: oslo.messaging's Kafka notifications (oslo-wire.md §2) with at-least-once
-// listeners, pools as consumer groups, requeue through retry topics and dead letters. oslo has no
-// RPC over Kafka; neither has this driver yet (capability `rpc` false).
+// listeners, pools as consumer groups, requeue through retry topics and dead letters; and RPC,
+// which oslo has not over Kafka (kafka-rpc.ts).
 import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
-import { requireCapability, type DriverCapabilities } from '../../driver/capabilities.js';
+import type { DriverCapabilities } from '../../driver/capabilities.js';
 import type { DeadLetterStore } from '../../driver/dead-letters.js';
 import type { IncomingMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
 import type { Listener } from '../../driver/listener.js';
 import type { Context, DriverMessage } from '../../driver/types.js';
 import { encodeNotification } from '../../driver/wire.js';
-import { MessagingError } from '../../errors.js';
+import { PendingReplies } from '../../driver/pending-replies.js';
+import { MessageDeliveryFailure, MessagingError } from '../../errors.js';
 import { withRetry } from '../../retry.js';
 import type { Target } from '../../target.js';
 import { recordKey } from './client.js';
 import { KafkaConnection } from './connection.js';
 import { KafkaDeadLetters } from './kafka-dead-letters.js';
 import { KafkaNotificationListener } from './kafka-listener.js';
+import { KafkaRpc, KafkaRpcServer } from './kafka-rpc.js';
 import { resolveOptions, type ResolvedKafkaOptions } from './options.js';
 import { notificationTopic, withVhost } from './topology.js';
 
@@ -27,6 +29,9 @@ export class KafkaDriver extends BaseDriver {
   readonly options: ResolvedKafkaOptions;
   private readonly conn: KafkaConnection;
   private listenerCount = 0;
+  private readonly pending: PendingReplies;
+  /** Requests out, replies in (the transport's reply topic) and out. */
+  private readonly rpc: KafkaRpc;
   /** Aborted by cleanup(): produce retries stop waiting at once. */
   private readonly closing = new AbortController();
 
@@ -35,12 +40,14 @@ export class KafkaDriver extends BaseDriver {
     this.options = resolveOptions(init.url, init.options);
     // Records stay in their topic, so a group that starts from the earliest offset finds what was
     // sent before it existed; with `latest` (oslo) they are missed.
-    this.capabilities = Object.freeze({ rpc: false, fanout: false, requeue: true, pools: true, callMonitor: false, durableNotifications: this.options.offsetReset === 'earliest' });
+    this.capabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: this.options.offsetReset === 'earliest' });
     this.conn = new KafkaConnection(this.options, this.logger, `tidings-${process.pid}-${++transports}`);
+    this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
+    this.rpc = new KafkaRpc(this.conn, this.options, this.logger, this.pending, this.closing.signal);
   }
 
-  protected doSend(_target: Target, _ctx: Context, _message: DriverMessage, _options: SendOptions): Promise<unknown> {
-    return Promise.reject(notSupported(this, 'RPC'));
+  protected doSend(target: Target, ctx: Context, message: DriverMessage, options: SendOptions): Promise<unknown> {
+    return this.rpc.send(target, this.exchangeFor(target), ctx, message, options);
   }
 
   protected async doSendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions): Promise<void> {
@@ -56,8 +63,11 @@ export class KafkaDriver extends BaseDriver {
     });
   }
 
-  protected doListen(_target: Target, _options: ListenOptions): Promise<Listener<RpcIncomingMessage>> {
-    return Promise.reject(notSupported(this, 'RPC'));
+  protected doListen(target: Target, options: ListenOptions): Promise<Listener<RpcIncomingMessage>> {
+    const n = ++this.listenerCount;
+    const logger = this.logger.child({ listener: n, kind: 'rpc', topic: target.topic, server: target.server });
+    const source = new KafkaRpcServer(this.conn, this.rpc, target.topic as string, target.server as string, this.exchangeFor(target), this.options, logger);
+    return this.openListener(source, () => source.subscribe(), { ...options, prefetchSize: this.options.maxPollRecords, logger });
   }
 
   protected async doListenForNotifications(pairs: readonly TargetAndPriority[], options: NotificationListenOptions): Promise<Listener<IncomingMessage>> {
@@ -79,6 +89,8 @@ export class KafkaDriver extends BaseDriver {
   }
 
   protected async close(): Promise<void> {
+    this.pending.failAll(new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply'));
+    await this.rpc.close();
     await this.conn.close(this.options.shutdownTimeout);
     this.logger.debug('Kafka driver cleaned up');
   }
@@ -87,13 +99,4 @@ export class KafkaDriver extends BaseDriver {
   [Symbol.for('nodejs.util.inspect.custom')](): string {
     return this.toString();
   }
-}
-
-function notSupported(driver: KafkaDriver, what: string): MessagingError {
-  try {
-    requireCapability(driver.name, driver.capabilities, 'rpc', what);
-  } catch (err) {
-    return err as MessagingError;
-  }
-  return new MessagingError(`${what} is not supported by the kafka driver`);
 }

@@ -18,8 +18,9 @@ import {
 } from 'kafkajs';
 import { ConnectionError, InvalidArgument } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import type { Assignment, ConsumerHandlers, ConsumerSettings, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle, OutgoingRecord, CommitOffset } from './client.js';
+import type { Assignment, ConsumerHandlers, ConsumerSettings, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle, KafkaReaderHandle, OutgoingRecord, CommitOffset, ReaderSettings } from './client.js';
 import { isUnsupportedApi, toMessagingError } from './errors.js';
+import { startReader } from './kafkajs-reader.js';
 import type { ResolvedKafkaOptions } from './options.js';
 
 const ACKS = { all: -1, leader: 1, none: 0 } as const;
@@ -193,7 +194,7 @@ class KafkajsClient implements KafkaClientAdapter {
       sessionTimeout: o.sessionTimeout,
       heartbeatInterval: o.heartbeatInterval,
       rebalanceTimeout: o.rebalanceTimeout,
-      maxWaitTimeInMs: o.maxWaitTime,
+      maxWaitTimeInMs: settings.maxWaitTime ?? o.maxWaitTime,
       maxBytesPerPartition: o.maxFetchBytes,
       allowAutoTopicCreation: true,
       partitionAssigners: [subscriptionAwareAssigner],
@@ -201,7 +202,9 @@ class KafkajsClient implements KafkaClientAdapter {
     });
     let joined!: () => void;
     const firstJoin = new Promise<void>((resolve) => (joined = resolve));
+    let assigned: Record<string, number[]> = {};
     consumer.on(consumer.events.GROUP_JOIN, (e) => {
+      assigned = e.payload.memberAssignment;
       const assignment: Map<string, readonly number[]> = new Map(Object.entries(e.payload.memberAssignment));
       handlers.onAssignment(assignment as Assignment);
       joined();
@@ -250,11 +253,49 @@ class KafkajsClient implements KafkaClientAdapter {
       } finally {
         clearTimeout(timer);
       }
+      if (!settings.fromBeginning) await this.startAtEnd(consumer, settings.groupId, assigned);
     } catch (err) {
       await handle.close();
       throw toMessagingError(err, `Could not join the consumer group ${settings.groupId}`);
     }
     return handle;
+  }
+
+  /**
+   * kafkajs resolves `latest` only at its first fetch, after the join was announced: a record
+   * produced in between would be skipped. Partitions of the assignment without a committed
+   * offset are positioned at their end now and that position is committed, so every record
+   * produced after consume() resolved is read (by this member or a later owner).
+   */
+  private async startAtEnd(consumer: Consumer, groupId: string, assignment: Record<string, number[]>): Promise<void> {
+    const admin = await this.getAdmin();
+    const offsets: CommitOffset[] = [];
+    for (const [topic, partitions] of Object.entries(assignment)) {
+      if (partitions.length === 0) continue;
+      const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+      const missing = partitions.filter((p) => {
+        const c = committed?.partitions.find((x) => x.partition === p);
+        return c === undefined || Number(c.offset) < 0;
+      });
+      if (missing.length === 0) continue;
+      const ends = await admin.fetchTopicOffsets(topic);
+      for (const partition of missing) {
+        const end = ends.find((e) => e.partition === partition)?.offset;
+        if (end === undefined) continue;
+        consumer.seek({ topic, partition, offset: end });
+        offsets.push({ topic, partition, offset: end });
+      }
+    }
+    if (offsets.length === 0) return;
+    try {
+      await consumer.commitOffsets(offsets);
+    } catch (err) {
+      this.logger.debug('Could not commit the start positions (the group is rebalancing); this member still starts there', { groupId, err });
+    }
+  }
+
+  read(settings: ReaderSettings, onRecords: (records: readonly IncomingRecord[]) => void): Promise<KafkaReaderHandle> {
+    return startReader(this.kafka, settings, onRecords, this.options, this.logger, headersOf);
   }
 
   async close(): Promise<void> {

@@ -53,6 +53,8 @@ const FIELDS = {
   maxFetchBytes: intOption({ default: 1_048_576, min: 1, query: 'kafka_max_fetch_bytes' }),
   /** Longest a fetch waits for records, ms (`kafka_consumer_timeout`, seconds). @default 1000 */
   maxWaitTime: secondsOption({ default: 1000, query: 'kafka_consumer_timeout' }),
+  /** Longest a fetch of RPC requests, replies and fanout casts waits for records, ms (`rpc_max_wait_ms`). A real broker answers a fetch as soon as a record arrives, so this bounds idle polling, not latency; librdkafka's mock cluster always waits it out, so tests on it set it low. @default 500 */
+  rpcMaxWait: msOption({ default: 500, min: 1, query: 'rpc_max_wait_ms' }),
   /** Group session timeout, ms (`session_timeout_ms`). @default 30_000 */
   sessionTimeout: msOption({ default: 30_000, min: 1, query: 'session_timeout_ms' }),
   /** Group heartbeat interval, ms (`heartbeat_interval_ms`). @default 3000 */

@@ -17,7 +17,7 @@ import {
 } from '@platformatic/kafka';
 import { NotSupportedError, ConnectionError, type MessagingError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import type { Assignment, CommitOffset, ConsumerHandlers, ConsumerSettings, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle, OutgoingRecord } from './client.js';
+import type { Assignment, CommitOffset, ConsumerHandlers, ConsumerSettings, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle, KafkaReaderHandle, OutgoingRecord, ReaderSettings } from './client.js';
 import { isUnsupportedApi, toMessagingError } from './errors.js';
 import type { ResolvedKafkaOptions } from './options.js';
 
@@ -227,6 +227,42 @@ class PlatformaticClient implements KafkaClientAdapter {
     } catch (err) {
       await handle.close();
       throw platformaticError(err, `Could not join the consumer group ${settings.groupId}`);
+    } finally {
+      clearTimeout(timer);
+    }
+    return handle;
+  }
+
+  /**
+   * platformatic reads only as a group member (its low-level fetch needs topic ids and leaders
+   * by hand): a throwaway group that never commits, from the end. Unlike the kafkajs reader this
+   * pays one group join per reader (once per transport for RPC replies, once per fanout server).
+   */
+  async read(settings: ReaderSettings, onRecords: (records: readonly IncomingRecord[]) => void): Promise<KafkaReaderHandle> {
+    const consumer = this.newConsumer(`tidings-reader-${randomUUID()}`);
+    const handle = new PlatformaticConsumer(consumer);
+    let timer: NodeJS.Timeout | undefined;
+    // Positions are known once the stream assigned the offsets of its assignment: the first
+    // 'offsets' after the join (registered before the stream's own join handler, which refreshes).
+    // A join before consume() returned the stream: its construction set the offsets.
+    let stream: MessagesStream<Buffer, Buffer, Buffer, Buffer> | undefined;
+    let joinedEarly = false;
+    let positionedNow!: () => void;
+    const positioned = new Promise<void>((resolve) => {
+      positionedNow = resolve;
+      consumer.once('consumer:group:join', () => (stream ? stream.once('offsets', () => resolve()) : (joinedEarly = true)));
+    });
+    try {
+      stream = await consumer.consume({ topics: [...settings.topics], mode: 'latest', autocommit: false, maxWaitTime: settings.maxWaitTime });
+      if (joinedEarly) positionedNow();
+      handle.stream = stream;
+      stream.on('error', (err: Error) => this.logger.warn('Kafka reader stream failed', { topics: settings.topics, err }));
+      stream.on('data', (m: Message<Buffer, Buffer, Buffer, Buffer>) => onRecords([recordOf(m)]));
+      const deadline = this.options.connectTimeout + this.options.sessionTimeout + this.options.rebalanceTimeout;
+      await Promise.race([positioned, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new ConnectionError(`The reader of ${settings.topics.join(', ')} did not start within ${deadline} ms`)), deadline)))]);
+    } catch (err) {
+      await handle.close();
+      throw platformaticError(err, `Could not read ${settings.topics.join(', ')}`);
     } finally {
       clearTimeout(timer);
     }

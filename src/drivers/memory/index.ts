@@ -9,15 +9,6 @@ export function createDriver(init: DriverInit): BaseDriver {
 }
 
 export { MemoryDriver } from './memory-driver.js';
-export {
-  MemoryBroker,
-  MemoryConsumer,
-  MemoryQueue,
-  getMemoryBroker,
-  resetMemoryBrokers,
-  type MemoryDelivery,
-  type QueueStats,
-  type ExchangeType,
-} from './memory-broker.js';
-export { MemoryRpcListener, MemoryNotificationListener } from './memory-listener.js';
+export { MemoryBroker, MemoryConsumer, getMemoryBroker, resetMemoryBrokers, type MemoryDelivery, type QueueStats } from './memory-broker.js';
+export { MemoryListener } from './memory-listener.js';
 export { MEMORY_DEFAULTS, resolveMemoryOptions, type MemoryDriverOptions } from './options.js';

@@ -1,9 +1,9 @@
 // The in-process broker behind memory://: RabbitMQ's model (exchanges, named queues, bindings,
-// round-robin consumers with prefetch, ack/reject/requeue) so that memory:// behaves like rabbit://.
-// One broker per virtual host, process-global, so two transports on the same URL talk.
+// round-robin consumers with prefetch, ack/reject/requeue, per-message expiration) so that
+// memory:// behaves like rabbit://. One broker per virtual host, process-global, so two
+// transports on the same URL talk.
+import { Fifo } from '../../driver/fifo.js';
 import { InvalidArgument } from '../../errors.js';
-
-export type ExchangeType = 'topic' | 'fanout';
 
 /** A message as a consumer receives it. `body` is the JSON string that was published. */
 export interface MemoryDelivery {
@@ -16,21 +16,6 @@ export interface MemoryDelivery {
   /** Per-consumer sequence number used to ack or reject the message. */
   readonly deliveryTag: number;
 }
-
-export interface PublishOptions {
-  /** Per-message TTL in ms (AMQP `expiration`): an expired message is dropped, never delivered. */
-  expirationMs?: number;
-}
-
-export interface ConsumeOptions {
-  /** Most unacknowledged messages this consumer holds; 0 = unlimited. @default 0 */
-  prefetch?: number;
-  /** Messages count as acknowledged when delivered. @default false */
-  noAck?: boolean;
-}
-
-/** What the consumer callback receives; it MUST NOT throw (a throw is swallowed). */
-export type ConsumerCallback = (delivery: MemoryDelivery) => void;
 
 /** Counters for tests and debugging. */
 export interface QueueStats {
@@ -53,58 +38,18 @@ interface StoredMessage {
   redelivered: boolean;
 }
 
-/** FIFO with O(1) push, shift and unshift (no Array#shift on the hot path). */
-class Fifo<T> {
-  private items: (T | undefined)[] = [];
-  private head = 0;
-
-  get size(): number {
-    return this.items.length - this.head;
-  }
-
-  push(item: T): void {
-    this.items.push(item);
-  }
-
-  unshift(item: T): void {
-    if (this.head > 0) this.items[--this.head] = item;
-    else this.items.unshift(item);
-  }
-
-  shift(): T | undefined {
-    if (this.head >= this.items.length) return undefined;
-    const item = this.items[this.head];
-    this.items[this.head++] = undefined;
-    if (this.head === this.items.length) {
-      this.items = [];
-      this.head = 0;
-    } else if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-    return item;
-  }
-
-  clear(): void {
-    this.items = [];
-    this.head = 0;
-  }
-}
-
-/** A subscription on one queue. Obtained from `MemoryBroker.consume()`. */
+/** A subscription on one queue (AMQP `basic.consume`). Obtained from `MemoryBroker.consume()`. */
 export class MemoryConsumer {
-  private static nextTag = 1;
-  readonly tag = `memory-${MemoryConsumer.nextTag++}`;
   private readonly unacked = new Map<number, StoredMessage>();
-  private nextDelivery = 1;
+  private nextTag = 1;
   private active = true;
 
   /** @internal */
   constructor(
     private readonly queue: MemoryQueue,
-    private readonly callback: ConsumerCallback,
-    readonly prefetch: number,
-    readonly noAck: boolean,
+    private readonly callback: (delivery: MemoryDelivery) => void,
+    private readonly prefetch: number,
+    private readonly noAck: boolean,
   ) {}
 
   /** False once cancelled or closed: no new messages are delivered. */
@@ -112,6 +57,7 @@ export class MemoryConsumer {
     return this.active;
   }
 
+  /** @internal */
   get unackedCount(): number {
     return this.unacked.size;
   }
@@ -119,7 +65,8 @@ export class MemoryConsumer {
   /** Acknowledges one delivery. Returns false when it is unknown (already settled, consumer closed). */
   ack(deliveryTag: number): boolean {
     if (!this.unacked.delete(deliveryTag)) return false;
-    if (this.active) this.queue.schedule();
+    // Only an ack that frees a full consumer lets the queue deliver more.
+    if (this.active && this.unacked.size + 1 === this.prefetch) this.queue.schedule();
     return true;
   }
 
@@ -128,9 +75,7 @@ export class MemoryConsumer {
     const message = this.unacked.get(deliveryTag);
     if (!message) return false;
     this.unacked.delete(deliveryTag);
-    if (requeue) this.queue.requeue([message]);
-    else this.queue.countRejected();
-    this.queue.schedule();
+    this.queue.giveBack([message], requeue);
     return true;
   }
 
@@ -150,8 +95,7 @@ export class MemoryConsumer {
     if (this.unacked.size === 0) return;
     const messages = [...this.unacked.values()];
     this.unacked.clear();
-    this.queue.requeue(messages);
-    this.queue.schedule();
+    this.queue.giveBack(messages, true);
   }
 
   /** @internal */
@@ -161,77 +105,59 @@ export class MemoryConsumer {
 
   /** @internal */
   deliver(message: StoredMessage): void {
-    const deliveryTag = this.nextDelivery++;
+    const deliveryTag = this.nextTag++;
     if (!this.noAck) this.unacked.set(deliveryTag, message);
-    const delivery: MemoryDelivery = {
-      body: message.body,
-      exchange: message.exchange,
-      routingKey: message.routingKey,
-      queue: this.queue.name,
-      redelivered: message.redelivered,
-      deliveryTag,
-    };
+    const { body, exchange, routingKey, redelivered } = message;
     try {
-      this.callback(delivery);
+      this.callback({ body, exchange, routingKey, queue: this.queue.name, redelivered, deliveryTag });
     } catch {
       // A consumer callback must not throw; the message stays unacked as on a real broker.
     }
   }
 }
 
-/** A named queue: ready messages plus round-robin consumers. */
+/** @internal A named queue: ready messages plus round-robin consumers. */
 export class MemoryQueue {
-  private readonly ready = new Fifo<StoredMessage>();
-  private consumers: MemoryConsumer[] = [];
+  private ready = new Fifo<StoredMessage>();
+  private readonly consumers: MemoryConsumer[] = [];
   private next = 0;
   private rejected = 0;
   private requeued = 0;
-  /** (exchange, routing key) pairs this queue is bound with, for unbinding on delete. */
-  readonly bindings = new Set<string>();
+  private scheduled = false;
+  /** The exchanges' binding sets this queue is in, so that deleting it unbinds it. */
+  readonly boundIn = new Set<Set<MemoryQueue>>();
 
-  /** @internal */
-  constructor(
-    readonly name: string,
-    private readonly broker: MemoryBroker,
-  ) {}
+  constructor(readonly name: string) {}
 
   stats(): QueueStats {
-    let unacked = 0;
-    for (const c of this.consumers) unacked += c.unackedCount;
+    const unacked = this.consumers.reduce((n, c) => n + c.unackedCount, 0);
     return { ready: this.ready.size, unacked, consumers: this.consumers.length, rejected: this.rejected, requeued: this.requeued };
   }
 
-  get depth(): number {
-    return this.ready.size;
-  }
-
-  /** @internal */
   enqueue(message: StoredMessage): void {
     this.ready.push(message);
     if (this.consumers.length > 0) this.schedule();
   }
 
-  /** @internal */
-  requeue(messages: StoredMessage[]): void {
-    for (let i = messages.length - 1; i >= 0; i--) {
-      messages[i].redelivered = true;
-      this.ready.unshift(messages[i]);
+  /** Settled messages coming back from a consumer: to the head of the queue (in order) or dropped. */
+  giveBack(messages: StoredMessage[], requeue: boolean): void {
+    if (requeue) {
+      for (let i = messages.length - 1; i >= 0; i--) {
+        messages[i].redelivered = true;
+        this.ready.unshift(messages[i]);
+      }
+      this.requeued += messages.length;
+    } else {
+      this.rejected += messages.length;
     }
-    this.requeued += messages.length;
+    this.schedule();
   }
 
-  /** @internal */
-  countRejected(): void {
-    this.rejected++;
-  }
-
-  /** @internal */
   addConsumer(consumer: MemoryConsumer): void {
     this.consumers.push(consumer);
     this.schedule();
   }
 
-  /** @internal */
   removeConsumer(consumer: MemoryConsumer): void {
     const i = this.consumers.indexOf(consumer);
     if (i < 0) return;
@@ -239,46 +165,50 @@ export class MemoryQueue {
     if (this.next > i) this.next--;
   }
 
-  /** @internal Deletes every consumer (queue deleted) and every message. */
+  /** Deleted: its consumers are cancelled and its messages dropped. */
   destroy(): void {
+    for (const set of this.boundIn) set.delete(this);
     for (const c of [...this.consumers]) c.cancel();
-    this.ready.clear();
+    this.ready = new Fifo();
   }
 
-  /** @internal Asks the broker for a dispatch pass on the next turn of the event loop. */
+  /**
+   * One dispatch pass on a later turn of the event loop, never inside publish or ack. Work the
+   * pass causes (a requeue, a reply) waits for the turn after, so a consumer that requeues
+   * forever cannot starve timers and I/O.
+   */
   schedule(): void {
-    this.broker.scheduleDispatch(this);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.dispatch();
+    });
   }
 
-  /** @internal Hands ready messages to consumers with capacity, round-robin. */
-  dispatch(now: number): void {
+  /** Hands ready messages to consumers with capacity, round-robin; expired ones are dropped. */
+  private dispatch(): void {
+    const now = performance.now();
     while (this.ready.size > 0) {
       const consumer = this.pickConsumer();
       if (!consumer) return;
       const message = this.ready.shift()!;
-      if (message.expiresAt !== undefined && message.expiresAt <= now) continue;
-      consumer.deliver(message);
+      if (message.expiresAt === undefined || message.expiresAt > now) consumer.deliver(message);
     }
   }
 
+  /** The next consumer with capacity after the last one served (round-robin). */
   private pickConsumer(): MemoryConsumer | undefined {
     const n = this.consumers.length;
     for (let k = 0; k < n; k++) {
       const i = (this.next + k) % n;
-      const c = this.consumers[i];
-      if (c.isActive && c.hasCapacity()) {
+      if (this.consumers[i].hasCapacity()) {
         this.next = (i + 1) % n;
-        return c;
+        return this.consumers[i];
       }
     }
     return undefined;
   }
-}
-
-interface Exchange {
-  readonly type: ExchangeType;
-  /** topic: routing key -> queues bound with exactly that key; fanout: every queue under any key. */
-  readonly bindings: Map<string, Set<MemoryQueue>>;
 }
 
 /**
@@ -287,27 +217,20 @@ interface Exchange {
  * A message nobody is bound for is dropped, as RabbitMQ does.
  */
 export class MemoryBroker {
-  private readonly exchanges = new Map<string, Exchange>();
+  /** Per exchange, routing key -> bound queues; a fanout exchange keeps every queue under `''`. */
+  private readonly exchanges = new Map<string, { readonly fanout: boolean; readonly bindings: Map<string, Set<MemoryQueue>> }>();
   private readonly queues = new Map<string, MemoryQueue>();
-  private readonly dirty = new Set<MemoryQueue>();
-  private scheduled = false;
 
   constructor(readonly vhost: string) {}
 
   /** Declares an exchange; re-declaring an existing one is a no-op (its first type stays). */
-  declareExchange(name: string, type: ExchangeType = 'topic'): void {
-    if (name === '' || this.exchanges.has(name)) return;
-    this.exchanges.set(name, { type, bindings: new Map() });
+  declareExchange(name: string, type: 'topic' | 'fanout' = 'topic'): void {
+    if (name !== '' && !this.exchanges.has(name)) this.exchanges.set(name, { fanout: type === 'fanout', bindings: new Map() });
   }
 
-  /** Declares a queue (idempotent) and returns it. */
-  declareQueue(name: string): MemoryQueue {
-    let queue = this.queues.get(name);
-    if (!queue) {
-      queue = new MemoryQueue(name, this);
-      this.queues.set(name, queue);
-    }
-    return queue;
+  /** Declares a queue; re-declaring an existing one is a no-op. */
+  declareQueue(name: string): void {
+    if (!this.queues.has(name)) this.queues.set(name, new MemoryQueue(name));
   }
 
   hasQueue(name: string): boolean {
@@ -320,59 +243,40 @@ export class MemoryBroker {
 
   /** Deletes a queue with its messages and bindings; its consumers are cancelled. */
   deleteQueue(name: string): void {
-    const queue = this.queues.get(name);
-    if (!queue) return;
+    this.queues.get(name)?.destroy();
     this.queues.delete(name);
-    for (const key of queue.bindings) {
-      const sep = key.indexOf('\0');
-      this.exchanges.get(key.slice(0, sep))?.bindings.get(key.slice(sep + 1))?.delete(queue);
-    }
-    queue.bindings.clear();
-    queue.destroy();
   }
 
   /** Binds a declared queue to a declared exchange under `routingKey`. */
   bindQueue(queueName: string, exchangeName: string, routingKey: string): void {
-    const queue = this.queues.get(queueName);
+    const queue = this.queue(queueName);
     const exchange = this.exchanges.get(exchangeName);
-    if (!queue) throw new InvalidArgument('queue', 'the name of a declared queue', queueName);
     if (!exchange) throw new InvalidArgument('exchange', 'the name of a declared exchange', exchangeName);
-    let set = exchange.bindings.get(routingKey);
-    if (!set) exchange.bindings.set(routingKey, (set = new Set()));
+    const key = exchange.fanout ? '' : routingKey;
+    let set = exchange.bindings.get(key);
+    if (!set) exchange.bindings.set(key, (set = new Set()));
     set.add(queue);
-    queue.bindings.add(`${exchangeName}\0${routingKey}`);
+    queue.boundIn.add(set);
   }
 
   /**
    * Routes a JSON string body and returns how many queues took a copy (0 = dropped).
+   * `expirationMs` is AMQP's per-message TTL: a message still queued after it is dropped.
    * Delivery happens on a later turn of the event loop, never inside this call.
    */
-  publish(exchangeName: string, routingKey: string, body: string, options: PublishOptions = {}): number {
-    const expiresAt = options.expirationMs !== undefined ? performance.now() + options.expirationMs : undefined;
+  publish(exchangeName: string, routingKey: string, body: string, options: { expirationMs?: number } = {}): number {
+    const expiresAt = options.expirationMs === undefined ? undefined : performance.now() + options.expirationMs;
     if (exchangeName === '') {
       const queue = this.queues.get(routingKey);
-      if (!queue) return 0;
-      queue.enqueue({ body, exchange: exchangeName, routingKey, expiresAt, redelivered: false });
-      return 1;
+      queue?.enqueue({ body, exchange: '', routingKey, expiresAt, redelivered: false });
+      return queue ? 1 : 0;
     }
     const exchange = this.exchanges.get(exchangeName);
-    if (!exchange) return 0;
-    let targets: Iterable<MemoryQueue> | undefined;
-    let count: number;
-    if (exchange.type === 'topic') {
-      const set = exchange.bindings.get(routingKey);
-      targets = set;
-      count = set?.size ?? 0;
-    } else {
-      const all = new Set<MemoryQueue>();
-      for (const set of exchange.bindings.values()) for (const queue of set) all.add(queue);
-      targets = all;
-      count = all.size;
-    }
-    if (!targets) return 0;
+    const queues = exchange?.bindings.get(exchange.fanout ? '' : routingKey);
+    if (!queues) return 0;
     // Each queue gets its own record: redelivered/requeue state is per queue, as on a broker.
-    for (const queue of targets) queue.enqueue({ body, exchange: exchangeName, routingKey, expiresAt, redelivered: false });
-    return count;
+    for (const queue of queues) queue.enqueue({ body, exchange: exchangeName, routingKey, expiresAt, redelivered: false });
+    return queues.size;
   }
 
   /**
@@ -383,10 +287,13 @@ export class MemoryBroker {
     return this.publish(exchange, routingKey, body);
   }
 
-  /** Starts a consumer on a declared queue. */
-  consume(queueName: string, callback: ConsumerCallback, options: ConsumeOptions = {}): MemoryConsumer {
-    const queue = this.queues.get(queueName);
-    if (!queue) throw new InvalidArgument('queue', 'the name of a declared queue', queueName);
+  /**
+   * Starts a consumer on a declared queue. `prefetch`: most unacknowledged messages it holds,
+   * 0 = unlimited; `noAck`: messages count as acknowledged when delivered. The callback MUST NOT
+   * throw (a throw is swallowed).
+   */
+  consume(queueName: string, callback: (delivery: MemoryDelivery) => void, options: { prefetch?: number; noAck?: boolean } = {}): MemoryConsumer {
+    const queue = this.queue(queueName);
     const consumer = new MemoryConsumer(queue, callback, options.prefetch ?? 0, options.noAck ?? false);
     queue.addConsumer(consumer);
     return consumer;
@@ -394,7 +301,7 @@ export class MemoryBroker {
 
   /** Messages ready in a queue (not counting delivered-but-unacked ones); 0 when it does not exist. */
   queueDepth(name: string): number {
-    return this.queues.get(name)?.depth ?? 0;
+    return this.queues.get(name)?.stats().ready ?? 0;
   }
 
   /** Counters of a queue, or undefined when it does not exist. */
@@ -406,25 +313,12 @@ export class MemoryBroker {
   reset(): void {
     for (const name of [...this.queues.keys()]) this.deleteQueue(name);
     this.exchanges.clear();
-    this.dirty.clear();
   }
 
-  /** @internal One dispatch pass per event-loop turn for all queues that changed. */
-  scheduleDispatch(queue: MemoryQueue): void {
-    this.dirty.add(queue);
-    if (this.scheduled) return;
-    this.scheduled = true;
-    setImmediate(() => this.flush());
-  }
-
-  private flush(): void {
-    this.scheduled = false;
-    // Snapshot: work caused by this pass (a requeue, a reply) waits for the next turn, so a
-    // consumer that requeues forever cannot starve timers and I/O.
-    const queues = [...this.dirty];
-    this.dirty.clear();
-    const now = performance.now();
-    for (const queue of queues) queue.dispatch(now);
+  private queue(name: string): MemoryQueue {
+    const queue = this.queues.get(name);
+    if (!queue) throw new InvalidArgument('queue', 'the name of a declared queue', name);
+    return queue;
   }
 }
 
@@ -436,10 +330,7 @@ const brokers = new Map<string, MemoryBroker>();
  */
 export function getMemoryBroker(vhost = ''): MemoryBroker {
   let broker = brokers.get(vhost);
-  if (!broker) {
-    broker = new MemoryBroker(vhost);
-    brokers.set(vhost, broker);
-  }
+  if (!broker) brokers.set(vhost, (broker = new MemoryBroker(vhost)));
   return broker;
 }
 

@@ -3,7 +3,8 @@
 import { fanoutAddress, newReplyAddress, notificationAddress, requestAddress } from '../../driver/addressing.js';
 import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
 import type { DriverCapabilities } from '../../driver/capabilities.js';
-import { decodeBody, newHexId } from '../../driver/envelope.js';
+import { newHexId } from '../../driver/envelope.js';
+import type { ListenerKind } from '../../driver/inbound.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
 import type { Listener } from '../../driver/listener.js';
 import type { ReplySender } from '../../driver/messages.js';
@@ -11,20 +12,14 @@ import { PendingReplies } from '../../driver/pending-replies.js';
 import type { Context, DriverMessage } from '../../driver/types.js';
 import { encodeNotification, encodeRpcRequest } from '../../driver/wire.js';
 import { MessageDeliveryFailure } from '../../errors.js';
+import type { LogFields } from '../../logger.js';
 import type { Target } from '../../target.js';
-import { getMemoryBroker, type MemoryBroker, type MemoryConsumer, type MemoryDelivery } from './memory-broker.js';
-import { MemoryNotificationListener, MemoryRpcListener, type MemoryListener, type MemoryListenerDeps } from './memory-listener.js';
+import { getMemoryBroker, type MemoryBroker } from './memory-broker.js';
+import { MemoryListener } from './memory-listener.js';
 import { resolveMemoryOptions, type MemoryDriverOptions } from './options.js';
-import { declareNotificationTarget, declareRequestExchange } from './topology.js';
+import { declareNotificationQueues, declareNotificationTarget, declareRequestExchange, declareRpcServer, type ListenerQueues } from './topology.js';
 
-const CAPABILITIES: DriverCapabilities = Object.freeze({
-  rpc: true,
-  fanout: true,
-  requeue: true,
-  pools: true,
-  callMonitor: true,
-  durableNotifications: true,
-});
+const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true });
 
 /** In-process driver over the broker of the URL's virtual host (`memory:///iso` = isolated). */
 export class MemoryDriver extends BaseDriver implements ReplySender {
@@ -35,7 +30,6 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
   readonly broker: MemoryBroker;
 
   private replyQueue?: string;
-  private replyConsumer?: MemoryConsumer;
   private readonly pending: PendingReplies;
 
   constructor(init: DriverInit) {
@@ -73,22 +67,18 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
 
   protected async doListen(target: Target, options: ListenOptions): Promise<Listener<RpcIncomingMessage>> {
     const topic = target.topic as string;
-    const logger = this.logger.child({ listener: 'rpc', topic });
-    const source = new MemoryRpcListener(this.listenerDeps(logger), this.exchangeFor(target), topic, target.server);
-    return this.startListener(source, options);
+    const exchange = this.exchangeFor(target);
+    return this.startListener('rpc', { topic }, () => declareRpcServer(this.broker, exchange, topic, target.server), options);
   }
 
   protected async doListenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions): Promise<Listener<IncomingMessage>> {
-    const pool = options.pool;
     const bindings = targetsAndPriorities.map(([target, priority]): [string, string] => [this.exchangeFor(target), notificationAddress(target.topic as string, priority)]);
-    const logger = this.logger.child({ listener: 'notification', pool });
-    const source = new MemoryNotificationListener(this.listenerDeps(logger), bindings, pool);
-    return this.startListener(source, options);
+    return this.startListener('notification', { pool: options.pool }, () => declareNotificationQueues(this.broker, bindings, options.pool), options);
   }
 
   protected async close(): Promise<void> {
     this.pending.failAll(new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply'));
-    this.replyConsumer?.close();
+    // Deleting the reply queue cancels its consumer.
     if (this.replyQueue) this.broker.deleteQueue(this.replyQueue);
   }
 
@@ -103,39 +93,19 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
     }
   }
 
-  private startListener<M extends ReceivedMessage>(source: MemoryListener<M>, options: ListenOptions): Promise<Listener<M>> {
-    const prefetchSize = this.options.prefetchCount > 0 ? this.options.prefetchCount : -1;
-    return this.openListener(source, () => source.subscribe(), { ...options, prefetchSize });
-  }
-
-  private listenerDeps(logger: MemoryListenerDeps['logger']): MemoryListenerDeps {
-    return {
-      broker: this.broker,
-      logger,
-      prefetchCount: this.options.prefetchCount,
-      dedupWindow: this.options.dedupWindow,
-      replies: this,
-    };
+  private startListener<M extends ReceivedMessage>(kind: ListenerKind, fields: LogFields, declare: () => ListenerQueues, options: ListenOptions): Promise<Listener<M>> {
+    const { prefetchCount, dedupWindow } = this.options;
+    const logger = this.logger.child({ listener: kind, ...fields });
+    const source = new MemoryListener<M>(kind, { broker: this.broker, logger, prefetchCount, dedupWindow, replies: this, declare });
+    return this.openListener(source, () => source.subscribe(), { ...options, prefetchSize: prefetchCount });
   }
 
   /** One reply queue per driver, created at the first call and reused (as oslo). */
   private ensureReplyQueue(): string {
     if (this.replyQueue) return this.replyQueue;
-    const name = newReplyAddress();
-    this.broker.declareQueue(name);
-    this.replyConsumer = this.broker.consume(name, (d) => this.onReply(d), { noAck: true });
-    this.replyQueue = name;
-    return name;
-  }
-
-  private onReply(delivery: MemoryDelivery): void {
-    let reply: DriverMessage;
-    try {
-      reply = decodeBody(delivery.body);
-    } catch (err) {
-      this.logger.warn('Dropping a malformed reply', { queue: delivery.queue, bytes: delivery.body.length, reason: (err as Error).message });
-      return;
-    }
-    this.pending.accept(reply);
+    const queue = newReplyAddress();
+    this.broker.declareQueue(queue);
+    this.broker.consume(queue, (d) => this.pending.acceptBody(d.body, { queue }), { noAck: true });
+    return (this.replyQueue = queue);
   }
 }

@@ -1,61 +1,62 @@
-// Listeners of memory://: broker consumers pushing through the shared inbound pipeline into the
-// listener. They declare and bind the same queues as oslo's rabbit driver.
-import { NotificationInbound, RpcInbound, type DeliverySettler } from '../../driver/inbound.js';
+// The memory:// listener: broker consumers on oslo's queues (declared by topology.ts) pushing
+// through the shared inbound pipeline into the listener.
+import { InboundPushSource, type ListenerKind } from '../../driver/inbound.js';
 import type { ReceivedMessage } from '../../driver/incoming-message.js';
-import type { NotificationMessage, ReplySender, RpcMessage } from '../../driver/messages.js';
-import type { ListenerSink, PushSource } from '../../driver/push-listener.js';
+import type { ReplySender } from '../../driver/messages.js';
 import type { Logger } from '../../logger.js';
 import type { MemoryBroker, MemoryConsumer, MemoryDelivery } from './memory-broker.js';
-import { declareNotificationQueues, declareRpcServer } from './topology.js';
+import type { ListenerQueues } from './topology.js';
 
-/** What a listener needs from its driver. */
-export interface MemoryListenerDeps {
+/** What a listener is built with. */
+export interface MemoryListenerOptions {
   readonly broker: MemoryBroker;
   readonly logger: Logger;
   /** Per-consumer unacked limit; 0 = unlimited. */
   readonly prefetchCount: number;
   readonly dedupWindow: number;
   readonly replies: ReplySender;
+  /** Declares and binds the listener's queues; called when it subscribes. */
+  readonly declare: () => ListenerQueues;
 }
 
 /**
- * Consumers shared by RPC and notification listeners. A delivery's generation is the index of
- * the consumer it came from, so the settler acks on the right one.
+ * An RPC or notification listener. A delivery's generation is the index of the consumer it came
+ * from, so settling acts on that consumer, as AMQP acks on the channel of the delivery.
  */
-export abstract class MemoryListener<M extends ReceivedMessage = ReceivedMessage> implements PushSource<M>, DeliverySettler<MemoryDelivery> {
-  protected readonly consumers: MemoryConsumer[] = [];
-  /** Queues private to this listener, deleted on cleanup. */
-  protected readonly privateQueues: string[] = [];
-  private sink?: ListenerSink<M>;
-  private stopped = false;
-  private cleaned = false;
+export class MemoryListener<M extends ReceivedMessage> extends InboundPushSource<M, MemoryDelivery> {
+  private readonly consumers: MemoryConsumer[] = [];
+  private privateQueues: readonly string[] = [];
 
-  constructor(protected readonly deps: MemoryListenerDeps) {}
-
-  attach(sink: ListenerSink<M>): void {
-    this.sink = sink;
+  constructor(
+    kind: ListenerKind,
+    private readonly options: MemoryListenerOptions,
+  ) {
+    super(kind, options);
   }
 
   /** Declares, binds and consumes; after it returns every matching publish reaches this listener. */
-  abstract subscribe(): void;
+  subscribe(): void {
+    const { queues, privateQueues } = this.options.declare();
+    this.privateQueues = privateQueues;
+    for (const queue of queues) {
+      const generation = this.consumers.length;
+      const onDelivery = (delivery: MemoryDelivery): void => {
+        const message = this.receive(delivery.body, delivery, generation);
+        if (message !== undefined) this.sink!.deliver(message);
+      };
+      this.consumers.push(this.options.broker.consume(queue, onDelivery, { prefetch: this.options.prefetchCount }));
+    }
+  }
 
-  /** The message the pipeline makes of a delivery, or undefined when it settled it. */
-  protected abstract receive(delivery: MemoryDelivery, consumer: number): M | undefined;
-
-  /** Stops taking messages (consumers cancelled); unacked ones stay with this listener. */
+  /** Stops taking messages (consumers cancelled); unacked ones stay with this listener. Idempotent. */
   async stop(): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
     for (const consumer of this.consumers) consumer.cancel();
   }
 
   /** Gives unacked messages back (channel close) and deletes private queues. Idempotent. */
   async cleanup(): Promise<void> {
-    await this.stop();
-    if (this.cleaned) return;
-    this.cleaned = true;
     for (const consumer of this.consumers) consumer.close();
-    for (const queue of this.privateQueues) this.deps.broker.deleteQueue(queue);
+    for (const queue of this.privateQueues) this.options.broker.deleteQueue(queue);
   }
 
   ack(delivery: MemoryDelivery, consumer: number): boolean {
@@ -74,77 +75,8 @@ export abstract class MemoryListener<M extends ReceivedMessage = ReceivedMessage
     return { queue: delivery.queue, exchange: delivery.exchange, routingKey: delivery.routingKey };
   }
 
-  protected consume(queue: string): void {
-    const index = this.consumers.length;
-    const consumer = this.deps.broker.consume(
-      queue,
-      (delivery) => {
-        const message = this.receive(delivery, index);
-        if (message !== undefined) this.sink!.deliver(message);
-      },
-      { prefetch: this.deps.prefetchCount },
-    );
-    this.consumers.push(consumer);
-  }
-
   private settled(ok: boolean, what: string, delivery: MemoryDelivery): boolean {
-    if (!ok) this.deps.logger.debug(`${what} of a message whose consumer is closed ignored (it was requeued)`, { queue: delivery.queue });
+    if (!ok) this.options.logger.debug(`${what} of a message whose consumer is closed ignored (it was requeued)`, { queue: delivery.queue });
     return ok;
-  }
-}
-
-/**
- * An RPC server's subscription: `<topic>` on the target's exchange (shared round-robin),
- * `<topic>.<server>`, and a private queue on the `<topic>_fanout` exchange.
- */
-export class MemoryRpcListener extends MemoryListener<RpcMessage<MemoryDelivery>> {
-  private readonly inbound: RpcInbound<MemoryDelivery>;
-
-  constructor(
-    deps: MemoryListenerDeps,
-    private readonly exchange: string,
-    private readonly topic: string,
-    private readonly server: string | undefined,
-  ) {
-    super(deps);
-    this.inbound = new RpcInbound({ settler: this, logger: deps.logger, dedupWindow: deps.dedupWindow, replies: deps.replies });
-  }
-
-  subscribe(): void {
-    const { shared, fanout } = declareRpcServer(this.deps.broker, this.exchange, this.topic, this.server);
-    this.privateQueues.push(fanout);
-    for (const queue of shared) this.consume(queue);
-    this.consume(fanout);
-  }
-
-  protected receive(delivery: MemoryDelivery, consumer: number): RpcMessage<MemoryDelivery> | undefined {
-    return this.inbound.receive(delivery.body, delivery, consumer);
-  }
-}
-
-/**
- * A notification subscription on `<topic>.<priority>` addresses. Without a pool it consumes the
- * shared queue named like the address (also declared by notifiers: store-and-forward); with pool
- * P it consumes the queue `P`, bound to every address, so each pool gets one copy.
- */
-export class MemoryNotificationListener extends MemoryListener<NotificationMessage<MemoryDelivery>> {
-  private readonly inbound: NotificationInbound<MemoryDelivery>;
-
-  constructor(
-    deps: MemoryListenerDeps,
-    /** [exchange, address] pairs. */
-    private readonly bindings: ReadonlyArray<readonly [string, string]>,
-    private readonly pool: string | undefined,
-  ) {
-    super(deps);
-    this.inbound = new NotificationInbound({ settler: this, logger: deps.logger, dedupWindow: deps.dedupWindow });
-  }
-
-  subscribe(): void {
-    for (const queue of declareNotificationQueues(this.deps.broker, this.bindings, this.pool)) this.consume(queue);
-  }
-
-  protected receive(delivery: MemoryDelivery, consumer: number): NotificationMessage<MemoryDelivery> | undefined {
-    return this.inbound.receive(delivery.body, delivery, consumer);
   }
 }

@@ -3,51 +3,45 @@
 import { fanoutAddress, newFanoutQueueName, notificationQueueName, serverAddress, topicAddress } from '../../driver/addressing.js';
 import type { MemoryBroker } from './memory-broker.js';
 
-/** What an RPC server consumes: the shared and server queues, and its private fanout queue. */
-export interface RpcServerQueues {
-  readonly shared: readonly string[];
-  /** `<topic>_fanout_<hex>`: deleted when the server's listener is cleaned up. */
-  readonly fanout: string;
+/** What a listener consumes, and which of those queues are its own (deleted on its cleanup). */
+export interface ListenerQueues {
+  readonly queues: readonly string[];
+  readonly privateQueues: readonly string[];
 }
 
-/** `<topic>` (and `<topic>.<server>`) on `exchange`, and a private queue on `<topic>_fanout`. */
-export function declareRpcServer(broker: MemoryBroker, exchange: string, topic: string, server: string | undefined): RpcServerQueues {
-  broker.declareExchange(exchange, 'topic');
+/** Declares `queue` and binds it to `exchange` under `key`. */
+function declareBound(broker: MemoryBroker, queue: string, exchange: string, key: string, type: 'topic' | 'fanout' = 'topic'): void {
+  broker.declareExchange(exchange, type);
+  broker.declareQueue(queue);
+  broker.bindQueue(queue, exchange, key);
+}
+
+/** An RPC server: `<topic>` (and `<topic>.<server>`) on `exchange`, and a private `<topic>_fanout_<hex>` on `<topic>_fanout`. */
+export function declareRpcServer(broker: MemoryBroker, exchange: string, topic: string, server: string | undefined): ListenerQueues {
   const shared = server === undefined ? [topicAddress(topic)] : [topicAddress(topic), serverAddress(topic, server)];
-  for (const key of shared) {
-    broker.declareQueue(key);
-    broker.bindQueue(key, exchange, key);
-  }
-  const fanoutExchange = fanoutAddress(topic);
+  for (const key of shared) declareBound(broker, key, exchange, key);
   const fanout = newFanoutQueueName(topic);
-  broker.declareExchange(fanoutExchange, 'fanout');
-  broker.declareQueue(fanout);
-  broker.bindQueue(fanout, fanoutExchange, topic);
-  return { shared, fanout };
+  declareBound(broker, fanout, fanoutAddress(topic), topic, 'fanout');
+  return { queues: [...shared, fanout], privateQueues: [fanout] };
 }
 
 /**
- * The queues a notification listener consumes for its `[exchange, address]` pairs: the shared
- * queue of each address, or with a pool the one queue named like the pool, bound to every address.
+ * A notification listener on `[exchange, address]` pairs: the shared queue of each address, or
+ * with a pool the one queue named like the pool, bound to every address.
  */
-export function declareNotificationQueues(broker: MemoryBroker, bindings: ReadonlyArray<readonly [string, string]>, pool: string | undefined): string[] {
+export function declareNotificationQueues(broker: MemoryBroker, bindings: ReadonlyArray<readonly [string, string]>, pool: string | undefined): ListenerQueues {
   const queues = new Set<string>();
   for (const [exchange, address] of bindings) {
     const queue = notificationQueueName(address, pool);
-    broker.declareExchange(exchange, 'topic');
-    broker.declareQueue(queue);
-    broker.bindQueue(queue, exchange, address);
+    declareBound(broker, queue, exchange, address);
     queues.add(queue);
   }
-  return [...queues];
+  return { queues: [...queues], privateQueues: [] };
 }
 
 /** What a notifier declares before publishing: the shared queue of `address`, so notifications wait for a listener. */
 export function declareNotificationTarget(broker: MemoryBroker, exchange: string, address: string): void {
-  broker.declareExchange(exchange, 'topic');
-  const queue = notificationQueueName(address, undefined);
-  broker.declareQueue(queue);
-  broker.bindQueue(queue, exchange, address);
+  declareBound(broker, notificationQueueName(address, undefined), exchange, address);
 }
 
 /** Where a request goes: the topic exchange, or the fanout exchange of a fanout cast. */

@@ -2,7 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgument } from '../../../src/errors.js';
 import { createMemoryLogger } from '../../../src/logger.js';
-import { NotificationInbound, RpcInbound, type DeliverySettler } from '../../../src/driver/inbound.js';
+import { InboundPushSource, NotificationInbound, RpcInbound, type DeliverySettler, type ListenerKind } from '../../../src/driver/inbound.js';
+import type { ReceivedMessage } from '../../../src/driver/incoming-message.js';
+import type { ListenerSink } from '../../../src/driver/push-listener.js';
 import { decodeBody } from '../../../src/driver/envelope.js';
 import { encodeNotification, encodeRpcRequest } from '../../../src/driver/wire.js';
 
@@ -118,6 +120,64 @@ describe('NotificationInbound', () => {
     const inbound = new NotificationInbound({ settler, logger: createMemoryLogger(), dedupWindow: 16 });
     expect(inbound.receive(JSON.stringify({ event_type: 'e', priority: 'INFO' }), { tag: 1 })).toBeUndefined();
     expect(log).toEqual(['reject 1@0']);
+  });
+});
+
+/** The smallest push source on the shared base: settles into a log, pushes what `receive` returns. */
+class FakeSource extends InboundPushSource<ReceivedMessage, FakeDelivery> {
+  readonly log: string[] = [];
+  constructor(kind: ListenerKind) {
+    super(kind, { logger: createMemoryLogger(), dedupWindow: 16, replies: replies().sender });
+  }
+  push(body: string, tag: number): void {
+    const message = this.receive(body, { tag }, 0);
+    if (message) this.sink!.deliver(message);
+  }
+  async stop(): Promise<void> {}
+  async cleanup(): Promise<void> {}
+  ack(d: FakeDelivery): boolean {
+    this.log.push(`ack ${d.tag}`);
+    return true;
+  }
+  requeue(d: FakeDelivery): void {
+    this.log.push(`requeue ${d.tag}`);
+  }
+  reject(d: FakeDelivery): void {
+    this.log.push(`reject ${d.tag}`);
+  }
+  describe(d: FakeDelivery) {
+    return { tag: d.tag };
+  }
+}
+
+describe('InboundPushSource', () => {
+  const sink = () => {
+    const got: ReceivedMessage[] = [];
+    const s: ListenerSink<ReceivedMessage> = { deliver: (m) => void got.push(m), withdraw: () => [] };
+    return { got, s };
+  };
+
+  it('an rpc source runs bodies through RpcInbound (ack on receipt, malformed rejected) into its sink', () => {
+    const source = new FakeSource('rpc');
+    const { got, s } = sink();
+    source.attach(s);
+    source.push(encodeRpcRequest({ method: 'm', args: {} }, {}), 1);
+    source.push('not json', 2);
+    expect(got).toHaveLength(1);
+    expect(got[0].constructor.name).toBe('RpcMessage');
+    expect(source.log).toEqual(['ack 1', 'reject 2']);
+  });
+
+  it('a notification source runs bodies through NotificationInbound: settled by the message, not on receipt', async () => {
+    const source = new FakeSource('notification');
+    const { got, s } = sink();
+    source.attach(s);
+    source.push(notification(), 1);
+    expect(got).toHaveLength(1);
+    expect(got[0].constructor.name).toBe('NotificationMessage');
+    expect(source.log).toEqual([]);
+    await (got[0] as { acknowledge(): Promise<void> }).acknowledge();
+    expect(source.log).toEqual(['ack 1']);
   });
 });
 

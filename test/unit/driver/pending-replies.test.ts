@@ -122,4 +122,15 @@ describe('PendingReplies', () => {
     await expect(b.promise).rejects.toBe(gone);
     expect(vi.getTimerCount()).toBe(0);
   });
+
+  it('acceptBody decodes a raw reply for its call, and drops a malformed one with a warning naming where it came from, not the body', async () => {
+    const { replies, logger } = registry();
+    const call = replies.register('m1', { topic: 't' });
+    replies.acceptBody('{"broken SECRET', { queue: 'reply_1' });
+    replies.acceptBody(new TextEncoder().encode(JSON.stringify({ _msg_id: 'm1', result: 7, failure: null, ending: true })), { queue: 'reply_1' });
+    await expect(call.promise).resolves.toBe(7);
+    const warnings = logger.records.filter((r) => r.level === 'warn');
+    expect(warnings).toMatchObject([{ msg: 'Dropping a malformed reply', fields: { queue: 'reply_1', bytes: 15 } }]);
+    expect(JSON.stringify(logger.records)).not.toContain('SECRET');
+  });
 });

@@ -1,0 +1,321 @@
+// RPC over Kafka (oslo has none): requests on `<topic>` (one consumer group per topic and
+// exchange: each request to one server), `<topic>.<server>` (a group per server name) and
+// `<topic>_fanout` (read by every server directly, no group); replies on a `reply_<hex>` topic per
+// transport read directly from its end, so a call never pays a group join. oslo's rules (reply
+// matching, timeouts, ack on receipt, dedupe) are the shared ones in src/driver.
+import { fanoutAddress, newReplyAddress, requestAddress } from '../../driver/addressing.js';
+import type { SendOptions } from '../../driver/base-driver.js';
+import { decodeBody, newHexId } from '../../driver/envelope.js';
+import { RpcInbound, type DeliverySettler } from '../../driver/inbound.js';
+import type { RpcIncomingMessage } from '../../driver/incoming-message.js';
+import type { ReplySender } from '../../driver/messages.js';
+import type { PendingCall, PendingReplies } from '../../driver/pending-replies.js';
+import type { ListenerSink, PushSource } from '../../driver/push-listener.js';
+import type { Context, DriverMessage } from '../../driver/types.js';
+import { encodeRpcRequest } from '../../driver/wire.js';
+import { MessageDeliveryFailure, MessagingError } from '../../errors.js';
+import type { Logger } from '../../logger.js';
+import { withRetry } from '../../retry.js';
+import type { Target } from '../../target.js';
+import type { IncomingRecord, KafkaConsumerHandle, KafkaReaderHandle, OutgoingRecord } from './client.js';
+import type { KafkaConnection } from './connection.js';
+import type { ResolvedKafkaOptions } from './options.js';
+import { safeTopic, withVhost } from './topology.js';
+
+/**
+ * The exchange a request was sent through. Kafka has no exchanges: servers skip requests of
+ * another exchange (commit past them), and their groups are per exchange, so every exchange's
+ * servers see every request of the topic. A record without it (another producer) is for all.
+ */
+export const EXCHANGE_HEADER = 'x-tidings-exchange';
+
+/** The topic of requests to `topic` (every server's) or to one `server`: `<topic>[.<server>]` (+ `.<vhost>`). */
+export function requestTopic(topic: string, server: string | undefined, vhost: string): string {
+  return safeTopic(withVhost(requestAddress(topic, server), vhost));
+}
+
+/** The topic of fanout casts to `topic`: `<topic>_fanout` (+ `.<vhost>`). */
+export function fanoutTopic(topic: string, vhost: string): string {
+  return safeTopic(withVhost(fanoutAddress(topic), vhost));
+}
+
+/** The consumer group of the servers reading `requestTopic` through `exchange`. */
+export function serverGroup(exchange: string, requestTopicName: string): string {
+  return `tidings-rpc.${exchange}.${requestTopicName}`;
+}
+
+/** The delivery handle of a request (`unwrap()` returns it). */
+export interface KafkaRpcDelivery {
+  readonly record: IncomingRecord;
+  /** The consumer group it was read in; undefined for a fanout cast (read without a group). */
+  readonly group?: string;
+}
+
+/** The caller and replier side of one transport: requests out, replies in and out. */
+export class KafkaRpc implements ReplySender {
+  /** This transport's reply topic (`reply_<hex>`), created on the first call. */
+  readonly replyTopic = newReplyAddress();
+  private replyReader?: Promise<KafkaReaderHandle>;
+  private closed = false;
+
+  constructor(
+    private readonly conn: KafkaConnection,
+    private readonly options: ResolvedKafkaOptions,
+    private readonly logger: Logger,
+    private readonly pending: PendingReplies,
+    /** Aborted when the transport is cleaned up: retries stop at once. */
+    private readonly closing: AbortSignal,
+  ) {}
+
+  /** A call or cast (see BaseDriver.doSend): casts resolve once the broker acknowledged. */
+  async send(target: Target, exchange: string, ctx: Context, message: DriverMessage, options: SendOptions): Promise<unknown> {
+    const topic = target.topic as string;
+    const destination = target.fanout ? fanoutTopic(topic, this.options.vhost) : requestTopic(topic, target.server, this.options.vhost);
+    const headers = target.fanout ? undefined : { [EXCHANGE_HEADER]: exchange };
+    if (!options.waitForReply) {
+      const record = { topic: destination, value: encodeRpcRequest(message, ctx), headers };
+      await this.produce(record, options);
+      return undefined;
+    }
+    const msgId = newHexId();
+    // Encoded before anything happens: a value JSON cannot carry fails here, nothing sent.
+    const value = encodeRpcRequest(message, ctx, { msgId, replyQueue: this.replyTopic, callMonitorTimeout: options.callMonitorTimeout });
+    const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal });
+    // The reply reader is positioned before the request leaves, so the reply cannot be missed.
+    this.ensureReplyReader()
+      .then(() => this.produce({ topic: destination, value, headers }, options, call))
+      .then(
+        () => call.setUndelivered(undefined),
+        (err: unknown) => call.fail(err instanceof MessagingError ? err : new MessageDeliveryFailure(String(err), { cause: err })),
+      );
+    return call.promise;
+  }
+
+  /** @internal Publishes a reply to a caller's reply topic. Never rejects: a lost reply is logged (the caller times out). */
+  async sendReply(replyQueue: string, msgId: string, body: string): Promise<void> {
+    try {
+      await this.produce({ topic: replyQueue, value: body }, { retry: 3 });
+    } catch (err) {
+      this.logger.warn('Could not send a reply', { replyTopic: replyQueue, msgId, err });
+    }
+  }
+
+  /** Stops reading replies (the driver fails the waiting calls). The reply topic stays: see README. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const reader = this.replyReader;
+    this.replyReader = undefined;
+    await reader?.then((r) => r.close()).catch(() => undefined);
+  }
+
+  /** Creates the reply topic (or has it auto-created) and reads it from its end, once per transport. */
+  private ensureReplyReader(): Promise<KafkaReaderHandle> {
+    this.replyReader ??= (async () => {
+      const client = await this.conn.getClient();
+      await client.ensureTopics([this.replyTopic]);
+      const reader = await client.read({ topics: [this.replyTopic], maxWaitTime: this.options.rpcMaxWait }, (records) => this.onReplies(records));
+      if (this.closed) await reader.close();
+      this.logger.debug('Reading replies', { replyTopic: this.replyTopic });
+      return reader;
+    })().catch((err: unknown) => {
+      this.replyReader = undefined;
+      throw err;
+    });
+    return this.replyReader;
+  }
+
+  private onReplies(records: readonly IncomingRecord[]): void {
+    for (const record of records) {
+      let data: DriverMessage;
+      try {
+        data = decodeBody(record.value ?? '');
+      } catch (err) {
+        this.logger.warn('Dropping a malformed reply', { replyTopic: this.replyTopic, partition: record.partition, offset: record.offset, reason: err instanceof Error ? err.message : String(err) });
+        continue;
+      }
+      this.pending.accept(data);
+    }
+  }
+
+  private produce(record: OutgoingRecord, options: Pick<SendOptions, 'retry' | 'signal'>, call?: PendingCall): Promise<void> {
+    return withRetry(
+      () => {
+        if (call?.isOver) return Promise.reject(new MessageDeliveryFailure('The call is over; not producing its request again'));
+        return this.conn.produce(record).catch((err: unknown) => {
+          call?.setUndelivered(err);
+          throw err;
+        });
+      },
+      {
+        retry: options.retry,
+        signal: options.signal ? AbortSignal.any([options.signal, this.closing]) : this.closing,
+        isRetriable: (e) => !this.closed && call?.isOver !== true && e instanceof MessagingError && e.retriable,
+        onRetry: ({ attempt, delayMs, error }) => this.logger.warn('Producing an RPC record failed; retrying', { attempt, delayMs, topic: record.topic, err: error }),
+      },
+    );
+  }
+}
+
+/**
+ * One RPC server's subscriptions: the topic's group, the server's group and the fanout topic
+ * read directly. Requests are committed on receipt (oslo acks before dispatch).
+ */
+export class KafkaRpcServer implements PushSource<RpcIncomingMessage>, DeliverySettler<KafkaRpcDelivery> {
+  private sink?: ListenerSink<RpcIncomingMessage>;
+  private readonly inbound: RpcInbound<KafkaRpcDelivery>;
+  private consumers: Array<{ group: string; handle: KafkaConsumerHandle }> = [];
+  private fanoutReader?: KafkaReaderHandle;
+  private stopped = false;
+  private cleaning?: Promise<void>;
+  /** Positions to commit (one past the last request received), by group then `topic\0partition`. */
+  private readonly toCommit = new Map<string, Map<string, bigint>>();
+  private committing?: Promise<void>;
+  private commitAgain = false;
+  private readonly topics: { shared: string; own: string; fanout: string };
+
+  constructor(
+    private readonly conn: KafkaConnection,
+    replies: ReplySender,
+    topic: string,
+    server: string,
+    /** The exchange the server listens on: requests through another one are skipped. */
+    private readonly exchange: string,
+    private readonly options: ResolvedKafkaOptions,
+    private readonly logger: Logger,
+  ) {
+    this.inbound = new RpcInbound({ settler: this, logger, dedupWindow: options.dedupWindow, replies });
+    this.topics = { shared: requestTopic(topic, undefined, options.vhost), own: requestTopic(topic, server, options.vhost), fanout: fanoutTopic(topic, options.vhost) };
+  }
+
+  attach(sink: ListenerSink<RpcIncomingMessage>): void {
+    this.sink = sink;
+  }
+
+  /** Joins both groups and positions the fanout reader; resolves once all have their partitions. */
+  async subscribe(): Promise<void> {
+    const client = await this.conn.getClient();
+    const { shared, own, fanout } = this.topics;
+    await client.ensureTopics([shared, own, fanout]);
+    const join = async (topic: string): Promise<void> => {
+      const group = serverGroup(this.exchange, topic);
+      const handle = await client.consume(
+        { groupId: group, topics: [topic], fromBeginning: false, maxWaitTime: this.options.rpcMaxWait },
+        { onRecords: (records) => this.onRecords(records, group), onAssignment: () => undefined, onRebalance: () => void this.flushCommits() },
+      );
+      this.consumers.push({ group, handle });
+      if (this.toCommit.get(group)?.size) void this.flushCommits();
+    };
+    const readFanout = async (): Promise<void> => {
+      this.fanoutReader = await client.read({ topics: [fanout], maxWaitTime: this.options.rpcMaxWait }, (records) => this.onRecords(records, undefined));
+      if (this.stopped) await this.fanoutReader.close();
+    };
+    await Promise.all([join(shared), join(own), readFanout()]);
+    this.logger.debug('Kafka RPC server subscribed', { topics: this.topics, exchange: this.exchange });
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const c of this.consumers) c.handle.pause();
+    await this.fanoutReader?.close();
+  }
+
+  cleanup(): Promise<void> {
+    this.cleaning ??= (async () => {
+      await this.stop();
+      await this.committing;
+      await this.flushCommits();
+      await Promise.all(this.consumers.map((c) => c.handle.close()));
+    })();
+    return this.cleaning;
+  }
+
+  ack(delivery: KafkaRpcDelivery): boolean {
+    this.settle(delivery);
+    return true;
+  }
+
+  requeue(delivery: KafkaRpcDelivery): void {
+    // Never asked for (RPC requests are acknowledged on receipt); committed past all the same.
+    this.settle(delivery);
+  }
+
+  reject(delivery: KafkaRpcDelivery): void {
+    this.settle(delivery);
+  }
+
+  describe(delivery: KafkaRpcDelivery): Record<string, unknown> {
+    return { topic: delivery.record.topic, partition: delivery.record.partition, offset: delivery.record.offset, group: delivery.group };
+  }
+
+  private onRecords(records: readonly IncomingRecord[], group: string | undefined): void {
+    if (this.stopped) return;
+    for (const record of records) {
+      const delivery: KafkaRpcDelivery = { record, group };
+      const through = record.headers[EXCHANGE_HEADER];
+      if (through !== undefined && through !== this.exchange) {
+        this.settle(delivery);
+        continue;
+      }
+      const message = this.inbound.receive(record.value ?? '', delivery);
+      if (message !== undefined) this.sink!.deliver(message);
+    }
+  }
+
+  /** Records the request as received and commits soon (one commit request in flight per server). */
+  private settle({ record, group }: KafkaRpcDelivery): void {
+    if (group === undefined) return;
+    let positions = this.toCommit.get(group);
+    if (!positions) this.toCommit.set(group, (positions = new Map()));
+    const key = `${record.topic}\0${record.partition}`;
+    const next = BigInt(record.offset) + 1n;
+    if ((positions.get(key) ?? -1n) < next) positions.set(key, next);
+    if (this.committing) this.commitAgain = true;
+    else void this.flushCommits();
+  }
+
+  private requeuePositions(group: string, positions: Map<string, bigint>): void {
+    let current = this.toCommit.get(group);
+    if (!current) this.toCommit.set(group, (current = new Map()));
+    for (const [key, offset] of positions) if ((current.get(key) ?? -1n) < offset) current.set(key, offset);
+  }
+
+  private async flushCommits(): Promise<void> {
+    if (this.committing) return this.committing;
+    const batches = [...this.toCommit].filter(([, positions]) => positions.size > 0);
+    if (batches.length === 0) return;
+    this.toCommit.clear();
+    this.commitAgain = false;
+    this.committing = (async () => {
+      await Promise.all(
+        batches.map(async ([group, positions]) => {
+          const handle = this.consumers.find((c) => c.group === group)?.handle;
+          if (!handle) {
+            // Received while its consume() was still resolving: committed once the handle is known.
+            this.requeuePositions(group, positions);
+            return;
+          }
+          const offsets = [...positions].map(([key, offset]) => {
+            const [topic, partition] = key.split('\0');
+            return { topic, partition: Number(partition), offset: offset.toString() };
+          });
+          try {
+            await handle.commit(offsets);
+          } catch (err) {
+            // Rebalancing: the next owner of a partition may read these requests again (see README).
+            this.logger.debug('Could not commit received RPC requests', { group, err });
+          }
+        }),
+      );
+    })();
+    try {
+      await this.committing;
+    } finally {
+      this.committing = undefined;
+    }
+    if (this.commitAgain) {
+      this.commitAgain = false;
+      await this.flushCommits();
+    }
+  }
+}

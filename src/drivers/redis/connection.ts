@@ -1,0 +1,95 @@
+// ioredis clients of the Redis driver: one factory for a single server, Sentinel and Cluster
+// (TLS and ACL credentials from the resolved options, never from a URL string), with the
+// driver's Lua scripts defined on each client. Connection errors are logged with the redacted
+// URL only.
+import { readFileSync } from 'node:fs';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions as IoRedisOptions } from 'ioredis';
+import { InvalidArgument } from '../../errors.js';
+import type { Logger } from '../../logger.js';
+import { SCRIPTS, type ScriptName } from './scripts/index.js';
+import type { ResolvedRedisOptions } from './options.js';
+
+/** A single-server / Sentinel client or a Cluster client: the commands the driver uses exist on both. */
+export type RedisClient = Redis | Cluster;
+
+/** What a client is for, in its connection name and logs. */
+export type ClientRole = 'commands' | 'replies' | `reader:${string}`;
+
+function tlsOptions(options: ResolvedRedisOptions): IoRedisOptions['tls'] {
+  if (!options.tls) return undefined;
+  let ca: string | undefined;
+  if (options.sslCaFile) {
+    try {
+      ca = readFileSync(options.sslCaFile, 'utf8');
+    } catch (err) {
+      throw new InvalidArgument('sslCaFile', 'a readable CA bundle file', options.sslCaFile, { cause: err });
+    }
+  }
+  return { ca, rejectUnauthorized: options.sslVerifyPeer };
+}
+
+/**
+ * A new ioredis client for `role`, not connected yet (`lazyConnect`). It reconnects forever with
+ * capped backoff; a command in flight when the connection drops fails after one more attempt,
+ * so that the driver's own `retry` decides (a retried send keeps its `_unique_id`).
+ */
+export function createClient(options: ResolvedRedisOptions, role: ClientRole, logger: Logger): RedisClient {
+  const retryStrategy = (times: number) => Math.min(options.retryInterval * 2 ** Math.min(times - 1, 10), options.intervalMax);
+  const common: IoRedisOptions = {
+    username: options.username,
+    password: options.password,
+    db: options.db,
+    tls: tlsOptions(options),
+    connectTimeout: options.connectTimeout,
+    connectionName: `tidings:${role}`.replace(/\s/g, '_'),
+    lazyConnect: true,
+    maxRetriesPerRequest: role === 'commands' ? 1 : null,
+    enableAutoPipelining: role === 'commands',
+    keepAlive: 30_000,
+  };
+  let client: RedisClient;
+  if (options.mode === 'cluster') {
+    const clusterOptions: ClusterOptions = {
+      redisOptions: { ...common, db: undefined },
+      lazyConnect: true,
+      enableAutoPipelining: role === 'commands',
+      maxRedirections: 16,
+      clusterRetryStrategy: retryStrategy,
+    };
+    client = new Cluster(options.hosts.map((h) => ({ host: h.host, port: h.port })), clusterOptions);
+  } else if (options.mode === 'sentinel') {
+    client = new Redis({
+      ...common,
+      sentinels: options.hosts.map((h) => ({ host: h.host, port: h.port })),
+      name: options.sentinel,
+      sentinelPassword: options.sentinelPassword,
+      sentinelTLS: common.tls,
+      enableTLSForSentinelMode: options.tls,
+      sentinelRetryStrategy: retryStrategy,
+      retryStrategy,
+    } as IoRedisOptions);
+  } else {
+    client = new Redis({ ...common, host: options.hosts[0].host, port: options.hosts[0].port, retryStrategy });
+  }
+  for (const [name, def] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: def.numberOfKeys, lua: def.lua });
+  // ioredis emits 'error' for every failed (re)connect: log it, never crash the process.
+  client.on('error', (err: Error) => logger.debug('Redis connection error', { role, reason: err.message }));
+  return client;
+}
+
+/** Runs one of the driver's scripts (EVALSHA, EVAL on NOSCRIPT). */
+export function runScript<T = unknown>(client: RedisClient, name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
+  const fn = (client as unknown as Record<ScriptName, (...a: (string | number)[]) => Promise<T>>)[name];
+  return fn.call(client, ...keys, ...args);
+}
+
+/** Closes a client: QUIT when connected (pending replies first), else drops the socket. Never throws. */
+export async function closeClient(client: RedisClient | undefined): Promise<void> {
+  if (!client) return;
+  try {
+    if (client.status === 'ready') await Promise.race([client.quit(), new Promise((r) => setTimeout(r, 1000).unref())]);
+  } catch {
+    // already gone
+  }
+  client.disconnect();
+}

@@ -1,0 +1,48 @@
+// Maps ioredis and socket errors into tidings' error tree; the raw error only rides as `cause`.
+import { ConnectionError, MessageDeliveryFailure, MessagingError } from '../../errors.js';
+import { redactUrlsIn } from '../../transport-url.js';
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** True when the server said the group or its stream does not exist (deleted under us). */
+export function isNoGroup(err: unknown): boolean {
+  return /^NOGROUP/.test(messageOf(err));
+}
+
+/** True for `XGROUP CREATE` on a group that exists: the declaration is already done. */
+export function isBusyGroup(err: unknown): boolean {
+  return /^BUSYGROUP/.test(messageOf(err));
+}
+
+/** True for a blocked command ended by `CLIENT UNBLOCK ... ERROR` or a closed connection. */
+export function isClosedConnection(err: unknown): boolean {
+  return /Connection is closed|UNBLOCKED/.test(messageOf(err));
+}
+
+/**
+ * Wraps any error from ioredis or the socket. MessagingErrors pass through. Redis at
+ * `maxmemory` with `noeviction` (OOM) and a refused login or permission are not retriable
+ * (trying again at once changes nothing); replication that fell short, read-only replicas
+ * during a failover, LOADING, cluster redirections and lost connections are. ioredis gets an
+ * options object, never a URL, but any URL in its text is redacted all the same.
+ */
+export function toMessagingError(err: unknown, what: string): MessagingError {
+  if (err instanceof MessagingError) return err;
+  const text = redactUrlsIn(messageOf(err));
+  if (/^OOM\b/.test(text)) {
+    return new MessageDeliveryFailure(`${what}: Redis is out of memory (maxmemory reached with a noeviction policy): ${text}`, { cause: err, retriable: false });
+  }
+  if (/^(NOPERM|WRONGPASS|NOAUTH)\b/.test(text)) {
+    return new ConnectionError(`${what}: Redis refused the login or the command (${text})`, { cause: err, retriable: false });
+  }
+  if (/^(READONLY|LOADING|MASTERDOWN|TRYAGAIN|CLUSTERDOWN|MOVED|ASK)\b/.test(text)) {
+    return new ConnectionError(`${what}: ${text}`, { cause: err, retriable: true });
+  }
+  if (/^[A-Z]+ /.test(text) && (err as { name?: string } | null)?.name === 'ReplyError') {
+    // Any other server error reply: the command is wrong for this data, not the connection.
+    return new MessageDeliveryFailure(`${what}: ${text}`, { cause: err, retriable: false });
+  }
+  return new ConnectionError(`${what}: ${text}`, { cause: err, retriable: true });
+}

@@ -1,0 +1,121 @@
+// Options of the Redis driver as a table (src/driver/options.ts): key layout, leases, dead letters,
+// GC periods and connection settings, plus what comes from the URL itself (hosts, db, mode, TLS).
+import { booleanOption, defineDriverOptions, intOption, msOption, stringOption, type OptionsOf } from '../../driver/options.js';
+import { InvalidArgument, InvalidTransportURL } from '../../errors.js';
+import type { TransportURL } from '../../transport-url.js';
+
+/*
+ * oslo.messaging has no Redis driver, so the query names are tidings' own, snake_case with the
+ * unit in the name (`lease_ms=30000`), e.g. `redis://h:6379/0?key_prefix=app&prefetch_count=32`.
+ */
+const FIELDS = {
+  /** First part of every key this driver writes; transports that should talk MUST share it (`key_prefix`). @default 'tidings' */
+  keyPrefix: stringOption({ default: 'tidings', query: 'key_prefix', check: (v) => !/[{}\s]/.test(v), expected: 'a non-empty string without braces or spaces' }),
+  /** Entries one `XREADGROUP` reads, and the most unsettled notifications a listener holds (`prefetch_count`). Also caps batch sizes. @default 64 */
+  prefetchCount: intOption({ default: 64, min: 1, query: 'prefetch_count' }),
+  /** How long one blocking read waits before it is issued again, ms (`block_ms`). @default 5000 */
+  blockTimeout: msOption({ default: 5000, min: 1, query: 'block_ms' }),
+  /** A delivered notification's lease, ms: unsettled and not extended for this long, another member claims it (`lease_ms`). @default 30_000 */
+  leaseMs: msOption({ default: 30_000, min: 10, query: 'lease_ms' }),
+  /** Period of the sweep that claims expired leases, trims streams and removes dead consumers, ms (`sweep_interval_ms`). @default 5000 */
+  sweepInterval: msOption({ default: 5000, min: 10, query: 'sweep_interval_ms' }),
+  /** Deliveries of one notification before it moves to the dead-letter stream; 0 = never (`max_deliveries`). @default 10 */
+  maxDeliveries: intOption({ default: 10, min: 0, query: 'max_deliveries' }),
+  /** Wait before a requeued notification is delivered again, ms (`requeue_backoff_ms`). @default 0 */
+  requeueBackoff: msOption({ default: 0, query: 'requeue_backoff_ms' }),
+  /** Time to live of a reply list nobody reads, ms (`reply_ttl_ms`). @default 60_000 */
+  replyTtl: msOption({ default: 60_000, min: 1, query: 'reply_ttl_ms' }),
+  /** An RPC server not seen for this long is dropped from its topic's fanout, with its fanout stream, ms (`server_ttl_ms`). @default 60_000 */
+  serverTtl: msOption({ default: 60_000, min: 10, query: 'server_ttl_ms' }),
+  /** A consumer with nothing pending and idle this long is removed from its group, ms (`consumer_ttl_ms`). @default 600_000 */
+  consumerTtl: msOption({ default: 600_000, min: 10, query: 'consumer_ttl_ms' }),
+  /** A pool (consumer group) whose members were all gone this long is dropped with its backlog, ms; 0 = never (`pool_ttl_ms`). @default 0 */
+  poolTtl: msOption({ default: 0, query: 'pool_ttl_ms' }),
+  /** Streams each topic is spread over, each with its own hash tag (`shards`). MUST be the same on every transport of a topic. @default 1 */
+  shards: intOption({ default: 1, min: 1, max: 1024, query: 'shards' }),
+  /** A send resolves only once this many replicas acknowledged it (`WAIT`); 0 = when the master has it (`wait_replicas`). @default 0 */
+  waitReplicas: intOption({ default: 0, min: 0, query: 'wait_replicas' }),
+  /** Bound on `WAIT` for `waitReplicas`, ms (`wait_timeout_ms`). @default 1000 */
+  waitTimeout: msOption({ default: 1000, min: 1, query: 'wait_timeout_ms' }),
+  /** Connect to a Redis Cluster; the URL's hosts are seeds (`cluster`). @default false */
+  cluster: booleanOption({ default: false, query: 'cluster' }),
+  /** Sentinel master name: the URL's hosts are sentinels (`sentinel`; implied name `mymaster` for `redis+sentinel://`). @default undefined */
+  sentinel: stringOption({ default: undefined, query: 'sentinel' }),
+  /** Password of the sentinels themselves, when they need one (`sentinel_password`). @default undefined */
+  sentinelPassword: stringOption({ default: undefined, query: 'sentinel_password' }),
+  /** Use TLS; implied by `rediss://` (`ssl`). @default false */
+  ssl: booleanOption({ default: false, query: 'ssl' }),
+  /** CA bundle path for TLS (`ssl_ca_file`). @default undefined */
+  sslCaFile: stringOption({ default: undefined, query: 'ssl_ca_file', expected: 'a non-empty path string' }),
+  /** Reject servers whose certificate does not verify (`ssl_verify_peer`). @default true */
+  sslVerifyPeer: booleanOption({ default: true, query: 'ssl_verify_peer' }),
+  /** TCP + handshake timeout per connection attempt, ms (`connect_timeout_ms`). @default 10_000 */
+  connectTimeout: msOption({ default: 10_000, min: 1, query: 'connect_timeout_ms' }),
+  /** First reconnect/retry wait, ms (`retry_interval_ms`). @default 100 */
+  retryInterval: msOption({ default: 100, min: 1, query: 'retry_interval_ms' }),
+  /** Upper bound of one reconnect/retry wait, ms (`retry_max_ms`). @default 5000 */
+  intervalMax: msOption({ default: 5000, min: 1, query: 'retry_max_ms' }),
+  /** How many `_unique_id`s each listener remembers for duplicate suppression (`dedup_window`). @default 4096 */
+  dedupWindow: intOption({ default: 4096, min: 1, query: 'dedup_window' }),
+  /** How long cleanup waits for running handlers to settle, ms (`shutdown_timeout_ms`). @default 10_000 */
+  shutdownTimeout: msOption({ default: 10_000, query: 'shutdown_timeout_ms' }),
+};
+
+const OPTIONS = defineDriverOptions(FIELDS);
+
+/**
+ * Driver options, given as `driverOptions` (camelCase, ms) or as URL query parameters
+ * (snake_case). `driverOptions` win over the URL query. Unknown query keys fail with InvalidTransportURL.
+ */
+export type RedisOptions = OptionsOf<typeof FIELDS>;
+
+/** The defaults, frozen. */
+export const DEFAULTS: Readonly<RedisOptions> = OPTIONS.defaults;
+
+/** The query name of each field. */
+export const QUERY_NAMES: Readonly<Record<string, string>> = OPTIONS.queryNames;
+
+/** One Redis (or sentinel, or cluster seed) endpoint. */
+export interface RedisHost {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** How the driver reaches Redis. */
+export type RedisMode = 'single' | 'sentinel' | 'cluster';
+
+/** Options plus what comes from the URL. The password is non-enumerable: logging this object never shows it. */
+export type ResolvedRedisOptions = RedisOptions & {
+  readonly mode: RedisMode;
+  readonly hosts: readonly RedisHost[];
+  readonly db: number;
+  readonly username?: string;
+  readonly password?: string;
+  readonly tls: boolean;
+};
+
+/**
+ * Merges DEFAULTS, the URL query and `driverOptions`, and reads hosts, credentials, db and mode
+ * from the URL: `redis://[user:pass@]h:p[,h2:p2]/[db]`, `rediss://` for TLS, `redis+sentinel://`
+ * or `?sentinel=<master>` for Sentinel, `?cluster=true` for Cluster.
+ */
+export function resolveOptions(url: TransportURL, driverOptions: Readonly<Record<string, unknown>> = {}): ResolvedRedisOptions {
+  const opts = OPTIONS.resolve(url, driverOptions);
+  const sentinelScheme = url.scheme === 'redis+sentinel' || url.scheme === 'rediss+sentinel';
+  const sentinel = opts.sentinel ?? (sentinelScheme ? 'mymaster' : undefined);
+  if (sentinel !== undefined && opts.cluster) throw new InvalidArgument('cluster', 'not combined with sentinel', true);
+  const mode: RedisMode = opts.cluster ? 'cluster' : sentinel !== undefined ? 'sentinel' : 'single';
+  const tls = opts.ssl || url.scheme.startsWith('rediss');
+  const defaultPort = mode === 'sentinel' ? 26379 : 6379;
+  const hosts = url.hosts.map((h) => Object.freeze({ host: h.hostname ?? '127.0.0.1', port: h.port ?? defaultPort }));
+  if (hosts.length === 0) hosts.push(Object.freeze({ host: '127.0.0.1', port: defaultPort }));
+  const withUser = url.hosts.find((h) => h.username !== undefined || h.password !== undefined);
+  const dbText = url.virtualHost ?? '';
+  if (dbText !== '' && !/^\d+$/.test(dbText)) throw new InvalidTransportURL(`The path of ${url.toString()} must be a database number (e.g. /0)`);
+  const db = dbText === '' ? 0 : Number(dbText);
+  if (mode === 'cluster' && db !== 0) throw new InvalidArgument('db', 'database 0 (Redis Cluster has only one)', db);
+  const resolved = { ...opts, sentinel, mode, hosts: Object.freeze(hosts), db, tls } as ResolvedRedisOptions & { username?: string };
+  if (withUser?.username) resolved.username = withUser.username;
+  if (withUser?.password !== undefined) Object.defineProperty(resolved, 'password', { value: withUser.password, enumerable: false });
+  return Object.freeze(resolved);
+}

@@ -1,0 +1,306 @@
+// The Redis driver: RPC and notifications on Redis Streams with consumer groups (a pool is a
+// group), leases and dead letters (redis-listener.ts), replies on a per-transport list read with
+// BLMPOP. One auto-pipelined command connection per driver; one connection per blocking reader.
+import { hostname } from 'node:os';
+import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
+import type { DriverCapabilities } from '../../driver/capabilities.js';
+import { newReplyAddress } from '../../driver/addressing.js';
+import { decodeBody, newHexId } from '../../driver/envelope.js';
+import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
+import type { Listener } from '../../driver/listener.js';
+import type { ReplySender } from '../../driver/messages.js';
+import { PendingReplies, type PendingCall } from '../../driver/pending-replies.js';
+import { isPriority, type Context, type DriverMessage } from '../../driver/types.js';
+import { encodeNotification, encodeRpcRequest } from '../../driver/wire.js';
+import { MessageDeliveryFailure, MessagingError } from '../../errors.js';
+import { abortableSleep, withRetry } from '../../retry.js';
+import type { Target } from '../../target.js';
+import { closeClient, createClient, runScript, type RedisClient } from './connection.js';
+import { isBusyGroup, toMessagingError } from './errors.js';
+import { resolveOptions, type ResolvedRedisOptions } from './options.js';
+import { RedisListener, type StreamSpec } from './redis-listener.js';
+import { BODY_FIELD, DEADLINE_FIELD, DEFAULT_GROUP, poolGroup, replyKey, SERVER_GROUP, TopicKeys, topicShards } from './topology.js';
+
+const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true });
+
+/** Replies popped per BLMPOP. */
+const REPLY_BATCH = 128;
+
+export class RedisDriver extends BaseDriver implements ReplySender {
+  readonly name = 'redis';
+  readonly capabilities = CAPABILITIES;
+  /** The resolved options (the password is non-enumerable: never shown when logged). */
+  readonly options: ResolvedRedisOptions;
+  private readonly pending: PendingReplies;
+  private cmd?: RedisClient;
+  private replyClient?: RedisClient;
+  private replyQueueName?: string;
+  private replyLoop?: Promise<void>;
+  /** Streams whose default group this driver created (or found): notifications skip the declare. */
+  private readonly declared = new Map<string, true | Promise<void>>();
+  private shardCursor = 0;
+  private listenerCount = 0;
+  private readonly instance = `${hostname()}:${process.pid}:${newHexId().slice(0, 8)}`;
+  /** Aborted by cleanup(): retries and loops stop waiting at once. */
+  private readonly closing = new AbortController();
+
+  constructor(init: DriverInit) {
+    super(init);
+    this.options = resolveOptions(init.url, init.options);
+    this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
+  }
+
+  /** The transport's reply queue (`reply_<hex>`), once a call was made. */
+  get replyQueue(): string | undefined {
+    return this.replyQueueName;
+  }
+
+  /** The key prefix of everything this driver writes. */
+  get keyPrefix(): string {
+    return this.options.keyPrefix;
+  }
+
+  protected async doSend(target: Target, ctx: Context, message: DriverMessage, options: SendOptions): Promise<unknown> {
+    const topic = target.topic as string;
+    const exchange = this.exchangeFor(target);
+    if (target.fanout) {
+      const body = encodeRpcRequest(message, ctx);
+      const keys = new TopicKeys(this.options.keyPrefix, exchange, topic);
+      await this.withRetry(() => runScript(this.commands(), 'tidingsFanout', [keys.servers], [Date.now(), body]), options.retry, options.signal);
+      return undefined;
+    }
+    const stream = target.server ? new TopicKeys(this.options.keyPrefix, exchange, topic).serverStream(target.server) : this.nextShard(exchange, topic).topicStream;
+    if (!options.waitForReply) {
+      await this.publishRequest(stream, encodeRpcRequest(message, ctx), undefined, options.retry, options.signal);
+      return undefined;
+    }
+    const replyQueue = this.ensureReplies();
+    const msgId = newHexId();
+    const body = encodeRpcRequest(message, ctx, { msgId, replyQueue, callMonitorTimeout: options.callMonitorTimeout });
+    const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal });
+    const deadline = options.timeout !== undefined ? Date.now() + options.timeout : undefined;
+    // The call resolves on its reply; a failed write retries the same body or fails the call.
+    this.publishRequest(stream, body, deadline, options.retry, options.signal, call).then(
+      () => call.setUndelivered(undefined),
+      (err: unknown) => call.fail(err instanceof MessagingError ? err : new MessageDeliveryFailure(String(err), { cause: err })),
+    );
+    return call.promise;
+  }
+
+  protected async doSendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions): Promise<void> {
+    const address = target.topic as string;
+    const cut = address.lastIndexOf('.');
+    const topic = cut > 0 && isPriority(address.slice(cut + 1)) ? address.slice(0, cut) : address;
+    const stream = this.nextShard(this.exchangeFor(target), topic).notificationStream(address.slice(topic.length + 1) || address);
+    const body = encodeNotification(message, ctx, options.version);
+    await this.withRetry(async () => {
+      if (this.declared.get(stream) !== true) await this.declareDefaultGroup(stream);
+      await this.write(['XADD', stream, '*', BODY_FIELD, body]);
+    }, options.retry);
+  }
+
+  protected async doListen(target: Target, options: ListenOptions): Promise<Listener<RpcIncomingMessage>> {
+    const topic = target.topic as string;
+    const exchange = this.exchangeFor(target);
+    const shards = topicShards(this.options.keyPrefix, exchange, topic, this.options.shards);
+    const main = shards[0];
+    const consumer = `${this.instance}:${++this.listenerCount}`;
+    const inbox = main.inbox(newHexId());
+    const streams: StreamSpec[] = [
+      ...shards.map((k) => ({ key: k.topicStream, topic: k, createAt: '0' as const })),
+      { key: main.serverStream(target.server as string), topic: main, createAt: '0' },
+      { key: inbox, topic: main, createAt: '0' },
+    ];
+    return this.startListener<RpcIncomingMessage>('rpc', streams, SERVER_GROUP, consumer, options, { servers: main.servers, inbox });
+  }
+
+  protected async doListenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions): Promise<Listener<IncomingMessage>> {
+    const streams: StreamSpec[] = [];
+    const seen = new Set<string>();
+    // A new pool starts at the newest entry, as a new RabbitMQ pool queue does; the default group keeps what was sent before.
+    const createAt = options.pool === undefined ? '0' : '$';
+    for (const [target, priority] of targetsAndPriorities) {
+      for (const keys of topicShards(this.options.keyPrefix, this.exchangeFor(target), target.topic as string, this.options.shards)) {
+        const key = keys.notificationStream(priority);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        streams.push({ key, topic: keys, createAt });
+      }
+    }
+    const consumer = `${this.instance}:${++this.listenerCount}`;
+    return this.startListener<IncomingMessage>('notification', streams, poolGroup(options.pool), consumer, options);
+  }
+
+  protected override cleanupStarted(): void {
+    this.closing.abort();
+  }
+
+  protected async close(): Promise<void> {
+    this.pending.failAll(new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply'));
+    const replies = this.replyClient;
+    this.replyClient = undefined;
+    replies?.disconnect();
+    await this.replyLoop;
+    await closeClient(this.cmd);
+    this.logger.debug('Redis driver cleaned up');
+  }
+
+  /** `util.inspect` shows the redacted form only. */
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return this.toString();
+  }
+
+  /** @internal A reply (or heartbeat) to a caller's reply list. Never throws: the caller times out. */
+  async sendReply(replyQueue: string, msgId: string, body: string): Promise<void> {
+    try {
+      if (this.closed && !this.cmd) return;
+      await runScript(this.commands(), 'tidingsReply', [replyKey(this.options.keyPrefix, replyQueue)], [body, this.options.replyTtl]);
+    } catch (err) {
+      this.logger.warn('Could not send a reply', { replyQueue, msgId, err: toMessagingError(err, 'reply failed') });
+    }
+  }
+
+  /** @internal The shared command connection (created on first use; auto-pipelined). */
+  commands(): RedisClient {
+    this.cmd ??= createClient(this.options, 'commands', this.logger);
+    return this.cmd;
+  }
+
+  private nextShard(exchange: string, topic: string): TopicKeys {
+    const n = this.options.shards;
+    const shard = n === 1 ? 0 : this.shardCursor++ % n;
+    return new TopicKeys(this.options.keyPrefix, exchange, topic, shard);
+  }
+
+  private async startListener<M extends ReceivedMessage>(
+    kind: 'rpc' | 'notification',
+    streams: StreamSpec[],
+    group: string,
+    consumer: string,
+    options: ListenOptions,
+    registration?: { servers: string; inbox: string },
+  ): Promise<Listener<M>> {
+    const logger = this.logger.child({ listener: this.listenerCount, kind, group });
+    const deps = {
+      options: this.options,
+      logger,
+      commands: () => this.commands(),
+      newReader: (name: string) => createClient(this.options, `reader:${name}`, logger),
+      replies: this,
+    };
+    // A batch larger than the prefetch may still fill: the listener holds up to a whole batch.
+    const limit = Math.max(this.options.prefetchCount, options.batchSize ?? 1);
+    const source = new RedisListener<M>(kind, deps, streams, group, consumer, registration, limit);
+    return this.openListener(source, () => this.withRetry(() => source.start(), -1), { ...options, prefetchSize: limit, logger });
+  }
+
+  /** Creates the default group of a notification stream once per driver (store-and-forward). */
+  private declareDefaultGroup(stream: string): Promise<void> {
+    let p = this.declared.get(stream);
+    if (p === true) return Promise.resolve();
+    p ??= (async () => {
+      try {
+        await this.commands().xgroup('CREATE', stream, DEFAULT_GROUP, '0', 'MKSTREAM');
+      } catch (err) {
+        if (!isBusyGroup(err)) {
+          this.declared.delete(stream);
+          throw toMessagingError(err, `Could not create the default group of ${stream}`);
+        }
+      }
+      this.declared.set(stream, true);
+    })();
+    this.declared.set(stream, p);
+    return p;
+  }
+
+  /** XADD to an RPC stream; NOMKSTREAM: a stream no server ever created drops the request, as an unbound RabbitMQ queue does. */
+  private publishRequest(stream: string, body: string, deadline: number | undefined, retry: number | undefined, signal: AbortSignal | undefined, call?: PendingCall): Promise<void> {
+    const args: (string | number)[] = ['XADD', stream, 'NOMKSTREAM', '*', BODY_FIELD, body];
+    if (deadline !== undefined) args.push(DEADLINE_FIELD, deadline);
+    return this.withRetry(
+      async () => {
+        const id = await this.write(args);
+        if (id === null) this.logger.debug('No server ever listened on this stream; request dropped', { stream });
+      },
+      retry,
+      signal,
+      call,
+    );
+  }
+
+  /** One write on the command connection; with `waitReplicas` it is followed by WAIT in the same round trip. */
+  private async write(args: (string | number)[]): Promise<unknown> {
+    const cmd = this.commands();
+    const [name, ...rest] = args as [string, ...(string | number)[]];
+    const wanted = this.options.waitReplicas;
+    try {
+      if (wanted === 0) return await cmd.call(name, rest);
+      const results = await cmd.pipeline().call(name, ...rest).call('WAIT', wanted, this.options.waitTimeout).exec();
+      const [[writeErr, id], [waitErr, acked]] = results as [[Error | null, unknown], [Error | null, unknown]];
+      if (writeErr) throw writeErr;
+      if (waitErr) throw waitErr;
+      if (Number(acked) < wanted) {
+        throw new MessageDeliveryFailure(`Only ${Number(acked)} of ${wanted} replicas acknowledged the write within ${this.options.waitTimeout} ms (wait_replicas); it is on the master but may be lost in a failover`, { retriable: false });
+      }
+      return id;
+    } catch (err) {
+      throw toMessagingError(err, `Could not write to ${String(rest[0])}`);
+    }
+  }
+
+  private withRetry<T>(fn: () => Promise<T>, retry: number | undefined, signal?: AbortSignal, call?: PendingCall): Promise<T> {
+    const o = this.options;
+    const attempt = () =>
+      fn().catch((err: unknown) => {
+        const e = toMessagingError(err, 'Redis command failed');
+        call?.setUndelivered(e);
+        throw e;
+      });
+    return withRetry(attempt, {
+      retry,
+      signal: signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal,
+      intervalMs: o.retryInterval,
+      backoffMs: o.retryInterval,
+      maxIntervalMs: o.intervalMax,
+      isRetriable: (e) => !this.closed && call?.isOver !== true && e instanceof MessagingError && e.retriable,
+      onRetry: ({ attempt: n, delayMs, error }) => this.logger.warn('Redis write failed; retrying with the same message', { attempt: n, delayMs, err: error }),
+    });
+  }
+
+  /** Starts the reply reader once: a list per transport, popped in batches with BLMPOP. No declaration needed. */
+  private ensureReplies(): string {
+    if (this.replyQueueName) return this.replyQueueName;
+    const queue = newReplyAddress();
+    const key = replyKey(this.options.keyPrefix, queue);
+    const client = createClient(this.options, 'replies', this.logger);
+    this.replyQueueName = queue;
+    this.replyClient = client;
+    this.replyLoop = this.readReplies(client, key);
+    return queue;
+  }
+
+  private async readReplies(client: RedisClient, key: string): Promise<void> {
+    const seconds = this.options.blockTimeout / 1000;
+    let failures = 0;
+    while (!this.closed) {
+      try {
+        const res = (await client.call('BLMPOP', [seconds, 1, key, 'LEFT', 'COUNT', REPLY_BATCH])) as [string, string[]] | null;
+        failures = 0;
+        if (!res) continue;
+        for (const body of res[1]) {
+          try {
+            this.pending.accept(decodeBody(body));
+          } catch (err) {
+            this.logger.warn('Dropping a malformed reply', { key, bytes: body.length, reason: (err as Error).message });
+          }
+        }
+      } catch (err) {
+        if (this.closed) return;
+        failures++;
+        const delayMs = Math.min(this.options.retryInterval * 2 ** Math.min(failures - 1, 10), this.options.intervalMax);
+        this.logger.warn('Reading replies failed; retrying', { delayMs, err: toMessagingError(err, 'BLMPOP failed') });
+        await abortableSleep(delayMs, this.closing.signal).catch(() => undefined);
+      }
+    }
+  }
+}

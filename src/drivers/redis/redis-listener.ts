@@ -1,0 +1,410 @@
+// A listener on Redis Streams: blocking XREADGROUP readers (one connection each) feed the shared
+// inbound pipeline; settling, lease extension, claims of expired leases, dead letters and GC run
+// on the driver's command connection. RPC requests are read with NOACK (acknowledged on receipt).
+import { requeueReason } from '../../driver/dead-letters.js';
+import { NotificationInbound, RpcInbound, type DeliverySettler } from '../../driver/inbound.js';
+import type { ReceivedMessage } from '../../driver/incoming-message.js';
+import type { ReplySender } from '../../driver/messages.js';
+import type { ListenerSink, PushSource } from '../../driver/push-listener.js';
+import type { Logger } from '../../logger.js';
+import { closeClient, runScript, type RedisClient } from './connection.js';
+import { isBusyGroup, isNoGroup, toMessagingError } from './errors.js';
+import type { ResolvedRedisOptions } from './options.js';
+import { BODY_FIELD, DEADLINE_FIELD, hashTagOf, type TopicKeys } from './topology.js';
+
+/** A delivered stream entry: what settles it, and what `unwrap()` gives. */
+export interface RedisDelivery {
+  /** The stream key. */
+  readonly stream: string;
+  /** The entry id. */
+  readonly id: string;
+  /** How many times it was delivered, this time included. */
+  readonly deliveries: number;
+}
+
+/** One stream a listener reads, with the keys of its topic shard. */
+export interface StreamSpec {
+  readonly key: string;
+  readonly topic: TopicKeys;
+  /** Where a group created by this listener starts: `0` (everything kept) or `$` (from now on). */
+  readonly createAt: '0' | '$';
+}
+
+/** What a listener needs from its driver. */
+export interface ListenerDeps {
+  readonly options: ResolvedRedisOptions;
+  readonly logger: Logger;
+  /** The driver's shared command connection (auto-pipelined). */
+  commands(): RedisClient;
+  /** A new connection for one blocking reader. */
+  newReader(name: string): RedisClient;
+  readonly replies: ReplySender;
+}
+
+/** An RPC server's entry in its topic's live-server hash, and its fanout inbox. */
+export interface ServerRegistration {
+  readonly servers: string;
+  readonly inbox: string;
+}
+
+interface Reader {
+  readonly client: RedisClient;
+  readonly keys: readonly string[];
+  clientId?: number;
+  loop?: Promise<void>;
+}
+
+type Kind = 'rpc' | 'notification';
+
+export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implements PushSource<M>, DeliverySettler<RedisDelivery> {
+  private sink?: ListenerSink<M>;
+  private readonly rpc?: RpcInbound<RedisDelivery>;
+  private readonly notifications?: NotificationInbound<RedisDelivery>;
+  private readonly byKey = new Map<string, StreamSpec>();
+  private readonly readers: Reader[] = [];
+  /** Notifications received and not settled, by `<stream> <id>`: their leases are extended. */
+  private readonly inflight = new Map<string, RedisDelivery>();
+  private roomWaiters: Array<() => void> = [];
+  private stopped = false;
+  private stopping?: Promise<void>;
+  private cleaning?: Promise<void>;
+  private sweepTimer?: ReturnType<typeof setInterval>;
+  private leaseTimer?: ReturnType<typeof setInterval>;
+  private claimTimer?: ReturnType<typeof setTimeout>;
+  private claiming?: Promise<void>;
+  private readonly wakeStopped = new AbortController();
+
+  constructor(
+    readonly kind: Kind,
+    private readonly deps: ListenerDeps,
+    readonly streams: readonly StreamSpec[],
+    /** The consumer group: the pool, the default group or the servers' group. */
+    readonly group: string,
+    /** This listener's consumer name in the group. */
+    readonly consumer: string,
+    private readonly registration?: ServerRegistration,
+    /** The most unsettled notifications held at once: the prefetch, or a larger batch size. */
+    private readonly limit = deps.options.prefetchCount,
+  ) {
+    const pipeline = { settler: this, logger: deps.logger, dedupWindow: deps.options.dedupWindow };
+    if (kind === 'rpc') this.rpc = new RpcInbound({ ...pipeline, replies: deps.replies });
+    else this.notifications = new NotificationInbound(pipeline);
+    for (const s of streams) this.byKey.set(s.key, s);
+  }
+
+  private get options(): ResolvedRedisOptions {
+    return this.deps.options;
+  }
+
+  private get logger(): Logger {
+    return this.deps.logger;
+  }
+
+  attach(sink: ListenerSink<M>): void {
+    this.sink = sink;
+  }
+
+  /** Creates the groups (and registers an RPC server for fanout), then starts reading. Resolves once subscribed. */
+  async start(): Promise<void> {
+    await this.createGroups(this.streams);
+    if (this.registration) await this.register();
+    // In a Cluster one XREADGROUP may only name keys of one slot: one reader per hash tag.
+    const groups = new Map<string, string[]>();
+    for (const s of this.streams) {
+      const tag = this.options.mode === 'cluster' ? hashTagOf(s.key) : '';
+      groups.set(tag, [...(groups.get(tag) ?? []), s.key]);
+    }
+    let n = 0;
+    for (const keys of groups.values()) {
+      const client = this.deps.newReader(`${this.consumer}:${n++}`);
+      const reader: Reader = { client, keys };
+      if ('on' in client && this.options.mode !== 'cluster') client.on('ready', () => (reader.clientId = undefined));
+      this.readers.push(reader);
+    }
+    if (this.stopped) return;
+    for (const reader of this.readers) reader.loop = this.readLoop(reader);
+    this.sweepTimer = setInterval(() => void this.sweep(), this.options.sweepInterval);
+    this.sweepTimer.unref?.();
+    if (this.kind === 'notification') {
+      this.leaseTimer = setInterval(() => void this.extendLeases(), Math.max(5, Math.floor(this.options.leaseMs / 3)));
+      this.leaseTimer.unref?.();
+      // Entries a dead member of the group left behind are ours to take at once.
+      this.claimSoon(0);
+    }
+    this.logger.debug('Redis listener subscribed', { streams: this.streams.map((s) => s.key), group: this.group, consumer: this.consumer });
+  }
+
+  /** Stops reading (blocked reads are ended with CLIENT UNBLOCK); settling and leases go on. */
+  stop(): Promise<void> {
+    this.stopping ??= this.doStop();
+    return this.stopping;
+  }
+
+  cleanup(): Promise<void> {
+    this.cleaning ??= this.doCleanup();
+    return this.cleaning;
+  }
+
+  ack(d: RedisDelivery): boolean {
+    if (this.kind === 'rpc') return true; // read with NOACK: acknowledged on receipt
+    this.settled(d);
+    const group = this.group;
+    const cmd = this.deps.commands();
+    const spec = this.byKey.get(d.stream);
+    cmd.xack(d.stream, group, d.id).catch((err: unknown) => this.logger.warn('Could not acknowledge a notification (its lease will expire and it comes again)', { stream: d.stream, id: d.id, err: toMessagingError(err, 'XACK failed') }));
+    if (d.deliveries > 1 && spec) cmd.hdel(spec.topic.errors, `${d.stream} ${group} ${d.id}`).catch(() => undefined);
+    return true;
+  }
+
+  requeue(d: RedisDelivery, _generation: number, reason?: unknown): void {
+    this.settled(d);
+    const spec = this.byKey.get(d.stream);
+    if (!spec) return;
+    const backoff = this.options.requeueBackoff;
+    const idle = Math.max(0, this.options.leaseMs - backoff);
+    runScript(this.deps.commands(), 'tidingsRequeue', [d.stream, spec.topic.errors], [this.group, this.consumer, d.id, idle, reason === undefined ? '' : requeueReason(reason, '')])
+      .then(() => this.claimSoon(backoff))
+      .catch((err: unknown) => this.logger.warn('Could not requeue a notification (its lease will expire and it comes again)', { stream: d.stream, id: d.id, err: toMessagingError(err, 'requeue failed') }));
+  }
+
+  reject(d: RedisDelivery): void {
+    this.settled(d);
+    const spec = this.byKey.get(d.stream);
+    if (!spec) return;
+    runScript(this.deps.commands(), 'tidingsDead', [d.stream, spec.topic.deadLetters, spec.topic.errors], [this.group, this.consumer, d.id, 'malformed message', Date.now()]).catch((err: unknown) =>
+      this.logger.warn('Could not dead-letter a malformed entry', { stream: d.stream, id: d.id, err: toMessagingError(err, 'dead-letter failed') }),
+    );
+  }
+
+  describe(d: RedisDelivery): Record<string, unknown> {
+    return { stream: d.stream, id: d.id, group: this.group };
+  }
+
+  /** Notifications received and not settled yet. */
+  get unsettled(): number {
+    return this.inflight.size;
+  }
+
+  private settled(d: RedisDelivery): void {
+    if (!this.inflight.delete(`${d.stream} ${d.id}`)) return;
+    if (this.inflight.size < this.limit && this.roomWaiters.length > 0) this.wakeRoom();
+  }
+
+  private wakeRoom(): void {
+    const waiters = this.roomWaiters;
+    this.roomWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  private async createGroups(streams: readonly StreamSpec[]): Promise<void> {
+    const cmd = this.deps.commands();
+    await Promise.all(
+      streams.map(async (s) => {
+        try {
+          await cmd.xgroup('CREATE', s.key, this.group, s.createAt, 'MKSTREAM');
+        } catch (err) {
+          if (!isBusyGroup(err)) throw toMessagingError(err, `Could not create consumer group ${this.group} on ${s.key}`);
+        }
+      }),
+    );
+  }
+
+  private async register(): Promise<void> {
+    const { servers, inbox } = this.registration!;
+    const ttl = this.options.serverTtl;
+    const cmd = this.deps.commands();
+    try {
+      await Promise.all([cmd.hset(servers, inbox, Date.now() + ttl), cmd.pexpire(inbox, ttl)]);
+    } catch (err) {
+      throw toMessagingError(err, 'Could not register the server for fanout');
+    }
+  }
+
+  private async readLoop(reader: Reader): Promise<void> {
+    const { blockTimeout } = this.options;
+    const prefetchCount = this.limit;
+    const ids = reader.keys.map(() => '>');
+    let failures = 0;
+    while (!this.stopped) {
+      let count = prefetchCount;
+      if (this.kind === 'notification') {
+        if (this.inflight.size >= prefetchCount) {
+          await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+          continue;
+        }
+        count = prefetchCount - this.inflight.size;
+      }
+      try {
+        if (reader.clientId === undefined && this.options.mode !== 'cluster') reader.clientId = Number(await (reader.client as { client(sub: 'ID'): Promise<number> }).client('ID'));
+        if (this.stopped) break;
+        const args: (string | number)[] = ['GROUP', this.group, this.consumer, 'COUNT', count, 'BLOCK', blockTimeout];
+        if (this.kind === 'rpc') args.push('NOACK');
+        // The method, not `call`: ioredis shapes XREADGROUP replies by command name.
+        const read = (reader.client as unknown as { xreadgroup(...a: (string | number)[]): Promise<[string, [string, string[]][]][] | null> }).xreadgroup;
+        const res = await read.call(reader.client, ...args, 'STREAMS', ...reader.keys, ...ids);
+        failures = 0;
+        if (res) for (const [key, entries] of res) for (const [id, fields] of entries) this.onEntry(key, id, fields, 1);
+      } catch (err) {
+        if (this.stopped) break;
+        if (isNoGroup(err)) {
+          // The stream or group was deleted under us: declare again and go on.
+          this.logger.warn('Consumer group missing; creating it again', { streams: reader.keys, group: this.group });
+          await this.createGroups(reader.keys.map((k) => this.byKey.get(k)!)).catch(() => undefined);
+        } else {
+          failures++;
+          const delay = Math.min(this.options.retryInterval * 2 ** Math.min(failures - 1, 10), this.options.intervalMax);
+          this.logger.warn('Stream read failed; retrying', { streams: reader.keys, delayMs: delay, err: toMessagingError(err, 'XREADGROUP failed') });
+          await this.sleep(delay);
+        }
+      }
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      this.wakeStopped.signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  private onEntry(key: string, id: string, fields: string[] | null, deliveries: number): void {
+    let body: string | undefined;
+    let deadline: string | undefined;
+    for (let i = 0; fields && i + 1 < fields.length; i += 2) {
+      if (fields[i] === BODY_FIELD) body = fields[i + 1];
+      else if (fields[i] === DEADLINE_FIELD) deadline = fields[i + 1];
+    }
+    const delivery: RedisDelivery = { stream: key, id, deliveries };
+    if (this.rpc) {
+      if (deadline !== undefined && Number(deadline) < Date.now()) {
+        this.logger.debug('Dropping an RPC request whose caller gave up (past its timeout)', { stream: key, id });
+        return;
+      }
+      const request = this.rpc.receive(body ?? '', delivery);
+      if (request !== undefined) this.sink!.deliver(request as unknown as M);
+      return;
+    }
+    this.inflight.set(`${key} ${id}`, delivery);
+    const notification = this.notifications!.receive(body ?? '', delivery);
+    if (notification !== undefined) this.sink!.deliver(notification as unknown as M);
+  }
+
+  /** Claims requeued or abandoned entries after `delayMs` (coalesced). */
+  private claimSoon(delayMs: number): void {
+    if (this.stopped || this.kind !== 'notification') return;
+    if (this.claimTimer) return;
+    this.claimTimer = setTimeout(() => {
+      this.claimTimer = undefined;
+      void this.claim();
+    }, delayMs);
+    this.claimTimer.unref?.();
+  }
+
+  /** Takes over entries whose lease expired (a stalled or dead member, or a requeue). One at a time. */
+  private claim(): Promise<void> {
+    this.claiming ??= (async () => {
+      const { leaseMs, maxDeliveries } = this.options;
+      const prefetchCount = this.limit;
+      const cmd = this.deps.commands();
+      try {
+        for (const s of this.streams) {
+          const room = prefetchCount - this.inflight.size;
+          if (this.stopped || room <= 0) break;
+          const got = await runScript<[string, string[], number][]>(cmd, 'tidingsClaim', [s.key, s.topic.deadLetters, s.topic.errors], [this.group, this.consumer, leaseMs, room, maxDeliveries, Date.now()]);
+          if (this.stopped) {
+            // Not ours to handle any more: make them claimable again at once.
+            for (const [id] of got) await runScript(cmd, 'tidingsRequeue', [s.key, s.topic.errors], [this.group, this.consumer, id, leaseMs, '']).catch(() => undefined);
+            break;
+          }
+          for (const [id, fields, n] of got) this.onEntry(s.key, id, fields, n);
+        }
+      } catch (err) {
+        this.logger.warn('Could not claim expired leases', { group: this.group, err: toMessagingError(err, 'claim failed') });
+      } finally {
+        this.claiming = undefined;
+      }
+    })();
+    return this.claiming;
+  }
+
+  private async extendLeases(): Promise<void> {
+    if (this.inflight.size === 0) return;
+    const byStream = new Map<string, string[]>();
+    for (const d of this.inflight.values()) byStream.set(d.stream, [...(byStream.get(d.stream) ?? []), d.id]);
+    const cmd = this.deps.commands();
+    await Promise.all(
+      [...byStream].map(([stream, ids]) =>
+        runScript(cmd, 'tidingsExtend', [stream], [this.group, this.consumer, ...ids]).catch((err: unknown) =>
+          this.logger.warn('Could not extend leases', { stream, err: toMessagingError(err, 'lease extension failed') }),
+        ),
+      ),
+    );
+  }
+
+  /** Periodic: claim expired leases, keep the fanout registration alive, trim and GC each stream. */
+  private async sweep(): Promise<void> {
+    if (this.stopped) return;
+    if (this.kind === 'notification') await this.claim();
+    const cmd = this.deps.commands();
+    try {
+      if (this.registration) await this.register();
+      const own = this.group.startsWith('pool:') ? this.group : '';
+      for (const s of this.streams) {
+        await runScript(cmd, 'tidingsSweep', [s.key, s.topic.poolsSeen], [own, Date.now(), this.options.consumerTtl, this.options.poolTtl]);
+      }
+    } catch (err) {
+      this.logger.warn('Stream sweep failed', { group: this.group, err: toMessagingError(err, 'sweep failed') });
+    }
+  }
+
+  private async doStop(): Promise<void> {
+    this.stopped = true;
+    this.wakeStopped.abort();
+    this.wakeRoom();
+    if (this.claimTimer) clearTimeout(this.claimTimer);
+    this.claimTimer = undefined;
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    const cmd = this.deps.commands();
+    await Promise.all(
+      this.readers.map(async (r) => {
+        // A read ended by UNBLOCK returns normally: nothing it took from the stream is lost.
+        if (r.clientId !== undefined) {
+          try {
+            await cmd.call('CLIENT', ['UNBLOCK', r.clientId]);
+          } catch {
+            r.client.disconnect();
+          }
+        } else {
+          r.client.disconnect();
+        }
+        await r.loop;
+      }),
+    );
+    await this.claiming;
+  }
+
+  private async doCleanup(): Promise<void> {
+    await this.stop();
+    if (this.notifications) await this.notifications.whenSettled(this.options.shutdownTimeout);
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
+    await Promise.all(this.readers.map((r) => closeClient(r.client)));
+    const cmd = this.deps.commands();
+    try {
+      if (this.kind === 'notification') {
+        for (const s of this.streams) await runScript(cmd, 'tidingsRelease', [s.key], [this.group, this.consumer, this.options.leaseMs + 1]);
+      } else {
+        for (const s of this.streams) await cmd.xgroup('DELCONSUMER', s.key, this.group, this.consumer).catch(() => undefined);
+      }
+      if (this.registration) {
+        await cmd.hdel(this.registration.servers, this.registration.inbox);
+        await cmd.unlink(this.registration.inbox);
+      }
+    } catch (err) {
+      this.logger.debug('Could not release the listener on Redis (its leases expire instead)', { err: toMessagingError(err, 'release failed') });
+    }
+  }
+}

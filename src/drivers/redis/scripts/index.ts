@@ -1,0 +1,199 @@
+// The Lua scripts of the Redis driver: every step that touches several keys or must not be
+// interrupted (dead-lettering, claiming with delivery counts, requeue, GC). Each is registered
+// with ioredis `defineCommand`, which sends `EVALSHA` and falls back to `EVAL` on `NOSCRIPT`.
+// Every key a script touches shares the hash tag of its KEYS[1], so they run in Redis Cluster.
+
+/** Stream ids compared as (ms, seq) pairs; shared by scripts that need it. */
+const ID_LESS = `
+local function idless(a, b)
+  local am, as = string.match(a, '(%d+)-(%d+)')
+  local bm, bs = string.match(b, '(%d+)-(%d+)')
+  am, bm = tonumber(am), tonumber(bm)
+  if am ~= bm then return am < bm end
+  return tonumber(as) < tonumber(bs)
+end
+`;
+
+/** Moves one entry to the dead-letter stream with why, who and when, and acknowledges it. */
+const DEAD_LETTER = `
+local function deadletter(stream, dead, errors, group, id, consumer, deliveries, reason, now)
+  local fields = {}
+  local e = redis.call('XRANGE', stream, id, id)
+  if e[1] then fields = e[1][2] end
+  local ekey = stream .. ' ' .. group .. ' ' .. id
+  local last = redis.call('HGET', errors, ekey)
+  if last then redis.call('HDEL', errors, ekey) end
+  if reason == '' then reason = last or 'no error recorded' end
+  local args = {}
+  for i = 1, #fields do args[#args + 1] = fields[i] end
+  for _, v in ipairs({'x-stream', stream, 'x-group', group, 'x-id', id, 'x-consumer', consumer,
+                      'x-deliveries', tostring(deliveries), 'x-error', reason, 'x-time', tostring(now)}) do
+    args[#args + 1] = v
+  end
+  redis.call('XADD', dead, '*', unpack(args))
+  redis.call('XACK', stream, group, id)
+end
+`;
+
+/** The scripts by command name: keys count and Lua source. */
+export const SCRIPTS = {
+  /** KEYS: reply list. ARGV: body, ttl ms. A reply list only lives while someone should read it. */
+  tidingsReply: {
+    numberOfKeys: 1,
+    lua: `redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`,
+  },
+
+  /**
+   * KEYS: live-server hash. ARGV: now, body. Copies a fanout cast into every live server's inbox
+   * (same hash tag as the hash); servers past their expiry are removed with their inbox.
+   */
+  tidingsFanout: {
+    numberOfKeys: 1,
+    lua: `local now = tonumber(ARGV[1])
+local all = redis.call('HGETALL', KEYS[1])
+local n = 0
+for i = 1, #all, 2 do
+  local inbox = all[i]
+  if tonumber(all[i + 1]) < now then
+    redis.call('HDEL', KEYS[1], inbox)
+    redis.call('UNLINK', inbox)
+  elseif redis.call('XADD', inbox, 'NOMKSTREAM', '*', 'b', ARGV[2]) then
+    n = n + 1
+  end
+end
+return n`,
+  },
+
+  /**
+   * KEYS: stream, dead letters, errors. ARGV: group, consumer, min idle ms, count, max deliveries, now.
+   * Claims entries whose lease expired (or that were requeued) for this consumer and returns
+   * them as {id, fields, deliveries}; one that was already delivered max times is dead-lettered.
+   */
+  tidingsClaim: {
+    numberOfKeys: 3,
+    lua: `${DEAD_LETTER}
+local stream, group, me = KEYS[1], ARGV[1], ARGV[2]
+local max, now = tonumber(ARGV[5]), ARGV[6]
+local out = {}
+local ok, pending = pcall(redis.call, 'XPENDING', stream, group, 'IDLE', ARGV[3], '-', '+', ARGV[4])
+if not ok then return out end
+for _, p in ipairs(pending) do
+  local id, owner, n = p[1], p[2], p[4]
+  if max > 0 and n >= max then
+    deadletter(stream, KEYS[2], KEYS[3], group, id, owner, n, '', now)
+  else
+    local c = redis.call('XCLAIM', stream, group, me, ARGV[3], id)
+    if c[1] then
+      out[#out + 1] = {id, c[1][2], n + 1}
+    end
+  end
+end
+return out`,
+  },
+
+  /**
+   * KEYS: stream, errors. ARGV: group, consumer, id, idle ms, error text.
+   * Gives a leased entry back: still pending, with its idle time set so that a claim takes it
+   * after the backoff. Nothing happens when another consumer owns it by now.
+   */
+  tidingsRequeue: {
+    numberOfKeys: 2,
+    lua: `local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
+if not p[1] or p[1][2] ~= ARGV[2] then return 0 end
+redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[3], 'IDLE', ARGV[4], 'JUSTID')
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[2], KEYS[1] .. ' ' .. ARGV[1] .. ' ' .. ARGV[3], ARGV[5]) end
+return 1`,
+  },
+
+  /** KEYS: stream. ARGV: group, consumer, ids... Extends the leases this consumer still holds. */
+  tidingsExtend: {
+    numberOfKeys: 1,
+    lua: `local n = 0
+for i = 3, #ARGV do
+  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+  if p[1] and p[1][2] == ARGV[2] then
+    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
+    n = n + 1
+  end
+end
+return n`,
+  },
+
+  /** KEYS: stream, dead letters, errors. ARGV: group, consumer, id, reason, now. Dead-letters one entry. */
+  tidingsDead: {
+    numberOfKeys: 3,
+    lua: `${DEAD_LETTER}
+local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
+local n = 1
+if p[1] then n = p[1][4] end
+deadletter(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[3], ARGV[2], n, ARGV[4], ARGV[5])
+return 1`,
+  },
+
+  /**
+   * KEYS: stream, pools-seen hash. ARGV: own group ('' for none), now, consumer ttl, pool ttl.
+   * GC of one stream: marks the own pool seen, drops pools unseen for pool ttl, removes
+   * consumers idle past consumer ttl with nothing pending, then trims entries every group is done
+   * with (below the oldest pending or undelivered entry of any group; never an unacked one).
+   */
+  tidingsSweep: {
+    numberOfKeys: 2,
+    lua: `${ID_LESS}
+local stream, seen = KEYS[1], KEYS[2]
+local mine, now, cttl, pttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+if redis.call('EXISTS', stream) == 0 then return 0 end
+if pttl > 0 and mine ~= '' then redis.call('HSET', seen, mine, now) end
+local floor = nil
+for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
+  local info = {}
+  for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
+  local name = info['name']
+  local keep = true
+  if pttl > 0 and string.sub(name, 1, 5) == 'pool:' then
+    local last = redis.call('HGET', seen, name)
+    if not last then
+      redis.call('HSET', seen, name, now)
+    elseif now - tonumber(last) > pttl then
+      redis.call('XGROUP', 'DESTROY', stream, name)
+      redis.call('HDEL', seen, name)
+      keep = false
+    end
+  end
+  if keep then
+    for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', stream, name)) do
+      local ci = {}
+      for i = 1, #c, 2 do ci[c[i]] = c[i + 1] end
+      if ci['pending'] == 0 and ci['idle'] > cttl then redis.call('XGROUP', 'DELCONSUMER', stream, name, ci['name']) end
+    end
+    local f = info['last-delivered-id']
+    if info['pending'] > 0 then f = redis.call('XPENDING', stream, name)[2] end
+    if floor == nil or idless(f, floor) then floor = f end
+  end
+end
+if floor ~= nil and floor ~= '0-0' then return redis.call('XTRIM', stream, 'MINID', '~', floor) end
+return 0`,
+  },
+
+  /**
+   * KEYS: stream. ARGV: group, consumer, idle ms. A consumer leaving: what it still holds becomes
+   * claimable at once by the other members; without anything pending it leaves the group.
+   */
+  tidingsRelease: {
+    numberOfKeys: 1,
+    lua: `local ok, mine = pcall(redis.call, 'XPENDING', KEYS[1], ARGV[1], '-', '+', 10000, ARGV[2])
+if not ok then return 0 end
+if #mine == 0 then
+  redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
+  return 0
+end
+for _, p in ipairs(mine) do
+  redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, p[1], 'IDLE', ARGV[3], 'JUSTID')
+end
+return #mine`,
+  },
+} as const;
+
+/** A script's command name. */
+export type ScriptName = keyof typeof SCRIPTS;
