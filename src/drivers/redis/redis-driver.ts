@@ -7,6 +7,7 @@ import type { DriverCapabilities } from '../../driver/capabilities.js';
 import { newReplyAddress } from '../../driver/addressing.js';
 import { decodeBody, newHexId } from '../../driver/envelope.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
+import type { DeadLetterStore } from '../../driver/dead-letters.js';
 import type { Listener } from '../../driver/listener.js';
 import type { ReplySender } from '../../driver/messages.js';
 import { PendingReplies, type PendingCall } from '../../driver/pending-replies.js';
@@ -16,6 +17,7 @@ import { MessageDeliveryFailure, MessagingError } from '../../errors.js';
 import { abortableSleep, withRetry } from '../../retry.js';
 import type { Target } from '../../target.js';
 import { closeClient, createClient, runScript, type RedisClient } from './connection.js';
+import { RedisDeadLetters } from './dead-letters.js';
 import { isBusyGroup, toMessagingError } from './errors.js';
 import { resolveOptions, type ResolvedRedisOptions } from './options.js';
 import { RedisListener, type StreamSpec } from './redis-listener.js';
@@ -129,6 +131,11 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     }
     const consumer = `${this.instance}:${++this.listenerCount}`;
     return this.startListener<IncomingMessage>('notification', streams, poolGroup(options.pool), consumer, options);
+  }
+
+  /** The `:dead` streams of this driver's key prefix: list, replay and purge by address (dead-letters.ts). */
+  override deadLetters(): DeadLetterStore {
+    return new RedisDeadLetters({ keyPrefix: this.options.keyPrefix, shards: this.options.shards, defaultExchange: this.defaultExchange, commands: () => this.commands() });
   }
 
   protected override cleanupStarted(): void {

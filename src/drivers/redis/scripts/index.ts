@@ -133,6 +133,27 @@ return 1`,
   },
 
   /**
+   * KEYS: dead letters, origin stream. ARGV: dead-letter id. Puts a dead letter's original fields
+   * (those before the x-* metadata) back on its stream as a new entry and deletes the letter, in
+   * one step. Returns 1, or 0 when the letter is gone.
+   */
+  tidingsReplay: {
+    numberOfKeys: 2,
+    lua: `local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])
+if not e[1] then return 0 end
+local fields, args = e[1][2], {}
+for i = 1, #fields, 2 do
+  if fields[i] == 'x-stream' then break end
+  args[#args + 1] = fields[i]
+  args[#args + 1] = fields[i + 1]
+end
+if #args == 0 then args = {'b', ''} end
+redis.call('XADD', KEYS[2], '*', unpack(args))
+redis.call('XDEL', KEYS[1], ARGV[1])
+return 1`,
+  },
+
+  /**
    * KEYS: stream, pools-seen hash. ARGV: own group ('' for none), now, consumer ttl, pool ttl.
    * GC of one stream: marks the own pool seen, drops pools unseen for pool ttl, removes
    * consumers idle past consumer ttl with nothing pending, then trims entries every group is done
