@@ -113,7 +113,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const inbox = main.inbox(newHexId());
     const streams: StreamSpec[] = [
       ...shards.map((k) => ({ key: k.topicStream, topic: k, createAt: '0' as const })),
-      { key: main.serverStream(target.server as string), topic: main, createAt: '0' },
+      { key: main.serverStream(target.server as string), topic: main, createAt: '0', ownStream: true },
       { key: inbox, topic: main, createAt: '0' },
     ];
     return this.startListener<RpcIncomingMessage>('rpc', streams, SERVER_GROUP, consumer, options, { servers: main.servers, inbox });

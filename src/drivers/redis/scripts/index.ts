@@ -198,6 +198,30 @@ return 0`,
   },
 
   /**
+   * KEYS: stream. ARGV: group, consumer. An RPC server leaving the stream of its own name
+   * (`<topic>.<server>`): it leaves the group, and when no consumer is left and every entry was
+   * read, the stream goes too, so servers with unique names (one per pod) leave nothing behind.
+   * A request sent afterwards is dropped (XADD NOMKSTREAM), as one to a server that never ran.
+   */
+  tidingsLeave: {
+    numberOfKeys: 1,
+    lua: `if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+pcall(redis.call, 'XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
+local info, last = redis.call('XINFO', 'STREAM', KEYS[1]), nil
+for i = 1, #info, 2 do
+  if info[i] == 'last-generated-id' then last = info[i + 1] end
+end
+local groups = redis.call('XINFO', 'GROUPS', KEYS[1])
+for _, g in ipairs(groups) do
+  local gi = {}
+  for i = 1, #g, 2 do gi[g[i]] = g[i + 1] end
+  if gi['consumers'] > 0 or gi['pending'] > 0 or gi['last-delivered-id'] ~= last then return 0 end
+end
+redis.call('UNLINK', KEYS[1])
+return 1`,
+  },
+
+  /**
    * KEYS: stream. ARGV: group, consumer, idle ms. A consumer leaving: what it still holds becomes
    * claimable at once by the other members; without anything pending it leaves the group.
    */
