@@ -1,12 +1,14 @@
 // The Redis driver: RPC and notifications on Redis Streams with consumer groups (a pool is a
 // group), leases and dead letters (redis-listener.ts), replies on a per-transport list read with
 // BLMPOP. One auto-pipelined command connection per driver; one connection per blocking reader.
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
 import type { DriverCapabilities } from '../../driver/capabilities.js';
 import { newReplyAddress } from '../../driver/addressing.js';
 import { decodeBody, newHexId } from '../../driver/envelope.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
+import type { DeadLetterStore } from '../../driver/dead-letters.js';
 import type { Listener } from '../../driver/listener.js';
 import type { ReplySender } from '../../driver/messages.js';
 import { PendingReplies, type PendingCall } from '../../driver/pending-replies.js';
@@ -16,6 +18,7 @@ import { MessageDeliveryFailure, MessagingError } from '../../errors.js';
 import { abortableSleep, withRetry } from '../../retry.js';
 import type { Target } from '../../target.js';
 import { closeClient, createClient, runScript, type RedisClient } from './connection.js';
+import { RedisDeadLetters } from './dead-letters.js';
 import { isBusyGroup, toMessagingError } from './errors.js';
 import { resolveOptions, type ResolvedRedisOptions } from './options.js';
 import { RedisListener, type StreamSpec } from './redis-listener.js';
@@ -48,6 +51,8 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     super(init);
     this.options = resolveOptions(init.url, init.options);
     this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
+    // Every send waiting out a retry backoff listens on it (removed after): many at once during an outage is no leak.
+    setMaxListeners(0, this.closing.signal);
   }
 
   /** The transport's reply queue (`reply_<hex>`), once a call was made. */
@@ -108,7 +113,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const inbox = main.inbox(newHexId());
     const streams: StreamSpec[] = [
       ...shards.map((k) => ({ key: k.topicStream, topic: k, createAt: '0' as const })),
-      { key: main.serverStream(target.server as string), topic: main, createAt: '0' },
+      { key: main.serverStream(target.server as string), topic: main, createAt: '0', ownStream: true },
       { key: inbox, topic: main, createAt: '0' },
     ];
     return this.startListener<RpcIncomingMessage>('rpc', streams, SERVER_GROUP, consumer, options, { servers: main.servers, inbox });
@@ -129,6 +134,11 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     }
     const consumer = `${this.instance}:${++this.listenerCount}`;
     return this.startListener<IncomingMessage>('notification', streams, poolGroup(options.pool), consumer, options);
+  }
+
+  /** The `:dead` streams of this driver's key prefix: list, replay and purge by address (dead-letters.ts). */
+  override deadLetters(): DeadLetterStore {
+    return new RedisDeadLetters({ keyPrefix: this.options.keyPrefix, shards: this.options.shards, defaultExchange: this.defaultExchange, commands: () => this.commands() });
   }
 
   protected override cleanupStarted(): void {

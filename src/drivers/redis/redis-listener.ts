@@ -28,6 +28,8 @@ export interface StreamSpec {
   readonly topic: TopicKeys;
   /** Where a group created by this listener starts: `0` (everything kept) or `$` (from now on). */
   readonly createAt: '0' | '$';
+  /** An RPC server's own stream (`<topic>.<server>`): removed on cleanup when nobody else reads it and nothing is unread. */
+  readonly ownStream?: boolean;
 }
 
 /** What a listener needs from its driver. */
@@ -397,7 +399,10 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
       if (this.kind === 'notification') {
         for (const s of this.streams) await runScript(cmd, 'tidingsRelease', [s.key], [this.group, this.consumer, this.options.leaseMs + 1]);
       } else {
-        for (const s of this.streams) await cmd.xgroup('DELCONSUMER', s.key, this.group, this.consumer).catch(() => undefined);
+        for (const s of this.streams) {
+          if (s.ownStream) await runScript(cmd, 'tidingsLeave', [s.key], [this.group, this.consumer]);
+          else await cmd.xgroup('DELCONSUMER', s.key, this.group, this.consumer).catch(() => undefined);
+        }
       }
       if (this.registration) {
         await cmd.hdel(this.registration.servers, this.registration.inbox);

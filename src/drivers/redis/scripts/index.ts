@@ -133,6 +133,27 @@ return 1`,
   },
 
   /**
+   * KEYS: dead letters, origin stream. ARGV: dead-letter id. Puts a dead letter's original fields
+   * (those before the x-* metadata) back on its stream as a new entry and deletes the letter, in
+   * one step. Returns 1, or 0 when the letter is gone.
+   */
+  tidingsReplay: {
+    numberOfKeys: 2,
+    lua: `local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])
+if not e[1] then return 0 end
+local fields, args = e[1][2], {}
+for i = 1, #fields, 2 do
+  if fields[i] == 'x-stream' then break end
+  args[#args + 1] = fields[i]
+  args[#args + 1] = fields[i + 1]
+end
+if #args == 0 then args = {'b', ''} end
+redis.call('XADD', KEYS[2], '*', unpack(args))
+redis.call('XDEL', KEYS[1], ARGV[1])
+return 1`,
+  },
+
+  /**
    * KEYS: stream, pools-seen hash. ARGV: own group ('' for none), now, consumer ttl, pool ttl.
    * GC of one stream: marks the own pool seen, drops pools unseen for pool ttl, removes
    * consumers idle past consumer ttl with nothing pending, then trims entries every group is done
@@ -174,6 +195,30 @@ for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
 end
 if floor ~= nil and floor ~= '0-0' then return redis.call('XTRIM', stream, 'MINID', '~', floor) end
 return 0`,
+  },
+
+  /**
+   * KEYS: stream. ARGV: group, consumer. An RPC server leaving the stream of its own name
+   * (`<topic>.<server>`): it leaves the group, and when no consumer is left and every entry was
+   * read, the stream goes too, so servers with unique names (one per pod) leave nothing behind.
+   * A request sent afterwards is dropped (XADD NOMKSTREAM), as one to a server that never ran.
+   */
+  tidingsLeave: {
+    numberOfKeys: 1,
+    lua: `if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+pcall(redis.call, 'XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
+local info, last = redis.call('XINFO', 'STREAM', KEYS[1]), nil
+for i = 1, #info, 2 do
+  if info[i] == 'last-generated-id' then last = info[i + 1] end
+end
+local groups = redis.call('XINFO', 'GROUPS', KEYS[1])
+for _, g in ipairs(groups) do
+  local gi = {}
+  for i = 1, #g, 2 do gi[g[i]] = g[i + 1] end
+  if gi['consumers'] > 0 or gi['pending'] > 0 or gi['last-delivered-id'] ~= last then return 0 end
+end
+redis.call('UNLINK', KEYS[1])
+return 1`,
   },
 
   /**

@@ -1,0 +1,98 @@
+// Fault on Redis: a pool member SIGKILLed while it holds leased notifications (a child process
+// whose handlers never return); the surviving member claims every one once the lease runs out.
+// Runs against its own redis-server, never the shared 127.0.0.1:6379.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { getNotificationListener, getNotificationTransport, Notifier, NotificationResult, Target, type Transport } from '../../src/index.js';
+import { uniqueName, waitFor } from '../../src/testing/wait.js';
+import { redisCommand, startRedisServer, type RedisServer } from '../support/redis-servers.js';
+
+const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'pool-member.ts');
+const N = 25;
+const LEASE_MS = 1000;
+
+describe('fault (redis): a pool member dies holding leased notifications', () => {
+  const topic = uniqueName('t-kill');
+  const pool = uniqueName('pool');
+  let server: RedisServer;
+  let url: string;
+  let transport: Transport | undefined;
+  let child: ChildProcessWithoutNullStreams | undefined;
+  const childEvents: Array<Record<string, unknown>> = [];
+  let childStderr = '';
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    url = `${server.url}?lease_ms=${LEASE_MS}&sweep_interval_ms=200`;
+    transport = await getNotificationTransport(url);
+  });
+
+  afterAll(async () => {
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await transport?.cleanup();
+    await server?.stop();
+  }, 60_000);
+
+  it('another member of the pool claims every message the killed member held, none lost', async () => {
+    child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, JSON.stringify({ url, topic, pool })], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let buf = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      buf += chunk;
+      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        try {
+          childEvents.push(JSON.parse(line));
+        } catch {
+          childStderr += `[stdout] ${line}\n`;
+        }
+      }
+    });
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (childStderr += c));
+    const childState = () => `child exit=${child?.exitCode} signal=${child?.signalCode}; stderr:\n${childStderr.slice(-3000)}`;
+    await waitFor(() => childEvents.some((e) => e.event === 'ready'), { timeoutMs: 60_000, message: `the pool-member child to start (${childState()})` });
+
+    const notifier = new Notifier(transport!, { publisherId: 'faults.kill', driver: 'messagingv2', topics: [topic] });
+    for (let seq = 0; seq < N; seq++) await notifier.info({}, 'kill.test', { seq });
+    const held = () => new Set(childEvents.filter((e) => e.event === 'held').map((e) => e.seq as number));
+    await waitFor(() => held().size === N, { timeoutMs: 30_000, message: `the child to hold all ${N} notifications (holds ${held().size}; ${childState()})` });
+
+    // The second member joins while the first still holds everything: it gets nothing while the
+    // first is alive (its leases are extended), and everything once it is gone.
+    const received: number[] = [];
+    const member = getNotificationListener(
+      transport!,
+      [new Target({ topic })],
+      [
+        {
+          info(_ctx: unknown, _pub: string, _type: string, payload: { seq: number }) {
+            received.push(payload.seq);
+            return NotificationResult.HANDLED;
+          },
+        },
+      ],
+      { pool },
+    );
+    await member.start();
+    try {
+      // Three leases with the child alive: its lease extension keeps them its own.
+      await new Promise((r) => setTimeout(r, 3 * LEASE_MS));
+      expect(received).toEqual([]);
+      const exited = new Promise((r) => child!.once('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+      await waitFor(() => new Set(received).size === N, { timeoutMs: 30_000, message: `the surviving member to claim all ${N} (has ${new Set(received).size})` });
+      expect([...new Set(received)].sort((a, b) => a - b)).toEqual(Array.from({ length: N }, (_, i) => i));
+      expect(received).toHaveLength(N);
+      // Nothing is left pending in the pool's group.
+      const stream = (await redisCommand(server.endpoint, ['KEYS', `*${topic}*:notify:*`])) as string[];
+      expect(stream).toHaveLength(1);
+      await waitFor(async () => Number(((await redisCommand(server.endpoint, ['XPENDING', stream[0], `pool:${pool}`])) as [number])[0]) === 0, { timeoutMs: 10_000, message: 'nothing pending in the pool' });
+    } finally {
+      await member.stop();
+      await member.wait();
+    }
+  }, 120_000);
+});
