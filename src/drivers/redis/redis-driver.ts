@@ -39,6 +39,8 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   /** Streams whose default group this driver created (or found): notifications skip the declare. */
   private readonly declared = new Map<string, true | Promise<void>>();
   private shardCursor = 0;
+  /** The shards of each topic written to, when `shards` > 1 (their tags are searched for once). */
+  private readonly shardKeys = new Map<string, TopicKeys[]>();
   private listenerCount = 0;
   private readonly instance = `${hostname()}:${process.pid}:${newHexId().slice(0, 8)}`;
   /** Aborted by cleanup(): retries and loops stop waiting at once. */
@@ -168,8 +170,14 @@ export class RedisDriver extends BaseDriver implements ReplySender {
 
   private nextShard(exchange: string, topic: string): TopicKeys {
     const n = this.options.shards;
-    const shard = n === 1 ? 0 : this.shardCursor++ % n;
-    return new TopicKeys(this.options.keyPrefix, exchange, topic, shard);
+    if (n === 1) return new TopicKeys(this.options.keyPrefix, exchange, topic);
+    const id = `${exchange}\n${topic}`;
+    let shards = this.shardKeys.get(id);
+    if (!shards) {
+      shards = topicShards(this.options.keyPrefix, exchange, topic, n);
+      this.shardKeys.set(id, shards);
+    }
+    return shards[this.shardCursor++ % n];
   }
 
   private async startListener<M extends ReceivedMessage>(
