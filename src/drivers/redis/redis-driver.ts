@@ -1,6 +1,7 @@
 // The Redis driver: RPC and notifications on Redis Streams with consumer groups (a pool is a
 // group), leases and dead letters (redis-listener.ts), replies on a per-transport list read with
 // BLMPOP. One auto-pipelined command connection per driver; one connection per blocking reader.
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
 import type { DriverCapabilities } from '../../driver/capabilities.js';
@@ -50,6 +51,8 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     super(init);
     this.options = resolveOptions(init.url, init.options);
     this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
+    // Every send waiting to retry listens on this one signal: many at once during a failover is normal, not a leak.
+    setMaxListeners(0, this.closing.signal);
   }
 
   /** The transport's reply queue (`reply_<hex>`), once a call was made. */
