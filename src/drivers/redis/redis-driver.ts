@@ -215,7 +215,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
       } catch (err) {
         if (!isBusyGroup(err)) {
           this.declared.delete(stream);
-          throw toMessagingError(err, `Could not create the default group of ${stream}`);
+          throw toMessagingError(err, `Could not create the default group of ${stream}`, this.cmd);
         }
       }
       this.declared.set(stream, true);
@@ -255,7 +255,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
       }
       return id;
     } catch (err) {
-      throw toMessagingError(err, `Could not write to ${String(rest[0])}`);
+      throw toMessagingError(err, `Could not write to ${String(rest[0])}`, cmd);
     }
   }
 
@@ -263,7 +263,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const o = this.options;
     const attempt = () =>
       fn().catch((err: unknown) => {
-        const e = toMessagingError(err, 'Redis command failed');
+        const e = toMessagingError(err, 'Redis command failed', this.cmd);
         call?.setUndelivered(e);
         throw e;
       });
