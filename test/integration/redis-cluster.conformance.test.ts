@@ -16,7 +16,7 @@ import { Target } from '../../src/target.js';
 import { getNotificationTransport, getRpcTransport, type Transport } from '../../src/transport.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { streamFor } from '../support/redis-keys.js';
-import { keyslot, redisCommand, startRedisCluster, type RedisCluster } from '../support/redis-servers.js';
+import { keyslot, redisCommand, redisCommands, startRedisCluster, type RedisCluster } from '../support/redis-servers.js';
 
 const body = (id: number) => ({ message_id: `m${id}`, publisher_id: 'p', event_type: 'ev', priority: 'INFO', timestamp: 't', payload: { id } });
 const idOf = (m: IncomingMessage) => (m as unknown as { notification: { payload: { id: number } } }).notification.payload.id;
@@ -124,5 +124,22 @@ describe('redis cluster: ?shards=3 spreads a hot topic over every master', () =>
     expect(results).toEqual(Array.from({ length: 30 }, (_, i) => ({ i })));
     await server.stop();
     await server.wait();
+  });
+
+  it('wait_replicas=1 on the cluster: each send waits for its master\'s replica, and they all arrive', async () => {
+    const url = `${cluster!.url}&key_prefix=${PREFIX}-wait&shards=3&wait_replicas=1&wait_timeout_ms=5000`;
+    const topic = uniqueName('wait');
+    const t = await getNotificationTransport(url);
+    transports.push(t);
+    const d = t.driver as RedisDriver;
+    await Promise.all(Array.from({ length: 60 }, (_, i) => d.sendNotification(new Target({ topic: `${topic}.info` }), {}, body(i))));
+    const streams = topicShards(`${PREFIX}-wait`, 'openstack', topic, 3).map((k) => k.notificationStream('info'));
+    for (const key of streams) {
+      const master = await cluster!.masterPortForKey(key);
+      const [replica] = (await cluster!.masters()).find((m) => m.port === master)!.replicaPorts;
+      // WAIT returned only once the replica had them: they are there without waiting here.
+      // READONLY: a cluster replica answers reads of its master's slots instead of redirecting.
+      expect((await redisCommands(replica, [['READONLY'], ['XLEN', key]]))[1]).toBe(20);
+    }
   });
 });
