@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions as IoRedisOptions } from 'ioredis';
 import { InvalidArgument } from '../../errors.js';
 import type { Logger } from '../../logger.js';
+import { noteConnectionError } from './errors.js';
 import { SCRIPTS, type ScriptName } from './scripts/index.js';
 import type { ResolvedRedisOptions } from './options.js';
 
@@ -73,7 +74,11 @@ export function createClient(options: ResolvedRedisOptions, role: ClientRole, lo
   }
   for (const [name, def] of Object.entries(SCRIPTS)) client.defineCommand(name, { numberOfKeys: def.numberOfKeys, lua: def.lua });
   // ioredis emits 'error' for every failed (re)connect: log it, never crash the process.
-  client.on('error', (err: Error) => logger.debug('Redis connection error', { role, reason: err.message }));
+  client.on('error', (err: Error) => {
+    noteConnectionError(client, err);
+    logger.debug('Redis connection error', { role, reason: err.message });
+  });
+  client.on('ready', () => noteConnectionError(client, undefined));
   return client;
 }
 

@@ -6,6 +6,20 @@ function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** The last connection failure of each client (TLS, refused, DNS), until it is ready again. */
+const lastConnectionErrors = new WeakMap<object, Error>();
+
+/** Remembers why `client` could not connect, for the commands that fail because of it; `undefined` once it is ready. */
+export function noteConnectionError(client: object, err: Error | undefined): void {
+  if (err) lastConnectionErrors.set(client, err);
+  else lastConnectionErrors.delete(client);
+}
+
+/** ioredis's own words for "the command never reached a connection": they say nothing of why. */
+function isUnreachable(err: unknown): boolean {
+  return (err as { name?: string } | null)?.name === 'MaxRetriesPerRequestError' || /Connection is closed|Stream isn't writeable/.test(messageOf(err));
+}
+
 /** True when the server said the group or its stream does not exist (deleted under us). */
 export function isNoGroup(err: unknown): boolean {
   return /^NOGROUP/.test(messageOf(err));
@@ -26,10 +40,18 @@ export function isClosedConnection(err: unknown): boolean {
  * `maxmemory` with `noeviction` (OOM) and a refused login or permission are not retriable
  * (trying again at once changes nothing); replication that fell short, read-only replicas
  * during a failover, LOADING, cluster redirections and lost connections are. ioredis gets an
- * options object, never a URL, but any URL in its text is redacted all the same.
+ * options object, never a URL, but any URL in its text is redacted all the same. When the
+ * command failed because `client` could not connect, the message says why (a certificate that
+ * does not verify, a refused connection) instead of ioredis's "max retries per request".
  */
-export function toMessagingError(err: unknown, what: string): MessagingError {
+export function toMessagingError(err: unknown, what: string, client?: object): MessagingError {
   if (err instanceof MessagingError) return err;
+  const connectErr = client && isUnreachable(err) ? lastConnectionErrors.get(client) : undefined;
+  if (connectErr) {
+    const why = toMessagingError(connectErr, what);
+    if (!why.retriable) return why;
+    return new ConnectionError(`${what}: Redis is unreachable (${redactUrlsIn(messageOf(connectErr))})`, { cause: err, retriable: true });
+  }
   const text = redactUrlsIn(messageOf(err));
   if (/^OOM\b/.test(text)) {
     return new MessageDeliveryFailure(`${what}: Redis is out of memory (maxmemory reached with a noeviction policy): ${text}`, { cause: err, retriable: false });

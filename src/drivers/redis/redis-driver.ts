@@ -42,6 +42,8 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   /** Streams whose default group this driver created (or found): notifications skip the declare. */
   private readonly declared = new Map<string, true | Promise<void>>();
   private shardCursor = 0;
+  /** The shards of each topic written to, when `shards` > 1 (their tags are searched for once). */
+  private readonly shardKeys = new Map<string, TopicKeys[]>();
   private listenerCount = 0;
   private readonly instance = `${hostname()}:${process.pid}:${newHexId().slice(0, 8)}`;
   /** Aborted by cleanup(): retries and loops stop waiting at once. */
@@ -178,8 +180,14 @@ export class RedisDriver extends BaseDriver implements ReplySender {
 
   private nextShard(exchange: string, topic: string): TopicKeys {
     const n = this.options.shards;
-    const shard = n === 1 ? 0 : this.shardCursor++ % n;
-    return new TopicKeys(this.options.keyPrefix, exchange, topic, shard);
+    if (n === 1) return new TopicKeys(this.options.keyPrefix, exchange, topic);
+    const id = `${exchange}\n${topic}`;
+    let shards = this.shardKeys.get(id);
+    if (!shards) {
+      shards = topicShards(this.options.keyPrefix, exchange, topic, n);
+      this.shardKeys.set(id, shards);
+    }
+    return shards[this.shardCursor++ % n];
   }
 
   private async startListener<M extends ReceivedMessage>(
@@ -214,7 +222,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
       } catch (err) {
         if (!isBusyGroup(err)) {
           this.declared.delete(stream);
-          throw toMessagingError(err, `Could not create the default group of ${stream}`);
+          throw toMessagingError(err, `Could not create the default group of ${stream}`, this.cmd);
         }
       }
       this.declared.set(stream, true);
@@ -254,7 +262,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
       }
       return id;
     } catch (err) {
-      throw toMessagingError(err, `Could not write to ${String(rest[0])}`);
+      throw toMessagingError(err, `Could not write to ${String(rest[0])}`, cmd);
     }
   }
 
@@ -262,7 +270,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const o = this.options;
     const attempt = () =>
       fn().catch((err: unknown) => {
-        const e = toMessagingError(err, 'Redis command failed');
+        const e = toMessagingError(err, 'Redis command failed', this.cmd);
         call?.setUndelivered(e);
         throw e;
       });

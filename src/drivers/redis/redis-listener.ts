@@ -205,7 +205,7 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
         try {
           await cmd.xgroup('CREATE', s.key, this.group, s.createAt, 'MKSTREAM');
         } catch (err) {
-          if (!isBusyGroup(err)) throw toMessagingError(err, `Could not create consumer group ${this.group} on ${s.key}`);
+          if (!isBusyGroup(err)) throw toMessagingError(err, `Could not create consumer group ${this.group} on ${s.key}`, cmd);
         }
       }),
     );
@@ -218,7 +218,7 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
     try {
       await Promise.all([cmd.hset(servers, inbox, Date.now() + ttl), cmd.pexpire(inbox, ttl)]);
     } catch (err) {
-      throw toMessagingError(err, 'Could not register the server for fanout');
+      throw toMessagingError(err, 'Could not register the server for fanout', cmd);
     }
   }
 

@@ -18,13 +18,63 @@ export function poolGroup(pool: string | undefined): string {
   return pool === undefined ? DEFAULT_GROUP : `pool:${pool}`;
 }
 
+/** Hash slots of a Redis Cluster. */
+const SLOTS = 16384;
+
+const CRC16_TABLE = (() => {
+  const table = new Uint16Array(256);
+  for (let i = 0; i < 256; i++) {
+    let crc = i << 8;
+    for (let b = 0; b < 8; b++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+    table[i] = crc;
+  }
+  return table;
+})();
+
+/** The Cluster slot of a hash tag (CRC16/XMODEM of its UTF-8 bytes mod 16384), as `CLUSTER KEYSLOT {tag}` computes it. */
+export function tagSlot(tag: string): number {
+  let crc = 0;
+  for (const byte of Buffer.from(tag)) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ byte) & 0xff];
+  return crc % SLOTS;
+}
+
+/** Above this many shards the tags are not placed on the slot ring (the search would cost more than it gives). */
+const PLACED_SHARDS_MAX = 64;
+
+/**
+ * The hash tag of shard `shard` of `shards`. Shard 0 is the unsharded tag (`<exchange>:<topic>`), so a
+ * topic keeps its keys when sharding is turned on. Plain `#<i>` suffixes would land where CRC16 puts
+ * them: three shards all on different masters of a 3-master cluster only 2 times in 9. So shard `i`
+ * is placed on the slot ring: shard 0's slot falls in one of `shards` equal arcs, shard `i` goes `i`
+ * arcs further, in the middle half of its arc (the first `#<i>` or `#<i>.<k>` suffix that lands there).
+ * A cluster whose masters own equal contiguous slot ranges (what `redis-cli --cluster create` makes)
+ * with as many masters as shards thus holds one shard per master, on every transport alike: the
+ * placement depends on the names only, never on the live topology.
+ */
+export function shardTag(exchange: string, topic: string, shard: number, shards: number): string {
+  const first = `${exchange}:${topic}`;
+  if (shard === 0) return first;
+  if (shards > PLACED_SHARDS_MAX) return `${first}#${shard}`;
+  const width = SLOTS / shards;
+  const arc = (Math.floor(tagSlot(first) / width) + shard) % shards;
+  const lo = arc * width + width / 4;
+  const hi = arc * width + (3 * width) / 4;
+  // Each try lands in the window with probability 1 / (2 * shards): a few hundred tries at most.
+  for (let k = 0; k < 1_000_000; k++) {
+    const tag = k === 0 ? `${first}#${shard}` : `${first}#${shard}.${k}`;
+    const slot = tagSlot(tag);
+    if (slot >= lo && slot < hi) return tag;
+  }
+  return `${first}#${shard}`;
+}
+
 /** The keys of one topic (one shard of it) on one exchange. */
 export class TopicKeys {
-  /** `<prefix>:{<exchange>:<topic>[#<shard>]}`: the common start of every key of this topic shard. */
+  /** `<prefix>:{<shard tag>}` (see {@link shardTag}): the common start of every key of this topic shard. */
   readonly base: string;
 
-  constructor(prefix: string, exchange: string, readonly topic: string, readonly shard = 0) {
-    this.base = `${prefix}:{${exchange}:${topic}${shard > 0 ? `#${shard}` : ''}}`;
+  constructor(prefix: string, exchange: string, readonly topic: string, readonly shard = 0, shards = 1) {
+    this.base = `${prefix}:{${shardTag(exchange, topic, shard, shards)}}`;
   }
 
   /** The stream every server of the topic shares (`<topic>`). */
@@ -70,7 +120,7 @@ export class TopicKeys {
 
 /** The keys of a topic over `shards` shards (shard 0 has the unsharded name). */
 export function topicShards(prefix: string, exchange: string, topic: string, shards: number): TopicKeys[] {
-  return Array.from({ length: shards }, (_, i) => new TopicKeys(prefix, exchange, topic, i));
+  return Array.from({ length: shards }, (_, i) => new TopicKeys(prefix, exchange, topic, i, shards));
 }
 
 /** The reply list of a transport: `_reply_q` is `reply_<hex>`, the key adds the prefix. */
