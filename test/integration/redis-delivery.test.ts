@@ -189,4 +189,45 @@ describe('redis delivery', () => {
     await server.stop();
     await server.wait();
   });
+
+  it('a new pool starts at the newest entry by default, or replays from pool_start (oldest, a time, an entry id)', async () => {
+    const topic = uniqueName('start');
+    const sender = await driver();
+    const sent: number[] = [];
+    const send = async (id: number) => {
+      await sender.sendNotification(new Target({ topic: `${topic}.info` }), {}, body(id));
+      sent.push(id);
+    };
+    // The default group (created by the notifier) keeps these for un-pooled listeners; pools come later.
+    await send(1);
+    await send(2);
+    const stream = new TopicKeys(PREFIX, 'openstack', topic).notificationStream('info');
+    const [[secondId]] = (await redis.xrange(stream, '-', '+')).slice(1);
+    const afterSecond = Number(secondId.split('-')[0]) + 1;
+    while (Date.now() <= afterSecond) await new Promise((r) => setTimeout(r, 1));
+    await send(3);
+
+    /** A new listener of `pool` receives sent[from...] and then the one sent after it started. */
+    const receives = async (options: Record<string, unknown>, pool: string, from: number) => {
+      const expected = [...sent.slice(from), 100 + sent.length];
+      const got: number[] = [];
+      const l = await listen(await driver(options), topic, pool, (m) => {
+        got.push(idOf(m));
+        return m.acknowledge();
+      });
+      await send(100 + sent.length);
+      await waitFor(() => got.length >= expected.length, { timeoutMs: 10_000, message: `pool ${pool} got ${expected.length} notifications` });
+      await l.stop();
+      await l.cleanup();
+      expect(got, pool).toEqual(expected);
+    };
+    await receives({}, 'newest', sent.length);
+    const newestReadUpTo = sent.length;
+    await receives({ poolStart: 'oldest' }, 'oldest', 0);
+    await receives({ poolStart: secondId }, 'after-entry', 2);
+    await receives({ poolStart: String(afterSecond) }, 'from-time', 2);
+    // An existing pool keeps its position whatever pool_start says: it goes on after what it read.
+    await receives({ poolStart: 'oldest' }, 'newest', newestReadUpTo);
+    await expect(driver({ poolStart: 'yesterday' })).rejects.toThrow(/poolStart/);
+  });
 });

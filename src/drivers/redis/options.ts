@@ -31,6 +31,13 @@ const FIELDS = {
   consumerTtl: msOption({ default: 600_000, min: 10, query: 'consumer_ttl_ms' }),
   /** A pool (consumer group) whose members were all gone this long is dropped with its backlog, ms; 0 = never (`pool_ttl_ms`). @default 0 */
   poolTtl: msOption({ default: 0, query: 'pool_ttl_ms' }),
+  /**
+   * Where a pool that does not exist yet starts reading (`pool_start`): `newest` (only what is sent
+   * from now on, as a new RabbitMQ pool queue), `oldest` (everything the streams still hold: a
+   * replay), a Unix time in ms (every entry added at or after it), or a stream entry id
+   * (`1700000000000-0`: every entry after it). An existing pool keeps its position. @default 'newest'
+   */
+  poolStart: stringOption({ default: 'newest', query: 'pool_start', check: (v) => /^(newest|oldest|\d+(-\d+)?)$/.test(v), expected: "'newest', 'oldest', a time in ms or a stream entry id" }),
   /** Streams each topic is spread over, each with its own hash tag (`shards`). MUST be the same on every transport of a topic. @default 1 */
   shards: intOption({ default: 1, min: 1, max: 1024, query: 'shards' }),
   /** A send resolves only once this many replicas acknowledged it (`WAIT`); 0 = when the master has it (`wait_replicas`). @default 0 */

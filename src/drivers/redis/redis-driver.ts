@@ -124,8 +124,9 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   protected async doListenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions): Promise<Listener<IncomingMessage>> {
     const streams: StreamSpec[] = [];
     const seen = new Set<string>();
-    // A new pool starts at the newest entry, as a new RabbitMQ pool queue does; the default group keeps what was sent before.
-    const createAt = options.pool === undefined ? '0' : '$';
+    // The default group keeps what was sent before it (the notifier created it); a new pool starts
+    // where `poolStart` says: the newest entry by default, as a new RabbitMQ pool queue does.
+    const createAt = options.pool === undefined ? '0' : groupStart(this.options.poolStart);
     for (const [target, priority] of targetsAndPriorities) {
       for (const keys of topicShards(this.options.keyPrefix, this.exchangeFor(target), target.topic as string, this.options.shards)) {
         const key = keys.notificationStream(priority);
@@ -321,4 +322,16 @@ export class RedisDriver extends BaseDriver implements ReplySender {
       }
     }
   }
+}
+
+/**
+ * The `XGROUP CREATE` id (the group's last-delivered id) of a `poolStart` option: `newest` is `$`,
+ * `oldest` is `0`, an entry id is itself (what follows it is delivered), a time T in ms is the
+ * last id before T, so that every entry added at T or later is delivered.
+ */
+function groupStart(poolStart: string): string {
+  if (poolStart === 'newest') return '$';
+  if (poolStart === 'oldest' || poolStart === '0') return '0';
+  if (poolStart.includes('-')) return poolStart;
+  return `${BigInt(poolStart) - 1n}-18446744073709551615`;
 }

@@ -27,7 +27,8 @@ export interface StreamSpec {
   readonly key: string;
   readonly topic: TopicKeys;
   /** Where a group created by this listener starts: `0` (everything kept) or `$` (from now on). */
-  readonly createAt: '0' | '$';
+  /** Where the group starts when this listener creates it: `0`, `$` or an entry id. */
+  readonly createAt: string;
   /** An RPC server's own stream (`<topic>.<server>`): removed on cleanup when nobody else reads it and nothing is unread. */
   readonly ownStream?: boolean;
 }
