@@ -230,4 +230,24 @@ describe('redis delivery', () => {
     await receives({ poolStart: 'oldest' }, 'newest', newestReadUpTo);
     await expect(driver({ poolStart: 'yesterday' })).rejects.toThrow(/poolStart/);
   });
+
+  it('a pool with no consumer left and unread entries is reported (it holds back trimming), once, naming pool and backlog', async () => {
+    const topic = uniqueName('idle');
+    const logger = createMemoryLogger();
+    const gone = await listen(await driver(FAST), topic, 'gone', (m) => m.acknowledge());
+    await gone.stop();
+    await gone.cleanup();
+    const sender = await driver();
+    for (let id = 1; id <= 3; id++) await sender.sendNotification(new Target({ topic: `${topic}.info` }), {}, body(id));
+    // Any live listener of the stream sweeps it.
+    const live = await listen(await driver(FAST, logger), topic, undefined, (m) => m.acknowledge());
+    const reports = () => logger.records.filter((r) => r.level === 'warn' && /holds back trimming/.test(r.msg));
+    await waitFor(() => reports().length > 0, { timeoutMs: 10_000, message: 'the idle pool reported' });
+    expect(reports()[0].fields).toMatchObject({ pool: 'gone', entriesBehind: 3 });
+    // Reported once, not on every sweep.
+    await new Promise((r) => setTimeout(r, FAST.sweepInterval * 5));
+    expect(reports()).toHaveLength(1);
+    await live.stop();
+    await live.cleanup();
+  });
 });

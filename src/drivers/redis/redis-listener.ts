@@ -13,6 +13,9 @@ import type { ResolvedRedisOptions } from './options.js';
 import { BODY_FIELD, DEADLINE_FIELD, hashTagOf, type TopicKeys } from './topology.js';
 
 /** A delivered stream entry: what settles it, and what `unwrap()` gives. */
+/** How often one idle pool is reported again, ms. */
+const IDLE_POOL_REPORT_MS = 10 * 60_000;
+
 export interface RedisDelivery {
   /** The stream key. */
   readonly stream: string;
@@ -67,6 +70,8 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
   private readonly readers: Reader[] = [];
   /** Notifications received and not settled, by `<stream> <id>`: their leases are extended. */
   private readonly inflight = new Map<string, RedisDelivery>();
+  /** When each idle pool was last reported, by stream and pool. */
+  private readonly idleReported = new Map<string, number>();
   private roomWaiters: Array<() => void> = [];
   private stopped = false;
   private stopping?: Promise<void>;
@@ -357,10 +362,30 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
       if (this.registration) await this.register();
       const own = this.group.startsWith('pool:') ? this.group : '';
       for (const s of this.streams) {
-        await runScript(cmd, 'tidingsSweep', [s.key, s.topic.poolsSeen], [own, Date.now(), this.options.consumerTtl, this.options.poolTtl]);
+        const idle = await runScript<Array<string | number>>(cmd, 'tidingsSweep', [s.key, s.topic.poolsSeen], [own, Date.now(), this.options.consumerTtl, this.options.poolTtl]);
+        this.reportIdlePools(s.key, idle);
       }
     } catch (err) {
       this.logger.warn('Stream sweep failed', { group: this.group, err: toMessagingError(err, 'sweep failed') });
+    }
+  }
+
+  /**
+   * Idle pools (no consumer left, entries unread) hold back trimming: the stream grows until they
+   * come back or `poolTtl` drops them. Warned once per pool and stream every IDLE_POOL_REPORT_MS.
+   */
+  private reportIdlePools(stream: string, idle: Array<string | number>): void {
+    const now = Date.now();
+    for (let i = 0; i + 1 < idle.length; i += 2) {
+      const key = `${stream}\0${idle[i]}`;
+      if ((this.idleReported.get(key) ?? -Infinity) > now - IDLE_POOL_REPORT_MS) continue;
+      this.idleReported.set(key, now);
+      this.logger.warn('A pool has no consumer and holds back trimming; it is dropped after pool_ttl_ms (0 = never)', {
+        stream,
+        pool: String(idle[i]).slice('pool:'.length),
+        entriesBehind: Number(idle[i + 1]),
+        poolTtl: this.options.poolTtl,
+      });
     }
   }
 

@@ -158,15 +158,17 @@ return 1`,
    * GC of one stream: marks the own pool seen, drops pools unseen for pool ttl, removes
    * consumers idle past consumer ttl with nothing pending, then trims entries every group is done
    * with (below the oldest pending or undelivered entry of any group; never an unacked one).
+   * Returns the pools left with no consumer but with entries they have not read or acked (they
+   * hold back trimming), as [name, entries-behind, ...].
    */
   tidingsSweep: {
     numberOfKeys: 2,
     lua: `${ID_LESS}
 local stream, seen = KEYS[1], KEYS[2]
 local mine, now, cttl, pttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-if redis.call('EXISTS', stream) == 0 then return 0 end
+if redis.call('EXISTS', stream) == 0 then return {} end
 if pttl > 0 and mine ~= '' then redis.call('HSET', seen, mine, now) end
-local floor = nil
+local floor, idle = nil, {}
 for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
   local info = {}
   for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
@@ -191,10 +193,14 @@ for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
     local f = info['last-delivered-id']
     if info['pending'] > 0 then f = redis.call('XPENDING', stream, name)[2] end
     if floor == nil or idless(f, floor) then floor = f end
+    if string.sub(name, 1, 5) == 'pool:' and #redis.call('XINFO', 'CONSUMERS', stream, name) == 0 then
+      local behind = info['pending'] + #redis.call('XRANGE', stream, '(' .. info['last-delivered-id'], '+', 'COUNT', 1000)
+      if behind > 0 then table.insert(idle, name); table.insert(idle, behind) end
+    end
   end
 end
-if floor ~= nil and floor ~= '0-0' then return redis.call('XTRIM', stream, 'MINID', '~', floor) end
-return 0`,
+if floor ~= nil and floor ~= '0-0' then redis.call('XTRIM', stream, 'MINID', '~', floor) end
+return idle`,
   },
 
   /**
