@@ -1,6 +1,6 @@
 // The Redis driver: RPC and notifications on Redis Streams with consumer groups (a pool is a
 // group), leases and dead letters (redis-listener.ts), replies on a per-transport list read with
-// BLMPOP. One auto-pipelined command connection per driver; one connection per blocking reader.
+// BLMPOP. One command connection per driver; one connection per blocking reader.
 import { hostname } from 'node:os';
 import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
 import type { DriverCapabilities } from '../../driver/capabilities.js';
@@ -182,7 +182,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     return batch.sent;
   }
 
-  /** Sends every reply batch of this tick (the command connection pipelines them in one write). */
+  /** Sends every reply batch of this tick. */
   private flushReplies(): void {
     const batches = this.outgoingReplies;
     this.outgoingReplies = new Map();
@@ -213,7 +213,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     });
   }
 
-  /** @internal The shared command connection (created on first use; auto-pipelined). */
+  /** @internal The shared command connection (created on first use). */
   commands(): RedisClient {
     this.cmd ??= createClient(this.options, 'commands', this.logger);
     return this.cmd;

@@ -12,9 +12,9 @@ import type { ResolvedRedisOptions } from './options.js';
 import { BODY_FIELD, DEADLINE_FIELD, hashTagOf, type TopicKeys } from './topology.js';
 
 /**
- * Resolves once the current tick's writes have been issued (the command connection's
- * auto-pipeline flushes on nextTick): a blocking read re-issued after it does not delay a reply
- * or the next request by one socket write.
+ * Resolves once the current tick's writes have been issued (replies are batched on nextTick,
+ * handlers and callers write in microtasks): a blocking read re-issued after it does not delay a
+ * reply or the next request by one socket write.
  */
 export function afterWrites(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
@@ -42,7 +42,7 @@ export interface StreamSpec {
 export interface ListenerDeps {
   readonly options: ResolvedRedisOptions;
   readonly logger: Logger;
-  /** The driver's shared command connection (auto-pipelined). */
+  /** The driver's shared command connection. */
   commands(): RedisClient;
   /** A new connection for one blocking reader. */
   newReader(name: string): RedisClient;
