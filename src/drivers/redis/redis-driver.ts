@@ -19,7 +19,7 @@ import type { Target } from '../../target.js';
 import { closeClient, createClient, runScript, type RedisClient } from './connection.js';
 import { isBusyGroup, toMessagingError } from './errors.js';
 import { resolveOptions, type ResolvedRedisOptions } from './options.js';
-import { afterWrites, RedisListener, type StreamSpec } from './redis-listener.js';
+import { RedisListener, type StreamSpec } from './redis-listener.js';
 import { BODY_FIELD, DEADLINE_FIELD, DEFAULT_GROUP, poolGroup, replyKey, SERVER_GROUP, TopicKeys, topicShards } from './topology.js';
 
 const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true });
@@ -382,8 +382,6 @@ export class RedisDriver extends BaseDriver implements ReplySender {
             this.logger.warn('Dropping a malformed reply', { key, bytes: body.length, reason: (err as Error).message });
           }
         }
-        // Block again only after this tick's writes (the next call's XADD) have left: off the critical path.
-        await afterWrites();
       } catch (err) {
         if (this.closed) return;
         failures++;

@@ -11,15 +11,6 @@ import { isBusyGroup, isNoGroup, toMessagingError } from './errors.js';
 import type { ResolvedRedisOptions } from './options.js';
 import { BODY_FIELD, DEADLINE_FIELD, hashTagOf, type TopicKeys } from './topology.js';
 
-/**
- * Resolves once the current tick's writes have been issued (replies are batched on nextTick,
- * handlers and callers write in microtasks): a blocking read re-issued after it does not delay a
- * reply or the next request by one socket write.
- */
-export function afterWrites(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
 /** A delivered stream entry: what settles it, and what `unwrap()` gives. */
 export interface RedisDelivery {
   /** The stream key. */
@@ -264,11 +255,7 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
         const read = (reader.client as unknown as { xreadgroup(...a: (string | number)[]): Promise<[string, [string, string[]][]][] | null> }).xreadgroup;
         const res = await read.call(reader.client, ...args, 'STREAMS', ...reader.keys, ...ids);
         failures = 0;
-        if (res) {
-          for (const [key, entries] of res) for (const [id, fields] of entries) this.onEntry(key, id, fields, 1);
-          // Read again only after the replies of synchronous handlers have left: off the critical path of a call.
-          await afterWrites();
-        }
+        if (res) for (const [key, entries] of res) for (const [id, fields] of entries) this.onEntry(key, id, fields, 1);
       } catch (err) {
         if (this.stopped) break;
         if (isNoGroup(err)) {
