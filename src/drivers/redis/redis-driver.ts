@@ -174,9 +174,9 @@ export class RedisDriver extends BaseDriver implements ReplySender {
 
   /**
    * @internal A reply (or heartbeat) to a caller's reply list. Replies produced in the same tick
-   * go out together: one RPUSH (in MULTI with its PEXPIRE) per reply list, so the caller's BLMPOP wakes once for all of
-   * them (16 calls in flight: ~4x fewer commands and wake-ups than one push per reply). Resolves
-   * once Redis has them; never throws: the caller times out.
+   * go out together: one RPUSH (in MULTI with its PEXPIRE) per reply list, so the caller's BLMPOP
+   * wakes once for all of them (16 calls in flight: ~4x fewer commands and wake-ups than one push
+   * per reply). Resolves once Redis has them; never throws: the caller times out.
    */
   sendReply(replyQueue: string, msgId: string, body: string): Promise<void> {
     if (this.closed && !this.cmd) return Promise.resolve();
