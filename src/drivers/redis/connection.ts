@@ -45,7 +45,9 @@ export function createClient(options: ResolvedRedisOptions, role: ClientRole, lo
     connectionName: `tidings:${role}`.replace(/\s/g, '_'),
     lazyConnect: true,
     maxRetriesPerRequest: role === 'commands' ? 1 : null,
-    enableAutoPipelining: role === 'commands',
+    // No auto-pipelining, even for the command connection: its per-tick Pipeline objects cost more
+    // CPU than the socket writes they save (measured: -10% CPU per call sequential and with 16 in flight).
+    enableAutoPipelining: false,
     keepAlive: 30_000,
   };
   let client: RedisClient;
@@ -53,7 +55,7 @@ export function createClient(options: ResolvedRedisOptions, role: ClientRole, lo
     const clusterOptions: ClusterOptions = {
       redisOptions: { ...common, db: undefined },
       lazyConnect: true,
-      enableAutoPipelining: role === 'commands',
+      enableAutoPipelining: false,
       maxRedirections: 16,
       clusterRetryStrategy: retryStrategy,
     };

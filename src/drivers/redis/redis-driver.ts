@@ -1,7 +1,8 @@
 // The Redis driver: RPC and notifications on Redis Streams with consumer groups (a pool is a
 // group), leases and dead letters (redis-listener.ts), replies on a per-transport list read with
-// BLMPOP. One auto-pipelined command connection per driver; one connection per blocking reader.
+// BLMPOP. One command connection per driver; one connection per blocking reader.
 import { setMaxListeners } from 'node:events';
+import type { Socket } from 'node:net';
 import { hostname } from 'node:os';
 import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
 import type { DriverCapabilities } from '../../driver/capabilities.js';
@@ -26,8 +27,25 @@ import { BODY_FIELD, DEADLINE_FIELD, DEFAULT_GROUP, poolGroup, replyKey, SERVER_
 
 const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true });
 
-/** Replies popped per BLMPOP. */
+/** Replies popped per BLMPOP, and the most one RPUSH pushes. */
 const REPLY_BATCH = 128;
+
+/** Fails on an aborted transaction or a failed command inside one (EXEC's reply, or a pipeline's). */
+function checkExec(results: unknown): void {
+  if (!Array.isArray(results)) throw new Error('MULTI aborted');
+  for (const r of results as unknown[]) {
+    const err = Array.isArray(r) ? (r[0] as unknown) : r;
+    if (err instanceof Error) throw err;
+  }
+}
+
+/** Replies to one reply list produced in one tick, pushed by one RPUSH. */
+interface ReplyBatch {
+  readonly bodies: string[];
+  readonly msgIds: string[];
+  readonly sent: Promise<void>;
+  readonly resolve: () => void;
+}
 
 export class RedisDriver extends BaseDriver implements ReplySender {
   readonly name = 'redis';
@@ -44,6 +62,10 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   private shardCursor = 0;
   /** The shards of each topic written to, when `shards` > 1 (their tags are searched for once). */
   private readonly shardKeys = new Map<string, TopicKeys[]>();
+  /** The command connection's socket is corked until the end of this tick (coalesceWrites). */
+  private corked = false;
+  /** Replies waiting for the end of the tick, by reply queue (sendReply). */
+  private outgoingReplies = new Map<string, ReplyBatch>();
   private listenerCount = 0;
   private readonly instance = `${hostname()}:${process.pid}:${newHexId().slice(0, 8)}`;
   /** Aborted by cleanup(): retries and loops stop waiting at once. */
@@ -163,20 +185,85 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     return this.toString();
   }
 
-  /** @internal A reply (or heartbeat) to a caller's reply list. Never throws: the caller times out. */
-  async sendReply(replyQueue: string, msgId: string, body: string): Promise<void> {
-    try {
-      if (this.closed && !this.cmd) return;
-      await runScript(this.commands(), 'tidingsReply', [replyKey(this.options.keyPrefix, replyQueue)], [body, this.options.replyTtl]);
-    } catch (err) {
-      this.logger.warn('Could not send a reply', { replyQueue, msgId, err: toMessagingError(err, 'reply failed') });
+  /**
+   * @internal A reply (or heartbeat) to a caller's reply list. Replies produced in the same tick
+   * go out together: one RPUSH (in MULTI with its PEXPIRE) per reply list, so the caller's BLMPOP
+   * wakes once for all of them (16 calls in flight: ~4x fewer commands and wake-ups than one push
+   * per reply). Resolves once Redis has them; never throws: the caller times out.
+   */
+  sendReply(replyQueue: string, msgId: string, body: string): Promise<void> {
+    if (this.closed && !this.cmd) return Promise.resolve();
+    let batch = this.outgoingReplies.get(replyQueue);
+    if (!batch || batch.bodies.length >= REPLY_BATCH) {
+      if (this.outgoingReplies.size === 0) process.nextTick(() => this.flushReplies());
+      let resolve!: () => void;
+      const sent = new Promise<void>((r) => (resolve = r));
+      batch = { bodies: [], msgIds: [], sent, resolve };
+      if (this.outgoingReplies.has(replyQueue)) this.pushReplies(replyQueue, this.outgoingReplies.get(replyQueue)!);
+      this.outgoingReplies.set(replyQueue, batch);
     }
+    batch.bodies.push(body);
+    batch.msgIds.push(msgId);
+    return batch.sent;
   }
 
-  /** @internal The shared command connection (created on first use; auto-pipelined). */
+  /** Sends every reply batch of this tick. */
+  private flushReplies(): void {
+    const batches = this.outgoingReplies;
+    this.outgoingReplies = new Map();
+    for (const [replyQueue, batch] of batches) this.pushReplies(replyQueue, batch);
+  }
+
+  private pushReplies(replyQueue: string, batch: ReplyBatch): void {
+    const done = () => batch.resolve();
+    let p: Promise<unknown>;
+    try {
+      // MULTI, not a script: the same atomic push-with-expiry at a fraction of Redis' cost (EVALSHA ~21 us, this ~6 us).
+      const key = replyKey(this.options.keyPrefix, replyQueue);
+      const cmd = this.commands();
+      this.coalesceWrites(cmd);
+      if (this.options.mode === 'cluster') {
+        // A Cluster client routes MULTI by the keys of its pipeline only.
+        p = cmd.multi().rpush(key, ...batch.bodies).pexpire(key, this.options.replyTtl).exec().then(checkExec);
+      } else {
+        // Four plain commands issued back to back (one corked write; nothing can come between them
+        // on this connection): no ioredis Pipeline object per batch, ~14 us less per reply.
+        const ignore = () => undefined; // EXEC reports a failure of any of them
+        cmd.call('MULTI').catch(ignore);
+        cmd.call('RPUSH', key, ...batch.bodies).catch(ignore);
+        cmd.call('PEXPIRE', key, this.options.replyTtl).catch(ignore);
+        p = cmd.call('EXEC').then(checkExec);
+      }
+    } catch (err) {
+      p = Promise.reject(err);
+    }
+    p.then(done, (err: unknown) => {
+      this.logger.warn('Could not send a reply', { replyQueue, msgIds: batch.msgIds, err: toMessagingError(err, 'reply failed') });
+      done();
+    });
+  }
+
+  /** @internal The shared command connection (created on first use). */
   commands(): RedisClient {
     this.cmd ??= createClient(this.options, 'commands', this.logger);
     return this.cmd;
+  }
+
+  /**
+   * Commands written on the command connection until the end of this tick leave in one socket
+   * write (the socket is corked until nextTick): 16 sends in flight cost one write syscall, not 16,
+   * without auto-pipelining's per-tick Pipeline objects. A Cluster client has no single socket.
+   */
+  private coalesceWrites(cmd: RedisClient): void {
+    if (this.corked || cmd.status !== 'ready') return;
+    const stream = (cmd as { stream?: Partial<Socket> }).stream;
+    if (typeof stream?.cork !== 'function') return;
+    this.corked = true;
+    stream.cork();
+    process.nextTick(() => {
+      this.corked = false;
+      stream.uncork!();
+    });
   }
 
   private nextShard(exchange: string, topic: string): TopicKeys {
@@ -252,6 +339,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const cmd = this.commands();
     const [name, ...rest] = args as [string, ...(string | number)[]];
     const wanted = this.options.waitReplicas;
+    this.coalesceWrites(cmd);
     try {
       if (wanted === 0) return await cmd.call(name, rest);
       const results = await cmd.pipeline().call(name, ...rest).call('WAIT', wanted, this.options.waitTimeout).exec();

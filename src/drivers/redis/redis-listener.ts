@@ -40,7 +40,7 @@ export interface StreamSpec {
 export interface ListenerDeps {
   readonly options: ResolvedRedisOptions;
   readonly logger: Logger;
-  /** The driver's shared command connection (auto-pipelined). */
+  /** The driver's shared command connection. */
   commands(): RedisClient;
   /** A new connection for one blocking reader. */
   newReader(name: string): RedisClient;
@@ -72,6 +72,8 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
   private readonly inflight = new Map<string, RedisDelivery>();
   /** When each idle pool was last reported, by stream and pool. */
   private readonly idleReported = new Map<string, number>();
+  /** Entry ids acknowledged in this tick, by stream: sent as one XACK each at the end of the tick. */
+  private pendingAcks = new Map<string, string[]>();
   private roomWaiters: Array<() => void> = [];
   private stopped = false;
   private stopping?: Promise<void>;
@@ -156,12 +158,23 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
   ack(d: RedisDelivery): boolean {
     if (this.kind === 'rpc') return true; // read with NOACK: acknowledged on receipt
     this.settled(d);
-    const group = this.group;
-    const cmd = this.deps.commands();
     const spec = this.byKey.get(d.stream);
-    cmd.xack(d.stream, group, d.id).catch((err: unknown) => this.logger.warn('Could not acknowledge a notification (its lease will expire and it comes again)', { stream: d.stream, id: d.id, err: toMessagingError(err, 'XACK failed') }));
-    if (d.deliveries > 1 && spec) cmd.hdel(spec.topic.errors, `${d.stream} ${group} ${d.id}`).catch(() => undefined);
+    if (this.pendingAcks.size === 0) process.nextTick(() => this.flushAcks());
+    const ids = this.pendingAcks.get(d.stream);
+    if (ids) ids.push(d.id);
+    else this.pendingAcks.set(d.stream, [d.id]);
+    if (d.deliveries > 1 && spec) this.deps.commands().hdel(spec.topic.errors, `${d.stream} ${this.group} ${d.id}`).catch(() => undefined);
     return true;
+  }
+
+  /** One XACK per stream for the acks of this tick: a read of 64 handled at once costs one command, not 64. */
+  private flushAcks(): void {
+    const batches = this.pendingAcks;
+    this.pendingAcks = new Map();
+    const cmd = this.deps.commands();
+    for (const [stream, ids] of batches) {
+      cmd.xack(stream, this.group, ...ids).catch((err: unknown) => this.logger.warn('Could not acknowledge notifications (their leases will expire and they come again)', { stream, ids: ids.length, err: toMessagingError(err, 'XACK failed') }));
+    }
   }
 
   requeue(d: RedisDelivery, _generation: number, reason?: unknown): void {

@@ -37,14 +37,6 @@ end
 
 /** The scripts by command name: keys count and Lua source. */
 export const SCRIPTS = {
-  /** KEYS: reply list. ARGV: body, ttl ms. A reply list only lives while someone should read it. */
-  tidingsReply: {
-    numberOfKeys: 1,
-    lua: `redis.call('RPUSH', KEYS[1], ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1`,
-  },
-
   /**
    * KEYS: live-server hash. ARGV: now, body. Copies a fanout cast into every live server's inbox
    * (same hash tag as the hash); servers past their expiry are removed with their inbox.
