@@ -2,35 +2,17 @@
 // always throws dead-letters its notification with the handler's last error; the CLI lists it,
 // replays it to the pool that gave up on it, and purges.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CliIO } from '../../src/cli/common.js';
+import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/run-cli.js';
 import { getNotificationListener, getNotificationTransport, Notifier, Target, type Context, type Transport } from '../../src/index.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
-import { startKafkaMock, type KafkaTestBroker } from '../support/kafka-broker.js';
-import { RawKafka, SHORT_GROUP_QUERY } from '../support/kafka-raw.js';
+import { SHORT_GROUP_QUERY, useKafkaMock } from '../support/kafka-raw.js';
+import { captureIO } from '../support/cli-io.js';
 
-function captureIO(): CliIO & { lines: string[]; errors: string[] } {
-  const lines: string[] = [];
-  const errors: string[] = [];
-  return { lines, errors, out: async (line) => void lines.push(line), err: (line) => void errors.push(line), readInput: async () => '', outputClosed: new AbortController().signal, env: {} };
-}
 
 describe('Kafka dead letters through `tidings dead-letters`', () => {
-  let broker: KafkaTestBroker;
-  let raw: RawKafka;
-  const closers: Array<() => Promise<unknown>> = [];
-
-  beforeAll(async () => {
-    broker = await startKafkaMock({ brokers: 3 });
-    raw = new RawKafka(broker.brokers);
-  });
-
-  afterAll(async () => {
-    for (const close of closers.reverse()) await close().catch(() => undefined);
-    await raw?.close();
-    await broker?.stop();
-  });
+  const kafka = useKafkaMock();
+  const closers = kafka.closers;
 
   const cli = async (url: string, ...args: string[]): Promise<{ code: number; lines: string[]; errors: string[] }> => {
     const io = captureIO();
@@ -39,7 +21,7 @@ describe('Kafka dead letters through `tidings dead-letters`', () => {
   };
 
   it('a handler that always throws: listed with its last error, replayed to its pool only, purged', { timeout: 180_000 }, async () => {
-    const url = `${broker.url}/?${SHORT_GROUP_QUERY}&max_deliveries=2`;
+    const url = `${kafka.broker.url}/?${SHORT_GROUP_QUERY}&max_deliveries=2`;
     const topic = uniqueName('t');
     const address = `${topic}.info`;
     const t: Transport = await getNotificationTransport(url);
@@ -71,7 +53,7 @@ describe('Kafka dead letters through `tidings dead-letters`', () => {
       });
     }
     const notifier = new Notifier(t, { publisherId: 'billing.test', driver: 'messagingv2', topics: [topic] });
-    const dlq = await raw.collect(`${address}.dlq`, uniqueName('raw'));
+    const dlq = await kafka.raw.collect(`${address}.dlq`, uniqueName('raw'));
     const deadLetters = () => dlq.filter((r) => r.headers['x-tidings-removes'] === undefined);
 
     await notifier.info({}, 'invoice.created', { id: 1 });
@@ -115,7 +97,7 @@ describe('Kafka dead letters through `tidings dead-letters`', () => {
   });
 
   it('an address without dead letters lists none; replay and purge count zero', { timeout: 60_000 }, async () => {
-    const url = `${broker.url}/?${SHORT_GROUP_QUERY}`;
+    const url = `${kafka.broker.url}/?${SHORT_GROUP_QUERY}`;
     const address = `${uniqueName('t')}.error`;
     expect(await cli(url, 'list', '--address', address)).toEqual({ code: 0, lines: [], errors: [] });
     expect((await cli(url, 'replay', '--address', address)).lines).toEqual(['{"replayed":0}']);

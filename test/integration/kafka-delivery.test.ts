@@ -2,7 +2,7 @@
 // brokers): commits after the handler, requeue through the group's retry topic, dead letters
 // after maxDeliveries, malformed records committed past, per-key order, oslo's record format.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   createMemoryLogger,
   getNotificationListener,
@@ -14,28 +14,15 @@ import {
   type Transport,
 } from '../../src/index.js';
 import { deferred, uniqueName, waitFor } from '../../src/testing/wait.js';
-import { startKafkaMock, type KafkaTestBroker } from '../support/kafka-broker.js';
-import { RawKafka, SHORT_GROUP_QUERY } from '../support/kafka-raw.js';
+import { SHORT_GROUP_QUERY, useKafkaMock } from '../support/kafka-raw.js';
 
 type Started = { stop(): Promise<void>; wait(): Promise<void> };
 
 describe('Kafka driver delivery (librdkafka mock cluster)', () => {
-  let broker: KafkaTestBroker;
-  let raw: RawKafka;
-  const closers: Array<() => Promise<unknown>> = [];
+  const kafka = useKafkaMock();
+  const closers = kafka.closers;
 
-  beforeAll(async () => {
-    broker = await startKafkaMock({ brokers: 3 });
-    raw = new RawKafka(broker.brokers);
-  });
-
-  afterAll(async () => {
-    for (const close of closers.reverse()) await close().catch(() => undefined);
-    await raw?.close();
-    await broker?.stop();
-  });
-
-  const url = (query = '') => `${broker.url}/?${SHORT_GROUP_QUERY}&consumer_group=${uniqueName('g')}${query}`;
+  const url = (query = '') => `${kafka.broker.url}/?${SHORT_GROUP_QUERY}&consumer_group=${uniqueName('g')}${query}`;
   const transport = async (u: string, options: Parameters<typeof getNotificationTransport>[1] = {}): Promise<Transport> => {
     const t = await getNotificationTransport(u, options);
     closers.push(() => t.cleanup());
@@ -92,7 +79,7 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
     );
     await notifier(t, topic).info({}, 'ev', { id: 7 });
     await waitFor(() => deliveries.length === 2, { timeoutMs: 20_000, message: 'the requeued notification came back' });
-    const retried = await raw.collect(`${topic}.info.retry.${group}`, uniqueName('raw'));
+    const retried = await kafka.raw.collect(`${topic}.info.retry.${group}`, uniqueName('raw'));
     await waitFor(() => retried.length === 1, { timeoutMs: 20_000, message: 'one record on the retry topic' });
     expect(retried[0].headers).toMatchObject({ 'x-tidings-deliveries': '1', 'x-tidings-original-topic': `${topic}.info` });
     expect(deliveries).toEqual([7, 7]);
@@ -105,7 +92,7 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
     let deliveries = 0;
     await started(getNotificationListener(t, [new Target({ topic })], [{ info: () => (deliveries++, NotificationResult.REQUEUE) }], { allowRequeue: true }));
     await notifier(t, topic).info({}, 'poison', { id: 1 });
-    const dead = await raw.collect(`${topic}.info.dlq`, uniqueName('raw'));
+    const dead = await kafka.raw.collect(`${topic}.info.dlq`, uniqueName('raw'));
     await waitFor(() => dead.length === 1, { timeoutMs: 30_000, message: 'the dead letter' });
     expect(deliveries).toBe(3);
     expect(dead[0].headers).toMatchObject({ 'x-tidings-deliveries': '3', 'x-tidings-original-topic': `${topic}.info` });
@@ -125,7 +112,7 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
     const got: string[] = [];
     const endpoint = { info: (_c: Context, _p: unknown, event: string) => void got.push(event) };
     const l1 = await started(getNotificationListener(t1, [new Target({ topic })], [endpoint]));
-    await raw.publish(`${topic}.info`, [{ value: '{not json SECRET-BODY' }, { value: JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': '{"payload":"SECRET-BODY"}' }) }, { value: '' }]);
+    await kafka.raw.publish(`${topic}.info`, [{ value: '{not json SECRET-BODY' }, { value: JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': '{"payload":"SECRET-BODY"}' }) }, { value: '' }]);
     await notifier(t1, topic).info({}, 'good', {});
     await waitFor(() => got.length === 1, { timeoutMs: 20_000, message: 'the good one after the bad ones' });
     const warned = () => logger.records.filter((r) => r.level === 'warn' && /malformed/.test(r.msg)).length;
@@ -156,7 +143,7 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
     for (let i = 0; i < N; i++) await Promise.all(publishers.map((n) => n.info({}, 'ev', { i })));
     await waitFor(() => seen.length === 3 * N, { timeoutMs: 20_000, message: `${3 * N} notifications` });
     for (const p of ['p-a', 'p-b', 'p-c']) expect(seen.filter((s) => s.from === p).map((s) => s.i)).toEqual([...Array(N).keys()]);
-    const records = await raw.collect(`${topic}.info`, uniqueName('raw'));
+    const records = await kafka.raw.collect(`${topic}.info`, uniqueName('raw'));
     await waitFor(() => records.length === 3 * N, { timeoutMs: 20_000 });
     expect(new Set(records.map((r) => r.key))).toEqual(new Set(['p-a', 'p-b', 'p-c']));
     for (const p of ['p-a', 'p-b', 'p-c']) expect(new Set(records.filter((r) => r.key === p).map((r) => r.partition)).size).toBe(1);
@@ -167,7 +154,7 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
     const topic = uniqueName('t');
     const t = await transport(u);
     await notifier(t, topic).warn({ user: 'u1', request_id: 'r1' }, 'written', { a: 1 });
-    const records = await raw.collect(`${topic}.warn`, uniqueName('raw'));
+    const records = await kafka.raw.collect(`${topic}.warn`, uniqueName('raw'));
     await waitFor(() => records.length === 1, { timeoutMs: 20_000 });
     expect(records[0].key).toBeNull();
     expect(records[0].headers).toEqual({});
@@ -185,7 +172,7 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
     const value = JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify(oslo) });
     // A barrier on the same partition (same key), after the copy: once it is handled, so was the copy.
     const barrier = JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify({ ...oslo, message_id: randomUUID(), event_type: 'barrier' }) });
-    await raw.publish(`${topic}.warn`, [{ value, key: 'same-partition' }, { value, key: 'same-partition' }, { value: barrier, key: 'same-partition' }]);
+    await kafka.raw.publish(`${topic}.warn`, [{ value, key: 'same-partition' }, { value, key: 'same-partition' }, { value: barrier, key: 'same-partition' }]);
     await waitFor(() => got.length === 3, { timeoutMs: 20_000, message: 'the written one, the oslo one and the barrier' });
     expect(got.filter((g) => g.id === id)).toHaveLength(1);
     const fromOslo = got.find((g) => g.id === id)!;

@@ -2,33 +2,20 @@
 // conformance suite cannot see: calls join no consumer group, requests are committed on receipt,
 // and fanout needs no group (a stopped server leaves none behind). The mock has no ListGroups:
 // joins are counted on the transport's client adapter (tidings' seam, not kafkajs).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { getRpcClient, getRpcServer, getRpcTransport, Target, type Context, type Transport } from '../../src/index.js';
 import { deferred, uniqueName, waitFor } from '../../src/testing/wait.js';
 import type { KafkaClientAdapter } from '../../src/drivers/kafka/client.js';
 import { serverGroup } from '../../src/drivers/kafka/kafka-rpc.js';
-import { startKafkaMock, type KafkaTestBroker } from '../support/kafka-broker.js';
-import { RawKafka, SHORT_GROUP_QUERY } from '../support/kafka-raw.js';
+import { SHORT_GROUP_QUERY, useKafkaMock } from '../support/kafka-raw.js';
 
 type Started = { stop(): Promise<void>; wait(): Promise<void> };
 
 describe('Kafka RPC (librdkafka mock cluster)', () => {
-  let broker: KafkaTestBroker;
-  let raw: RawKafka;
-  const closers: Array<() => Promise<unknown>> = [];
+  const kafka = useKafkaMock();
+  const closers = kafka.closers;
 
-  beforeAll(async () => {
-    broker = await startKafkaMock({ brokers: 3 });
-    raw = new RawKafka(broker.brokers);
-  });
-
-  afterAll(async () => {
-    for (const close of closers.reverse()) await close().catch(() => undefined);
-    await raw?.close();
-    await broker?.stop();
-  });
-
-  const url = () => `${broker.url}/?${SHORT_GROUP_QUERY}&rpc_max_wait_ms=20`;
+  const url = () => `${kafka.broker.url}/?${SHORT_GROUP_QUERY}&rpc_max_wait_ms=20`;
   const transport = async (): Promise<Transport> => {
     const t = await getRpcTransport(url());
     closers.push(() => t.cleanup());
@@ -94,7 +81,7 @@ describe('Kafka RPC (librdkafka mock cluster)', () => {
     );
     await getRpcClient(await transport(), { topic }).cast({}, 'slow', {});
     await waitFor(() => running, { timeoutMs: 20_000, message: 'the handler started' });
-    const admin = raw.kafka.admin();
+    const admin = kafka.raw.kafka.admin();
     await admin.connect();
     try {
       const committed = async () => {
@@ -130,7 +117,7 @@ describe('Kafka RPC (librdkafka mock cluster)', () => {
     await fan.cast({}, 'fan', { n: 2 });
     await waitFor(() => got.s2.length === 2, { timeoutMs: 20_000, message: 'fanout 2 reached s2' });
     expect(got).toEqual({ s1: [1], s2: [1, 2] });
-    // No group was ever made for fanout: nothing of s1's stays in the broker.
+    // No group was ever made for fanout: nothing of s1's stays in the kafka.broker.
     expect(starts.groups.filter((g) => g.includes('_fanout'))).toEqual([]);
     expect(starts.readers).toEqual([[`${topic}_fanout`], [`${topic}_fanout`]]);
   });

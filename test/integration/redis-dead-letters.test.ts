@@ -3,7 +3,6 @@
 // lists it with consumer, deliveries and time, replays it to a listener, purges what is left.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CliIO } from '../../src/cli/common.js';
 import { runCli } from '../../src/cli/run-cli.js';
 import type { DeadLetter } from '../../src/driver/dead-letters.js';
 import { TopicKeys } from '../../src/drivers/redis/topology.js';
@@ -11,17 +10,13 @@ import { getNotificationListener, getNotificationTransport, Notifier, Notificati
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { requireRedis } from '../support/brokers.js';
 import { deleteRedisKeys, rawRedis } from '../support/redis-keys.js';
+import { captureIO } from '../support/cli-io.js';
 
 const PREFIX = `t-redisdl-${randomUUID().slice(0, 8)}`;
 const URL = `redis://127.0.0.1:6379/?key_prefix=${PREFIX}&lease_ms=300&sweep_interval_ms=100&max_deliveries=3`;
 const redis = rawRedis();
 const transports: Transport[] = [];
 
-function captureIO(): CliIO & { lines: string[]; errors: string[] } {
-  const lines: string[] = [];
-  const errors: string[] = [];
-  return { lines, errors, out: async (line) => void lines.push(line), err: (line) => void errors.push(line), readInput: async () => '', outputClosed: new AbortController().signal, env: {} };
-}
 
 async function cli(...args: string[]): Promise<string[]> {
   const io = captureIO();

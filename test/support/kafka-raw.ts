@@ -1,7 +1,9 @@
 // Raw kafkajs access to the Kafka test broker for tests: what a test publishes around tidings
 // (malformed records, oslo-format records) and reads behind its back (retry and dead-letter topics).
 import { Kafka, logLevel, type Consumer, type IHeaders, type Producer } from 'kafkajs';
+import { afterAll, beforeAll } from 'vitest';
 import { waitFor } from '../../src/testing/wait.js';
+import { startKafkaMock, type KafkaTestBroker } from './kafka-broker.js';
 
 /** A consumed record with its value and headers as strings. */
 export interface RawKafkaRecord {
@@ -61,3 +63,37 @@ export class RawKafka {
 
 /** Query options that keep group joins and rebalances short on the mock (it waits about sessionTimeout - 1 s). */
 export const SHORT_GROUP_QUERY = 'session_timeout_ms=6000&heartbeat_interval_ms=500&rebalance_timeout_ms=10000&kafka_consumer_timeout=0.2&commit_interval_ms=50';
+
+/** A file's Kafka test broker (3 brokers) and raw client, started before its tests; `closers` run first, in reverse, after them. */
+export interface KafkaMockFixture {
+  readonly broker: KafkaTestBroker;
+  readonly raw: RawKafka;
+  readonly closers: Array<() => Promise<unknown>>;
+}
+
+/** Starts the mock cluster in beforeAll and stops everything in afterAll. */
+export function useKafkaMock(): KafkaMockFixture {
+  let broker: KafkaTestBroker | undefined;
+  let raw: RawKafka | undefined;
+  const closers: Array<() => Promise<unknown>> = [];
+  beforeAll(async () => {
+    broker = await startKafkaMock({ brokers: 3 });
+    raw = new RawKafka(broker.brokers);
+  });
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close().catch(() => undefined);
+    await raw?.close();
+    await broker?.stop();
+  });
+  return {
+    get broker() {
+      if (!broker) throw new Error('the Kafka test broker is not started yet (use it inside a test)');
+      return broker;
+    },
+    get raw() {
+      if (!raw) throw new Error('the Kafka test broker is not started yet (use it inside a test)');
+      return raw;
+    },
+    closers,
+  };
+}

@@ -6,6 +6,7 @@ import { createServer, connect as netConnect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
+import { keySlot } from '../../src/drivers/redis/topology.js';
 import { runProcess } from './process.js';
 
 /** The binaries; override with TIDINGS_REDIS_SERVER / TIDINGS_REDIS_CLI. */
@@ -502,28 +503,8 @@ async function allStarted<T extends RedisServer>(started: RedisServer[], n: numb
 
 // --- Cluster -----------------------------------------------------------------------------------
 
-const CRC16_TABLE = (() => {
-  const table = new Uint16Array(256);
-  for (let i = 0; i < 256; i++) {
-    let crc = i << 8;
-    for (let b = 0; b < 8; b++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-    table[i] = crc;
-  }
-  return table;
-})();
-
-/** The Cluster slot of `key` (CRC16/XMODEM of the key or its `{hash tag}`, mod 16384), as CLUSTER KEYSLOT computes it. */
-export function keyslot(key: string): number {
-  let bytes = Buffer.from(key);
-  const open = bytes.indexOf('{');
-  if (open >= 0) {
-    const close = bytes.indexOf('}', open + 1);
-    if (close > open + 1) bytes = bytes.subarray(open + 1, close);
-  }
-  let crc = 0;
-  for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ byte) & 0xff];
-  return crc % 16384;
-}
+/** The Cluster slot of `key`, as CLUSTER KEYSLOT computes it: the driver's own function, checked against Redis by the self-test. */
+export const keyslot = keySlot;
 
 /** One node as CLUSTER NODES describes it. */
 export interface ClusterNodeInfo {

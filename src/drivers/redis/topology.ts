@@ -38,6 +38,16 @@ export function tagSlot(tag: string): number {
   return crc % SLOTS;
 }
 
+/** The Cluster slot of a key: that of its `{hash tag}` when it has a non-empty one, else of the whole key (CLUSTER KEYSLOT). */
+export function keySlot(key: string): number {
+  const open = key.indexOf('{');
+  if (open >= 0) {
+    const close = key.indexOf('}', open + 1);
+    if (close > open + 1) return tagSlot(key.slice(open + 1, close));
+  }
+  return tagSlot(key);
+}
+
 /** Above this many shards the tags are not placed on the slot ring (the search would cost more than it gives). */
 const PLACED_SHARDS_MAX = 64;
 

@@ -3,25 +3,12 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../../src/cli/run-cli.js';
-import type { CliIO } from '../../../src/cli/common.js';
 import type { DriverInit } from '../../../src/driver/base-driver.js';
 import type { DeadLetter, DeadLetterQuery, DeadLetterStore } from '../../../src/driver/dead-letters.js';
 import { MemoryDriver } from '../../../src/drivers/memory/index.js';
 import { registerDriver } from '../../../src/transport.js';
+import { captureIO } from '../../support/cli-io.js';
 
-function captureIO(): CliIO & { lines: string[]; errors: string[] } {
-  const lines: string[] = [];
-  const errors: string[] = [];
-  return {
-    lines,
-    errors,
-    out: async (line) => void lines.push(line),
-    err: (line) => void errors.push(line),
-    readInput: async () => '',
-    outputClosed: new AbortController().signal,
-    env: {},
-  };
-}
 
 const LETTER: DeadLetter = { id: '1-0', address: 'notifications.info', pool: 'billing', body: '{"x":1}', error: 'boom', consumer: 'c1', deadAt: '2026-11-23T00:00:00.000Z', deliveries: 5 };
 
