@@ -27,8 +27,8 @@ const SCHEME = /^[a-z][a-z0-9.-]*$/;
  * forking tidings. `load` runs lazily, on the first transport of the scheme, so a broker library
  * is only imported by processes that use it: pass `() => import('./my-driver.js')`.
  *
- * The built-in schemes (memory, rabbit, amqp, amqps, kombu, redis, rediss) are registered the same
- * way. A scheme tidings plans but does not ship yet (kafka) is free to register.
+ * The built-in schemes (memory, rabbit, amqp, amqps, kombu, redis, rediss, kafka) are registered
+ * the same way.
  *
  * @throws InvalidArgument when `scheme` is not a lower-case URL scheme without `+`, when `load`
  * is not a function, or when the scheme already has a driver and `options.replace` is not true.

@@ -24,7 +24,7 @@ export const EXIT = Object.freeze({
   OK: 0,
   /** Anything else: the broker refused, a connection failed, an unexpected error. */
   FAILURE: 1,
-  /** Bad input: unknown option, bad JSON, missing --topic, bad URL or a scheme this version does not ship. Nothing was sent. */
+  /** Bad input: unknown option, bad JSON, missing --topic, bad URL or a scheme no driver is registered for. Nothing was sent. */
   USAGE: 2,
   /** A call got no reply in time, or `listen --count` did not see enough notifications. */
   TIMEOUT: 3,

@@ -28,7 +28,7 @@ rabbit://guest:guest@127.0.0.1:5672/ to talk to other processes.
 A JSON argument given as - is read from stdin.
 
 Exit status: 0 ok (also when the reader of stdout goes away, as with | head), 1 failure,
-2 bad input (including a URL scheme this version does not ship), 3 timeout, 4 remote error.`;
+2 bad input (including a URL scheme no driver is registered for), 3 timeout, 4 remote error.`;
 
 /** The package's version, from the package.json above the built tree (dist/cli/ or src/cli/). */
 export function packageVersion(): string {

@@ -1,6 +1,6 @@
 // The `tidings` binary as installed from the packed tarball (npm pack), with only its runtime
 // dependency next to it: --version reads the package's own package.json, and a broker library
-// that is not installed is a failure (exit 1), unlike a scheme this version does not ship (exit 2).
+// that is not installed is a failure (exit 1), unlike a scheme no driver is registered for (exit 2).
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
