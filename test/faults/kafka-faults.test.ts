@@ -1,7 +1,7 @@
 // Faults of the Kafka driver on the Kafka test broker (librdkafka's mock cluster): a pool member
 // SIGKILLed mid-stream (its partitions go to the other member from the last commit), and the
 // broker process killed and restarted (clients reconnect, the listener goes on).
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,30 +10,10 @@ import { getNotificationListener, getNotificationTransport, Notifier, Target, ty
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { externalKafkaBrokers, startKafkaMock, type KafkaTestBroker } from '../support/kafka-broker.js';
 import { RawKafka, SHORT_GROUP_QUERY } from '../support/kafka-raw.js';
+import { spawnMember } from './support/member-child.js';
 
 const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'kafka-pool-member.ts');
 
-/** The fixture child: its stdout JSON lines as events. */
-function spawnMember(config: Record<string, unknown>): { child: ChildProcessWithoutNullStreams; events: Array<Record<string, unknown>>; state(): string } {
-  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'pipe'] });
-  const events: Array<Record<string, unknown>> = [];
-  let buf = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    buf += chunk;
-    for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
-      const line = buf.slice(0, nl);
-      buf = buf.slice(nl + 1);
-      try {
-        events.push(JSON.parse(line));
-      } catch {
-        stderr += `[stdout] ${line}\n`;
-      }
-    }
-  });
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  return { child, events, state: () => `child exit=${child.exitCode} signal=${child.signalCode}; stderr:\n${stderr.slice(-3000)}` };
-}
 
 /** A notification record in oslo's Kafka format (the envelope with a nested `_context`). */
 function osloRecord(payload: unknown): string {
@@ -71,7 +51,7 @@ describe('Kafka faults (librdkafka mock cluster)', () => {
     const url = `${broker.url}/?${SHORT_GROUP_QUERY}`;
     // Four partitions, so that both members own some.
     await broker.createTopic({ name: `${topic}.info`, partitions: 4 });
-    const member = spawnMember({ url, topic, pool });
+    const member = spawnMember(FIXTURE, { url, topic, pool });
     children.push(member.child);
     await waitFor(() => member.events.some((e) => e.event === 'ready'), { timeoutMs: 60_000, message: `the pool-member child to start (${member.state()})` });
 

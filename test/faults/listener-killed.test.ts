@@ -1,6 +1,6 @@
 // Fault: a pool member killed (SIGKILL) while it holds unacknowledged notifications; the
 // broker hands them to the other member of the pool.
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +8,7 @@ import { getNotificationListener, getNotificationTransport, Notifier, Notificati
 import { deleteQueues, notificationQueues } from '../interop/support/amqp-admin.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
+import { spawnMember } from './support/member-child.js';
 
 const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'pool-member.ts');
 const N = 25;
@@ -17,8 +18,6 @@ describe('fault: a pool member dies holding unacknowledged notifications', () =>
   const pool = uniqueName('pool');
   let transport: Transport;
   let child: ChildProcessWithoutNullStreams | undefined;
-  const childEvents: Array<Record<string, unknown>> = [];
-  let childStderr = '';
 
   beforeAll(async () => {
     await requireRabbitMQ();
@@ -32,22 +31,10 @@ describe('fault: a pool member dies holding unacknowledged notifications', () =>
   }, 60_000);
 
   it('another member of the pool receives every message the killed member held', async () => {
-    child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, JSON.stringify({ url: RABBIT_URL, topic, pool })], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let buf = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      buf += chunk;
-      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        try {
-          childEvents.push(JSON.parse(line));
-        } catch {
-          childStderr += `[stdout] ${line}\n`;
-        }
-      }
-    });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => (childStderr += c));
-    const childState = () => `child exit=${child?.exitCode} signal=${child?.signalCode}; stderr:\n${childStderr.slice(-3000)}`;
+    const spawned = spawnMember(FIXTURE, { url: RABBIT_URL, topic, pool });
+    child = spawned.child;
+    const childEvents = spawned.events;
+    const childState = spawned.state;
 
     await waitFor(() => childEvents.some((e) => e.event === 'ready'), { timeoutMs: 60_000, message: `the pool-member child to start (${childState()})` });
 

@@ -1,13 +1,14 @@
 // Fault on Redis: a pool member SIGKILLed while it holds leased notifications (a child process
 // whose handlers never return); the surviving member claims every one once the lease runs out.
 // Runs against its own redis-server, never the shared 127.0.0.1:6379.
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getNotificationListener, getNotificationTransport, Notifier, NotificationResult, Target, type Transport } from '../../src/index.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { redisCommand, startRedisServer, type RedisServer } from '../support/redis-servers.js';
+import { spawnMember } from './support/member-child.js';
 
 const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'pool-member.ts');
 const N = 25;
@@ -20,8 +21,6 @@ describe('fault (redis): a pool member dies holding leased notifications', () =>
   let url: string;
   let transport: Transport | undefined;
   let child: ChildProcessWithoutNullStreams | undefined;
-  const childEvents: Array<Record<string, unknown>> = [];
-  let childStderr = '';
 
   beforeAll(async () => {
     server = await startRedisServer();
@@ -36,22 +35,10 @@ describe('fault (redis): a pool member dies holding leased notifications', () =>
   }, 60_000);
 
   it('another member of the pool claims every message the killed member held, none lost', async () => {
-    child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, JSON.stringify({ url, topic, pool })], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let buf = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      buf += chunk;
-      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        try {
-          childEvents.push(JSON.parse(line));
-        } catch {
-          childStderr += `[stdout] ${line}\n`;
-        }
-      }
-    });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => (childStderr += c));
-    const childState = () => `child exit=${child?.exitCode} signal=${child?.signalCode}; stderr:\n${childStderr.slice(-3000)}`;
+    const spawned = spawnMember(FIXTURE, { url, topic, pool });
+    child = spawned.child;
+    const childEvents = spawned.events;
+    const childState = spawned.state;
     await waitFor(() => childEvents.some((e) => e.event === 'ready'), { timeoutMs: 60_000, message: `the pool-member child to start (${childState()})` });
 
     const notifier = new Notifier(transport!, { publisherId: 'faults.kill', driver: 'messagingv2', topics: [topic] });
