@@ -179,14 +179,7 @@ function withRawRpc(ctx: BenchContext, run: (rpc: RawRpc) => Promise<Measurement
         const popped = await serverIn.blmpop(0, 1, requests, 'RIGHT', 'COUNT', SERVER_BATCH);
         if (!popped) return;
         // Replies to one caller go out in one LPUSH, waking its reader once per batch.
-        const byCaller = new Map<string, string[]>();
-        for (const text of popped[1]) {
-          const req = JSON.parse(text) as { id: string; replyTo: string; args: unknown };
-          const reply = JSON.stringify({ id: req.id, result: req.args });
-          const texts = byCaller.get(req.replyTo);
-          if (texts) texts.push(reply);
-          else byCaller.set(req.replyTo, [reply]);
-        }
+        const byCaller = echoRepliesByCaller(popped[1]);
         const pipe = serverOut.pipeline();
         for (const [to, texts] of byCaller) pipe.lpush(to, ...texts).pexpire(to, REPLY_TTL_MS);
         pipe.exec().catch(fail);
@@ -300,3 +293,16 @@ export const baselines: BaselineSet = {
   'consume-pooled': rawConsume(2, 'pooled'),
   'consume-batch': rawConsume(1, 'batch'),
 };
+
+/** The echo server's replies to a batch of requests (`{id, replyTo, args}`), grouped by the caller's reply key. */
+export function echoRepliesByCaller(requests: readonly string[]): Map<string, string[]> {
+  const byCaller = new Map<string, string[]>();
+  for (const text of requests) {
+    const req = JSON.parse(text) as { id: string; replyTo: string; args: unknown };
+    const reply = JSON.stringify({ id: req.id, result: req.args });
+    const texts = byCaller.get(req.replyTo);
+    if (texts) texts.push(reply);
+    else byCaller.set(req.replyTo, [reply]);
+  }
+  return byCaller;
+}

@@ -14,7 +14,7 @@ import type { Redis } from 'ioredis';
 import { TransportURL } from '../src/index.js';
 import type { BenchContext, Measurement } from './harness.js';
 import { percentile } from './harness.js';
-import { blockingLoop, withRedis } from './raw-redis.js';
+import { blockingLoop, echoRepliesByCaller, withRedis } from './raw-redis.js';
 import { CONCURRENCY, PAYLOAD_TEXT, keepInFlight } from './scenarios.js';
 
 const ROUTES = ['list', 'stream', 'pubsub'] as const;
@@ -58,14 +58,7 @@ function withRoute(ctx: BenchContext, route: Route, body: (call: (i: number) => 
       async () => {
         const popped = await serverIn.blmpop(0, 1, requests, 'RIGHT', 'COUNT', BATCH);
         if (!popped) return;
-        const byCaller = new Map<string, string[]>();
-        for (const text of popped[1]) {
-          const req = JSON.parse(text) as { id: string; replyTo: string; args: unknown };
-          const reply = JSON.stringify({ id: req.id, result: req.args });
-          const texts = byCaller.get(req.replyTo);
-          if (texts) texts.push(reply);
-          else byCaller.set(req.replyTo, [reply]);
-        }
+        const byCaller = echoRepliesByCaller(popped[1]);
         const pipe = serverOut.pipeline();
         for (const [to, texts] of byCaller) sendReplies(pipe, to, texts);
         pipe.exec().catch(fail);
