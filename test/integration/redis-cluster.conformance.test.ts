@@ -7,7 +7,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { runConformanceSuite } from 'tidings/testing';
 
-import type { IncomingMessage } from '../../src/driver/incoming-message.js';
 import type { RedisDriver } from '../../src/drivers/redis/index.js';
 import { replyKey, topicShards } from '../../src/drivers/redis/topology.js';
 import { getRpcClient } from '../../src/rpc/client.js';
@@ -15,11 +14,10 @@ import { getRpcServer } from '../../src/rpc/server.js';
 import { Target } from '../../src/target.js';
 import { getNotificationTransport, getRpcTransport, type Transport } from '../../src/transport.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
-import { streamFor } from '../support/redis-keys.js';
+import { countDeliveries, streamFor } from '../support/redis-keys.js';
 import { keyslot, redisCommand, redisCommands, startRedisCluster, type RedisCluster } from '../support/redis-servers.js';
 
 const body = (id: number) => ({ message_id: `m${id}`, publisher_id: 'p', event_type: 'ev', priority: 'INFO', timestamp: 't', payload: { id } });
-const idOf = (m: IncomingMessage) => (m as unknown as { notification: { payload: { id: number } } }).notification.payload.id;
 
 const PREFIX = `tconf-rcluster-${randomUUID().slice(0, 8)}`;
 let cluster: RedisCluster | undefined;
@@ -92,15 +90,7 @@ describe('redis cluster: ?shards=3 spreads a hot topic over every master', () =>
 
     const listenerT = await getNotificationTransport(url);
     transports.push(listenerT);
-    const seen = new Map<number, number>();
-    const l = await (listenerT.driver as RedisDriver).listenForNotifications([[new Target({ topic }), 'info']], {});
-    l.start(async (ms) => {
-      for (const m of ms) {
-        const id = idOf(m);
-        seen.set(id, (seen.get(id) ?? 0) + 1);
-        await m.acknowledge();
-      }
-    });
+    const { listener: l, counts: seen } = await countDeliveries(listenerT.driver, topic);
     await waitFor(() => seen.size === total, { timeoutMs: 30_000, message: `all ${total} notifications from three shards` });
     // A little longer for a duplicate to show up, bounded by the acknowledgements reaching Redis.
     await waitFor(async () => {

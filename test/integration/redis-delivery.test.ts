@@ -14,7 +14,7 @@ import { getRpcClient } from '../../src/rpc/client.js';
 import { getRpcServer } from '../../src/rpc/server.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { requireRedis } from '../support/brokers.js';
-import { deleteRedisKeys, rawRedis, xaddRaw } from '../support/redis-keys.js';
+import { deleteRedisKeys, idOf, rawRedis, xaddRaw } from '../support/redis-keys.js';
 
 const PREFIX = `t-redisdel-${randomUUID().slice(0, 8)}`;
 const transports: Transport[] = [];
@@ -27,7 +27,6 @@ async function driver(options: Record<string, unknown> = {}, logger: MemoryLogge
 }
 
 const body = (id: number) => ({ message_id: `m${id}`, publisher_id: 'p', event_type: 'ev', priority: 'INFO', timestamp: 't', payload: { id } });
-const idOf = (m: IncomingMessage) => (m as unknown as { notification: { payload: { id: number } } }).notification.payload.id;
 
 function listen(d: RedisDriver, topic: string, pool: string | undefined, onMessage: (m: IncomingMessage) => void | Promise<void>): Promise<Listener<IncomingMessage>> {
   return d.listenForNotifications([[new Target({ topic }), 'info']], { pool }).then((l) => {

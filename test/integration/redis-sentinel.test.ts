@@ -3,7 +3,6 @@
 // follows the failover; every notification whose send resolved is delivered, none twice.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { IncomingMessage } from '../../src/driver/incoming-message.js';
 import type { RedisDriver } from '../../src/drivers/redis/index.js';
 import { MessagingError } from '../../src/errors.js';
 import { getRpcClient } from '../../src/rpc/client.js';
@@ -11,6 +10,7 @@ import { getRpcServer } from '../../src/rpc/server.js';
 import { Target } from '../../src/target.js';
 import { getNotificationTransport, getRpcTransport, type Transport } from '../../src/transport.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
+import { countDeliveries } from '../support/redis-keys.js';
 import { redisInfo, startRedisSentinel, type RedisSentinelGroup } from '../support/redis-servers.js';
 
 const PREFIX = `t-rsent-${randomUUID().slice(0, 8)}`;
@@ -19,7 +19,6 @@ const IN_FLIGHT = 32;
 const KILL_AT = TOTAL / 2;
 
 const body = (id: number) => ({ message_id: `m${id}`, publisher_id: 'p', event_type: 'ev', priority: 'INFO', timestamp: 't', payload: { id } });
-const idOf = (m: IncomingMessage) => (m as unknown as { notification: { payload: { id: number } } }).notification.payload.id;
 
 let group: RedisSentinelGroup;
 const transports: Transport[] = [];
@@ -43,15 +42,7 @@ describe('redis sentinel', () => {
 
     const listenerT = await getNotificationTransport(url);
     transports.push(listenerT);
-    const handled = new Map<number, number>();
-    const listener = await (listenerT.driver as RedisDriver).listenForNotifications([[new Target({ topic }), 'info']], {});
-    listener.start(async (ms) => {
-      for (const m of ms) {
-        const id = idOf(m);
-        handled.set(id, (handled.get(id) ?? 0) + 1);
-        await m.acknowledge();
-      }
-    });
+    const { listener: listener, counts: handled } = await countDeliveries(listenerT.driver, topic);
 
     const notifierT = await getNotificationTransport(url);
     transports.push(notifierT);

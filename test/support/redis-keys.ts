@@ -1,7 +1,11 @@
 // Raw Redis access for integration tests: delete a run's keys by prefix (SCAN MATCH + UNLINK,
 // never FLUSHDB on the shared server) and write raw stream entries that bypass tidings.
 import { Redis } from 'ioredis';
+import type { IncomingMessage } from '../../src/driver/incoming-message.js';
+import type { Listener } from '../../src/driver/listener.js';
+import type { BaseDriver } from '../../src/driver/base-driver.js';
 import { isPriority } from '../../src/driver/types.js';
+import { Target } from '../../src/target.js';
 import { keyPattern, replyKey, TopicKeys } from '../../src/drivers/redis/topology.js';
 
 /** A plain client on the test Redis (127.0.0.1:6379); the caller quits it. */
@@ -61,4 +65,21 @@ export async function publishRawToRedis(prefix: string, exchange: string, routin
     return;
   }
   await xaddRaw(streamFor(prefix, exchange, routingKey), { b: body });
+}
+
+/** The `id` of a test notification's payload (`{ id }`). */
+export const idOf = (m: IncomingMessage): number => (m as unknown as { notification: { payload: { id: number } } }).notification.payload.id;
+
+/** An un-pooled listener of `<topic>.info` that acknowledges everything and counts deliveries per payload id. */
+export async function countDeliveries(driver: BaseDriver, topic: string): Promise<{ listener: Listener<IncomingMessage>; counts: Map<number, number> }> {
+  const counts = new Map<number, number>();
+  const listener = await driver.listenForNotifications([[new Target({ topic }), 'info']], {});
+  listener.start(async (ms) => {
+    for (const m of ms) {
+      const id = idOf(m);
+      counts.set(id, (counts.get(id) ?? 0) + 1);
+      await m.acknowledge();
+    }
+  });
+  return { listener, counts };
 }
