@@ -2,20 +2,18 @@
 // that always throws sends its notification to the dead letters after max_deliveries; the CLI
 // lists it with consumer, deliveries and time, replays it to a listener, purges what is left.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/run-cli.js';
 import type { DeadLetter } from '../../src/driver/dead-letters.js';
 import { TopicKeys } from '../../src/drivers/redis/topology.js';
 import { getNotificationListener, getNotificationTransport, Notifier, NotificationResult, Target, type NotificationListener, type Transport } from '../../src/index.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
-import { requireRedis } from '../support/brokers.js';
-import { deleteRedisKeys, rawRedis } from '../support/redis-keys.js';
+import { useRedisTestKeys } from '../support/redis-keys.js';
 import { captureIO } from '../support/cli-io.js';
 
 const PREFIX = `t-redisdl-${randomUUID().slice(0, 8)}`;
 const URL = `redis://127.0.0.1:6379/?key_prefix=${PREFIX}&lease_ms=300&sweep_interval_ms=100&max_deliveries=3`;
-const redis = rawRedis();
-const transports: Transport[] = [];
+const { redis, transports } = useRedisTestKeys(PREFIX);
 
 
 async function cli(...args: string[]): Promise<string[]> {
@@ -31,15 +29,6 @@ async function transport(): Promise<Transport> {
   return t;
 }
 
-beforeAll(async () => {
-  await requireRedis();
-});
-
-afterAll(async () => {
-  await Promise.all(transports.map((t) => t.cleanup()));
-  redis.disconnect();
-  await deleteRedisKeys(PREFIX);
-});
 
 describe('tidings dead-letters on Redis', () => {
   it('lists a notification that failed max_deliveries times, replays it to a listener, purges the rest', async () => {

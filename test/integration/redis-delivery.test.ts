@@ -2,23 +2,21 @@
 // extended while a handler runs, dead letters after maxDeliveries, malformed entries dead-lettered
 // while the listener goes on, trimming that never drops a pending entry, reply lists with a TTL.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { IncomingMessage } from '../../src/driver/incoming-message.js';
 import type { Listener } from '../../src/driver/listener.js';
 import { TopicKeys, poolGroup, replyKey } from '../../src/drivers/redis/topology.js';
 import type { RedisDriver } from '../../src/drivers/redis/index.js';
 import { createMemoryLogger, type MemoryLogger } from '../../src/logger.js';
 import { Target } from '../../src/target.js';
-import { getNotificationTransport, getRpcTransport, type Transport } from '../../src/transport.js';
+import { getNotificationTransport, getRpcTransport } from '../../src/transport.js';
 import { getRpcClient } from '../../src/rpc/client.js';
 import { getRpcServer } from '../../src/rpc/server.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
-import { requireRedis } from '../support/brokers.js';
-import { deleteRedisKeys, idOf, rawRedis, xaddRaw } from '../support/redis-keys.js';
+import { idOf, useRedisTestKeys, xaddRaw } from '../support/redis-keys.js';
 
 const PREFIX = `t-redisdel-${randomUUID().slice(0, 8)}`;
-const transports: Transport[] = [];
-const redis = rawRedis();
+const { redis, transports } = useRedisTestKeys(PREFIX);
 
 async function driver(options: Record<string, unknown> = {}, logger: MemoryLogger = createMemoryLogger()): Promise<RedisDriver> {
   const t = await getNotificationTransport(`redis://127.0.0.1:6379/?key_prefix=${PREFIX}`, { logger, driverOptions: options });
@@ -39,15 +37,6 @@ function listen(d: RedisDriver, topic: string, pool: string | undefined, onMessa
 
 const FAST = { leaseMs: 300, sweepInterval: 100 };
 
-beforeAll(async () => {
-  await requireRedis();
-});
-
-afterAll(async () => {
-  await Promise.all(transports.map((t) => t.cleanup()));
-  redis.disconnect();
-  await deleteRedisKeys(PREFIX);
-});
 
 describe('redis delivery', () => {
   it('a consumer that stopped acknowledging loses its lease; a live member of the pool claims the message', async () => {

@@ -1,6 +1,9 @@
 // Raw Redis access for integration tests: delete a run's keys by prefix (SCAN MATCH + UNLINK,
 // never FLUSHDB on the shared server) and write raw stream entries that bypass tidings.
 import { Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
+import type { Transport } from '../../src/transport.js';
+import { requireRedis } from './brokers.js';
 import type { IncomingMessage } from '../../src/driver/incoming-message.js';
 import type { Listener } from '../../src/driver/listener.js';
 import type { BaseDriver } from '../../src/driver/base-driver.js';
@@ -82,4 +85,22 @@ export async function countDeliveries(driver: BaseDriver, topic: string): Promis
     }
   });
   return { listener, counts };
+}
+
+/**
+ * A test file's hold on the shared Redis: fails the file when Redis is down, and afterwards cleans
+ * up the transports it pushed, closes the raw client and deletes every key under `prefix`.
+ */
+export function useRedisTestKeys(prefix: string): { redis: Redis; transports: Transport[] } {
+  const redis = rawRedis();
+  const transports: Transport[] = [];
+  beforeAll(async () => {
+    await requireRedis();
+  });
+  afterAll(async () => {
+    await Promise.all(transports.map((t) => t.cleanup()));
+    redis.disconnect();
+    await deleteRedisKeys(prefix);
+  });
+  return { redis, transports };
 }
