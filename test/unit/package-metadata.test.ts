@@ -32,6 +32,8 @@ const BROKERS: Record<string, { peer?: string; alternatives?: string[]; name: st
 
 /** tidings/testing registers vitest tests: only users of that export need vitest. */
 const TEST_KIT_PEER = 'vitest';
+/** OpenTelemetry tracing and metrics are loaded only when a user turns instrumentation on. */
+const INSTRUMENTATION_PEER = '@opentelemetry/api';
 
 const shipped = TRANSPORT_SCHEMES.map((s) => BROKERS[s]!);
 const shippedNames = new Set(shipped.map((b) => b.name));
@@ -42,8 +44,8 @@ describe('package.json claims what src/transport.ts can load', () => {
     for (const scheme of TRANSPORT_SCHEMES) expect(BROKERS, `scheme ${scheme}`).toHaveProperty([scheme]);
   });
 
-  it('has exactly the broker libraries of the shipped drivers and the test kit\'s runner as optional peers, each also a devDependency', () => {
-    const peers = [...shippedPeers, TEST_KIT_PEER].sort();
+  it('has exactly the broker libraries of the shipped drivers, the test kit\'s runner and the OpenTelemetry API as optional peers, each also a devDependency', () => {
+    const peers = [...shippedPeers, TEST_KIT_PEER, INSTRUMENTATION_PEER].sort();
     expect(Object.keys(pkg.peerDependencies ?? {}).sort()).toEqual(peers);
     expect(Object.keys(pkg.peerDependenciesMeta ?? {}).sort()).toEqual(peers);
     for (const peer of peers) {
