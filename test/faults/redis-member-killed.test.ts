@@ -1,16 +1,18 @@
-// Fault on Redis: a pool member SIGKILLed while it holds leased notifications (a child process
+// Faults on Redis: a pool member SIGKILLed while it holds leased notifications (a child process
 // whose handlers never return); the surviving member claims every one once the lease runs out.
+// And an RPC server SIGKILLed: a live server of its topic removes the dead one's own stream.
 // Runs against its own redis-server, never the shared 127.0.0.1:6379.
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getNotificationListener, getNotificationTransport, Notifier, NotificationResult, Target, type Transport } from '../../src/index.js';
+import { getNotificationListener, getNotificationTransport, getRpcClient, getRpcServer, getRpcTransport, Notifier, NotificationResult, Target, type Transport } from '../../src/index.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { redisCommand, startRedisServer, type RedisServer } from '../support/redis-servers.js';
 import { spawnMember } from './support/member-child.js';
 
-const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'pool-member.ts');
+const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), 'fixtures');
+const FIXTURE = join(FIXTURES, 'pool-member.ts');
 const N = 25;
 const LEASE_MS = 1000;
 
@@ -80,6 +82,61 @@ describe('fault (redis): a pool member dies holding leased notifications', () =>
     } finally {
       await member.stop();
       await member.wait();
+    }
+  }, 120_000);
+});
+
+describe('fault (redis): an RPC server dies without leaving', () => {
+  const topic = uniqueName('t-rpc-kill');
+  const dead = uniqueName('pod');
+  let server: RedisServer;
+  let url: string;
+  let transport: Transport | undefined;
+  let child: ChildProcessWithoutNullStreams | undefined;
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    url = `${server.url}?server_ttl_ms=300&consumer_ttl_ms=300&sweep_interval_ms=100`;
+    transport = await getRpcTransport(url);
+  });
+
+  afterAll(async () => {
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await transport?.cleanup();
+    await server?.stop();
+  }, 60_000);
+
+  const keys = async (pattern: string) => (await redisCommand(server.endpoint, ['KEYS', pattern])) as string[];
+
+  it('a live server of the topic removes the dead server\'s own stream (with what nobody read) and its fanout inbox', async () => {
+    const spawned = spawnMember(join(FIXTURES, 'rpc-server.ts'), { url, topic, server: dead });
+    child = spawned.child;
+    await waitFor(() => spawned.events.some((e) => e.event === 'ready'), { timeoutMs: 60_000, message: `the rpc-server child to start (${spawned.state()})` });
+    const survivor = getRpcServer(transport!, new Target({ topic, server: 'survivor' }), [{ echo: (_ctx: unknown, args: unknown) => args }]);
+    await survivor.start();
+    try {
+      const client = getRpcClient(transport!, { topic, server: dead }, { timeout: 10_000 });
+      expect(await client.call({}, 'echo', { hello: 1 })).toEqual({ hello: 1 });
+      const deadStream = await keys(`*:rpc:${topic}.${dead}`);
+      expect(deadStream).toHaveLength(1);
+      const inboxesBefore = await keys(`*${topic}*:fanout:*`);
+      expect(inboxesBefore).toHaveLength(2);
+
+      const exited = new Promise((r) => child!.once('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+      // A cast nobody will read lands in the dead server's stream; it goes with the stream.
+      await client.cast({}, 'echo', { unread: true });
+      expect(Number(await redisCommand(server.endpoint, ['XLEN', deadStream[0]!]))).toBeGreaterThan(0);
+
+      await waitFor(async () => (await keys(`*:rpc:${topic}.${dead}`)).length === 0, { timeoutMs: 20_000, message: `the dead server's stream ${deadStream[0]} to be removed` });
+      await waitFor(async () => (await keys(`*${topic}*:fanout:*`)).length === 1, { timeoutMs: 20_000, message: 'the dead server\'s fanout inbox to be removed' });
+      // The live server keeps its own stream and still answers.
+      expect(await keys(`*:rpc:${topic}.survivor`)).toHaveLength(1);
+      expect(await getRpcClient(transport!, { topic, server: 'survivor' }, { timeout: 10_000 }).call({}, 'echo', { still: 'here' })).toEqual({ still: 'here' });
+    } finally {
+      await survivor.stop();
+      await survivor.wait();
     }
   }, 120_000);
 });

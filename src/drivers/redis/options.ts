@@ -25,7 +25,7 @@ const FIELDS = {
   requeueBackoff: msOption({ default: 0, query: 'requeue_backoff_ms' }),
   /** Time to live of a reply list nobody reads, ms (`reply_ttl_ms`). @default 60_000 */
   replyTtl: msOption({ default: 60_000, min: 1, query: 'reply_ttl_ms' }),
-  /** An RPC server not seen for this long is dropped from its topic's fanout, with its fanout stream, ms (`server_ttl_ms`). @default 60_000 */
+  /** An RPC server not seen for this long is dropped from its topic's fanout, with its fanout stream (its own `<topic>.<server>` stream goes `consumerTtl` later), ms (`server_ttl_ms`). @default 60_000 */
   serverTtl: msOption({ default: 60_000, min: 10, query: 'server_ttl_ms' }),
   /** A consumer with nothing pending and idle this long is removed from its group, ms (`consumer_ttl_ms`). @default 600_000 */
   consumerTtl: msOption({ default: 600_000, min: 10, query: 'consumer_ttl_ms' }),

@@ -22,7 +22,7 @@ import { closeClient, createClient, runScript, type RedisClient } from './connec
 import { RedisDeadLetters } from './dead-letters.js';
 import { isBusyGroup, toMessagingError } from './errors.js';
 import { resolveOptions, type ResolvedRedisOptions } from './options.js';
-import { RedisListener, type StreamSpec } from './redis-listener.js';
+import { RedisListener, type ServerRegistration, type StreamSpec } from './redis-listener.js';
 import { BODY_FIELD, DEADLINE_FIELD, DEFAULT_GROUP, poolGroup, replyKey, SERVER_GROUP, TopicKeys, topicShards } from './topology.js';
 
 const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true });
@@ -135,12 +135,13 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const main = shards[0];
     const consumer = `${this.instance}:${++this.listenerCount}`;
     const inbox = main.inbox(newHexId());
+    const ownStream = main.serverStream(target.server as string);
     const streams: StreamSpec[] = [
       ...shards.map((k) => ({ key: k.topicStream, topic: k, createAt: '0' as const })),
-      { key: main.serverStream(target.server as string), topic: main, createAt: '0', ownStream: true },
+      { key: ownStream, topic: main, createAt: '0', ownStream: true },
       { key: inbox, topic: main, createAt: '0' },
     ];
-    return this.startListener<RpcIncomingMessage>('rpc', streams, SERVER_GROUP, consumer, options, { servers: main.servers, inbox });
+    return this.startListener<RpcIncomingMessage>('rpc', streams, SERVER_GROUP, consumer, options, { servers: main.servers, inbox, serverStreams: main.serverStreams, ownStream });
   }
 
   protected async doListenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions): Promise<Listener<IncomingMessage>> {
@@ -284,7 +285,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     group: string,
     consumer: string,
     options: ListenOptions,
-    registration?: { servers: string; inbox: string },
+    registration?: ServerRegistration,
   ): Promise<Listener<M>> {
     const logger = this.logger.child({ listener: this.listenerCount, kind, group });
     const deps = {

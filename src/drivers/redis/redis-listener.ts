@@ -47,10 +47,13 @@ export interface ListenerDeps {
   readonly replies: ReplySender;
 }
 
-/** An RPC server's entry in its topic's live-server hash, and its fanout inbox. */
+/** An RPC server's entry in its topic's live-server hash, its fanout inbox and its own stream. */
 export interface ServerRegistration {
   readonly servers: string;
   readonly inbox: string;
+  /** The hash of named servers' streams (expiry per stream) and this server's `<topic>.<server>` stream. */
+  readonly serverStreams: string;
+  readonly ownStream: string;
 }
 
 interface Reader {
@@ -114,10 +117,11 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
     this.sink = sink;
   }
 
-  /** Creates the groups (and registers an RPC server for fanout), then starts reading. Resolves once subscribed. */
+  /** Registers an RPC server (fanout, own stream), creates the groups, then starts reading. Resolves once subscribed. */
   async start(): Promise<void> {
-    await this.createGroups(this.streams);
+    // Registered first, so that a sweep elsewhere never takes the own stream for a dead server's.
     if (this.registration) await this.register();
+    await this.createGroups(this.streams);
     // In a Cluster one XREADGROUP may only name keys of one slot: one reader per hash tag.
     const groups = new Map<string, string[]>();
     for (const s of this.streams) {
@@ -231,11 +235,12 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
   }
 
   private async register(): Promise<void> {
-    const { servers, inbox } = this.registration!;
+    const { servers, inbox, serverStreams, ownStream } = this.registration!;
     const ttl = this.options.serverTtl;
     const cmd = this.deps.commands();
     try {
-      await Promise.all([cmd.hset(servers, inbox, Date.now() + ttl), cmd.pexpire(inbox, ttl)]);
+      const expiry = Date.now() + ttl;
+      await Promise.all([cmd.hset(servers, inbox, expiry), cmd.pexpire(inbox, ttl), cmd.hset(serverStreams, ownStream, expiry)]);
     } catch (err) {
       throw toMessagingError(err, 'Could not register the server for fanout', cmd);
     }
@@ -372,7 +377,10 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
     if (this.kind === 'notification') await this.claim();
     const cmd = this.deps.commands();
     try {
-      if (this.registration) await this.register();
+      if (this.registration) {
+        await this.register();
+        await this.reapDeadServers(this.registration);
+      }
       const own = this.group.startsWith('pool:') ? this.group : '';
       for (const s of this.streams) {
         const idle = await runScript<Array<string | number>>(cmd, 'tidingsSweep', [s.key, s.topic.poolsSeen], [own, Date.now(), this.options.consumerTtl, this.options.poolTtl]);
@@ -381,6 +389,12 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
     } catch (err) {
       this.logger.warn('Stream sweep failed', { group: this.group, err: toMessagingError(err, 'sweep failed') });
     }
+  }
+
+  /** Removes the own streams of this topic's servers that died without leaving (after `consumerTtl` past their expiry). */
+  private async reapDeadServers({ serverStreams, servers }: ServerRegistration): Promise<void> {
+    const gone = await runScript<string[]>(this.deps.commands(), 'tidingsReap', [serverStreams, servers], [Date.now(), this.options.consumerTtl]);
+    if (gone.length > 0) this.logger.info('Removed the streams of RPC servers gone without leaving', { streams: gone, consumerTtl: this.options.consumerTtl });
   }
 
   /**

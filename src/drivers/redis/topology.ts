@@ -102,6 +102,11 @@ export class TopicKeys {
     return `${this.base}:servers`;
   }
 
+  /** The hash of named servers' streams: `<topic>.<server>` stream key -> expiry (epoch ms), refreshed by every live server of that name. */
+  get serverStreams(): string {
+    return `${this.base}:server-streams`;
+  }
+
   /** One server's fanout inbox stream; fanout casts are copied to every live inbox. */
   inbox(instance: string): string {
     return `${this.base}:fanout:${instance}`;

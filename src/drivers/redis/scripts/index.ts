@@ -220,6 +220,33 @@ return 1`,
   },
 
   /**
+   * KEYS: named servers' streams hash, live-server hash. ARGV: now, grace ms. GC of servers that
+   * died without leaving (SIGKILL, lost host): a `<topic>.<server>` stream no server of that name
+   * refreshed for `grace` past its expiry goes, with what nobody read in it; so do expired fanout
+   * inboxes (fanout casts remove them too, but a topic may see none). Returns the streams removed.
+   */
+  tidingsReap: {
+    numberOfKeys: 2,
+    lua: `local now, grace = tonumber(ARGV[1]), tonumber(ARGV[2])
+local all, gone = redis.call('HGETALL', KEYS[1]), {}
+for i = 1, #all, 2 do
+  if tonumber(all[i + 1]) + grace < now then
+    redis.call('HDEL', KEYS[1], all[i])
+    redis.call('UNLINK', all[i])
+    table.insert(gone, all[i])
+  end
+end
+local inboxes = redis.call('HGETALL', KEYS[2])
+for i = 1, #inboxes, 2 do
+  if tonumber(inboxes[i + 1]) < now then
+    redis.call('HDEL', KEYS[2], inboxes[i])
+    redis.call('UNLINK', inboxes[i])
+  end
+end
+return gone`,
+  },
+
+  /**
    * KEYS: stream. ARGV: group, consumer, idle ms. A consumer leaving: what it still holds becomes
    * claimable at once by the other members; without anything pending it leaves the group.
    */
