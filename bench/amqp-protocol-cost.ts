@@ -4,7 +4,8 @@
 // The bench's raw-oslo column (raw-amqp-oslo.ts) is the last step of each ladder, per scenario.
 import { randomUUID } from 'node:crypto';
 import { connect, type ChannelModel, type Options } from 'amqplib';
-import { OSLO_PROPS, osloNotification } from './raw-amqp-oslo.js';
+import { osloNotification } from './oslo-envelope.js';
+import { OSLO_PROPS } from './raw-amqp-oslo.js';
 import { CONCURRENCY, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight } from './scenarios.js';
 
 const url = process.argv[2] ?? 'amqp://guest:guest@127.0.0.1:5672/';

@@ -14,10 +14,10 @@
 //   exchange, mandatory, on a confirm channel. No prefetch limit, as oslo's default.
 // - notifications: `<topic>.info` declared and bound by the publisher (as the notifier does);
 //   a pool consumes its own queue bound to the same key (both queues get every message).
-import { randomUUID } from 'node:crypto';
 import type { Channel, ConfirmChannel, Options } from 'amqplib';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
 import { rawConsume, withConnections, type PublishShape } from './raw-amqp.js';
+import { envelope, hexId, osloNotification, unenvelope } from './oslo-envelope.js';
 import { PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureConcurrentCalls, measureSequentialCalls, waitUntil } from './scenarios.js';
 
 /** oslo's properties on every message, as tidings sends them. */
@@ -26,26 +26,6 @@ export const OSLO_PROPS: Readonly<Options.Publish> = Object.freeze({ contentType
 const CALL_TIMEOUT_MS = 30_000;
 /** As tidings declares `<topic>` and notification queues by default (amqp_durable_queues=false). */
 const QUEUE_OPTIONS: Readonly<Options.AssertQueue> = Object.freeze({ durable: false, autoDelete: false });
-
-/** A uuid4 in hex, as oslo writes `_msg_id`/`_unique_id`. */
-export const hexId = (): string => randomUUID().replace(/-/g, '');
-
-/** The 2.0 envelope of `message`, as bytes. */
-export const envelope = (message: Record<string, unknown>): Buffer => Buffer.from(JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify(message) }));
-
-/** Both layers of an enveloped body. */
-export const unenvelope = (content: Buffer): Record<string, unknown> =>
-  JSON.parse((JSON.parse(content.toString('utf8')) as Record<string, string>)['oslo.message']) as Record<string, unknown>;
-
-/** Python's `str(datetime.utcnow())`, as notifications carry it. */
-function timestamp(): string {
-  const iso = new Date().toISOString();
-  return `${iso.slice(0, 10)} ${iso.slice(11, 23)}000`;
-}
-
-/** A notification as tidings' Notifier puts it on the wire (oslo-wire.md §1.10, enveloped). */
-export const osloNotification = (i: number): Buffer =>
-  envelope({ message_id: randomUUID(), publisher_id: 'bench', event_type: 'bench.event', priority: 'INFO', payload: { i, text: PAYLOAD_TEXT }, timestamp: timestamp(), _unique_id: hexId() });
 
 /** A publish resolving on its own confirm. */
 function confirmed(ch: ConfirmChannel, exchange: string, routingKey: string, content: Buffer, props: Options.Publish = OSLO_PROPS): Promise<void> {

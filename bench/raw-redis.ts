@@ -107,20 +107,21 @@ export function blockingLoop(conn: Redis, step: () => Promise<void>, onError: (e
 }
 
 /** Stream entries as ioredis returns them: `[id, [field, value, ...]]`. */
-type Entry = [id: string, fields: string[]];
+export type Entry = [id: string, fields: string[]];
 /** XREADGROUP's reply: `[[stream, entries]]`, or null when the block timed out. */
-type ReadReply = [stream: string, entries: Entry[]][] | null;
+export type ReadReply = [stream: string, entries: Entry[]][] | null;
 
 /** Creates `group` on `stream` (and the stream), reading what is added from now on. */
-async function createGroup(conn: Redis, stream: string, group: string): Promise<void> {
+export async function createGroup(conn: Redis, stream: string, group: string): Promise<void> {
   await conn.xgroup('CREATE', stream, group, '$', 'MKSTREAM');
 }
 
 /**
- * A consumer in `group` that reads up to `count` entries with a blocking XREADGROUP, decodes each,
- * and XACKs the read's ids in one command (sent ahead of its next read on the same connection).
+ * A consumer in `group` that reads up to `count` entries with a blocking XREADGROUP, decodes each
+ * (`decode`, JSON by default), and XACKs the read's ids in one command (sent ahead of its next read
+ * on the same connection).
  */
-function streamConsumer(conn: Redis, stream: string, group: string, name: string, count: number, blockMs: number, onError: (err: Error) => void) {
+export function streamConsumer(conn: Redis, stream: string, group: string, name: string, count: number, blockMs: number, onError: (err: Error) => void, decode: (text: string) => unknown = JSON.parse) {
   let seen = 0;
   const loop = blockingLoop(
     conn,
@@ -130,7 +131,7 @@ function streamConsumer(conn: Redis, stream: string, group: string, name: string
       const entries = reply[0][1];
       const ids: string[] = [];
       for (const [id, fields] of entries) {
-        JSON.parse(fields[1]);
+        decode(fields[1]);
         ids.push(id);
       }
       seen += entries.length;
@@ -142,7 +143,7 @@ function streamConsumer(conn: Redis, stream: string, group: string, name: string
 }
 
 /** Fails `waitUntil` at once with a consumer's error instead of waiting for its deadline. */
-function failFast() {
+export function failFast() {
   let failure: Error | undefined;
   return {
     onError: (err: Error) => (failure ??= err),
@@ -218,28 +219,36 @@ function withRawRpc(ctx: BenchContext, run: (rpc: RawRpc) => Promise<Measurement
   });
 }
 
-/** XADDs `{i, text}` to `stream`, resolving when Redis answered with the entry's id. */
-const xadd = (conn: Redis, stream: string, i: number) => conn.xadd(stream, '*', FIELD, body(i));
+/** How an entry's text is made and read: plain `{i, text}` JSON here, oslo's envelope in raw-redis-protocol.ts. */
+export interface EntryCodec {
+  encode(i: number): string;
+  decode(text: string): unknown;
+}
+
+const PLAIN: EntryCodec = { encode: body, decode: JSON.parse };
+
+/** XADDs entry `i` to `stream`, resolving when Redis answered with the entry's id. */
+const xadd = (conn: Redis, stream: string, i: number, codec: EntryCodec = PLAIN) => conn.xadd(stream, '*', FIELD, codec.encode(i));
 
 /** Publishes with PUBLISH_WINDOW XADDs in flight while `consumers` read in one group; as consumeScenario. */
-function rawConsume(consumers: number, mode: 'plain' | 'pooled' | 'batch') {
+export function rawConsume(consumers: number, mode: 'plain' | 'pooled' | 'batch', codec: EntryCodec = PLAIN) {
   return (ctx: BenchContext): Promise<Measurement> => {
     const stream = ctx.unique('bench-raw-notify');
     return withRedis(ctx, 1 + consumers, [stream], async ([pub, ...consumerConns]) => {
       const group = ctx.unique('bench-raw-group');
       await createGroup(pub, stream, group);
       const errors = failFast();
-      const readers = consumerConns.map((c, n) => streamConsumer(c, stream, group, `c${n}`, mode === 'batch' ? BATCH_SIZE : READ_COUNT, mode === 'batch' ? BATCH_BLOCK_MS : 0, errors.onError));
+      const readers = consumerConns.map((c, n) => streamConsumer(c, stream, group, `c${n}`, mode === 'batch' ? BATCH_SIZE : READ_COUNT, mode === 'batch' ? BATCH_BLOCK_MS : 0, errors.onError, codec.decode));
       const consumed = () => {
         errors.check();
         return readers.reduce((sum, r) => sum + r.seen(), 0);
       };
       try {
-        for (let i = 0; i < ctx.warmup; i++) await xadd(pub, stream, i);
+        for (let i = 0; i < ctx.warmup; i++) await xadd(pub, stream, i, codec);
         await waitUntil(() => consumed() >= ctx.warmup, 'raw warm-up consumed');
         const base = consumed();
         const start = performance.now();
-        const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => xadd(pub, stream, i));
+        const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => xadd(pub, stream, i, codec));
         await waitUntil(() => consumed() - base >= sent, 'raw notifications consumed');
         return { ops: sent, elapsedMs: performance.now() - start };
       } finally {
@@ -279,20 +288,25 @@ export const baselines: BaselineSet = {
     });
   },
 
-  'notify-publish': (ctx) => {
-    const stream = ctx.unique('bench-raw-notify');
-    return withRedis(ctx, 1, [stream], async ([pub]) => {
-      for (let i = 0; i < ctx.warmup; i++) await xadd(pub, stream, i);
-      const start = performance.now();
-      const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => xadd(pub, stream, i));
-      return { ops: sent, elapsedMs: performance.now() - start };
-    });
-  },
+  'notify-publish': rawPublish(),
 
   'consume-plain': rawConsume(1, 'plain'),
   'consume-pooled': rawConsume(2, 'pooled'),
   'consume-batch': rawConsume(1, 'batch'),
 };
+
+/** Windowed XADDs, nobody reading (no MAXLEN; the stream is unlinked afterwards). */
+export function rawPublish(codec: EntryCodec = PLAIN) {
+  return (ctx: BenchContext): Promise<Measurement> => {
+    const stream = ctx.unique('bench-raw-notify');
+    return withRedis(ctx, 1, [stream], async ([pub]) => {
+      for (let i = 0; i < ctx.warmup; i++) await xadd(pub, stream, i, codec);
+      const start = performance.now();
+      const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => xadd(pub, stream, i, codec));
+      return { ops: sent, elapsedMs: performance.now() - start };
+    });
+  };
+}
 
 /** The echo server's replies to a batch of requests (`{id, replyTo, args}`), grouped by the caller's reply key. */
 export function echoRepliesByCaller(requests: readonly string[]): Map<string, string[]> {

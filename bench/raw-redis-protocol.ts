@@ -1,0 +1,154 @@
+// The protocol-shaped raw baselines for Redis (second baseline column, "raw-oslo" in the table):
+// raw ioredis doing exactly the Redis work tidings' driver does, and nothing else, so the gap
+// between tidings and these is tidings' own overhead and the gap between these and raw-redis.ts is
+// the price of the design the Redis issue asks for (requests in streams, oslo's envelope).
+//
+// - RPC: the request is oslo's 2.0 envelope (`_msg_id`, `_reply_q`, `_timeout`, `_unique_id`) in
+//   field `b` of an `XADD` to the topic's stream, with the deadline in field `x`; the server reads
+//   its three streams (shared topic, its own `<topic>.<server>`, its fanout inbox) in one
+//   `XREADGROUP … NOACK COUNT 64 BLOCK 0` in group `servers`, decodes both JSON layers, and pushes
+//   the replies (enveloped) of one read to each caller as `MULTI RPUSH PEXPIRE EXEC` on a second
+//   connection; the caller's reader pops its reply list with `BLMPOP … COUNT 100` and resolves
+//   calls by `_msg_id`. Four connections, as tidings' two transports use.
+// - cast: the same request without a reply address, 16 in flight; timed until the server read all.
+// - notifications: the enveloped notification tidings' Notifier writes, `XADD`ed 16 in flight;
+//   consumers read in a group and `XACK` each read, as raw-redis.ts does.
+import type { Redis } from 'ioredis';
+import type { BaselineSet, BenchContext, Measurement } from './harness.js';
+import { envelopeText, hexId, osloNotificationText, unenvelope } from './oslo-envelope.js';
+import { blockingLoop, createGroup, failFast, rawConsume, rawPublish, withRedis, type EntryCodec, type ReadReply } from './raw-redis.js';
+import { PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureConcurrentCalls, measureSequentialCalls, waitUntil } from './scenarios.js';
+
+/** As tidings' RPC server: up to 64 requests handled at once (executorSize). */
+const SERVER_BATCH = 64;
+/** As tidings' reply reader. */
+const REPLY_BATCH = 100;
+/** tidings' `reply_ttl_ms` default. */
+const REPLY_TTL_MS = 60_000;
+/** The bench clients' call timeout. */
+const CALL_TIMEOUT_MS = 30_000;
+const GROUP = 'servers';
+
+const NOTIFICATION: EntryCodec = { encode: osloNotificationText, decode: unenvelope };
+
+/** A call or cast request as tidings writes it (empty context). */
+function request(i: number, replyQueue?: string, msgId?: string): string {
+  const message: Record<string, unknown> = { method: 'echo', args: { i, text: PAYLOAD_TEXT }, version: '1.0' };
+  if (replyQueue) Object.assign(message, { _msg_id: msgId, _reply_q: replyQueue, _timeout: CALL_TIMEOUT_MS / 1000 });
+  message._unique_id = hexId();
+  return envelopeText(message);
+}
+
+interface ProtocolRpc {
+  call(i: number): Promise<unknown>;
+  cast(i: number): Promise<void>;
+  handled(): number;
+}
+
+function withProtocolRpc(ctx: BenchContext, run: (rpc: ProtocolRpc) => Promise<Measurement>): Promise<Measurement> {
+  const base = ctx.unique('bench-proto');
+  const topicStream = `${base}:rpc:topic`;
+  const serverStream = `${base}:rpc:topic.server`;
+  const inbox = `${base}:fanout:1`;
+  const replyQueue = `reply_${hexId()}`;
+  const replyKey = `${base}:reply:${replyQueue}`;
+  return withRedis(ctx, 4, [topicStream, serverStream, inbox, replyKey], async ([serverIn, serverOut, clientOut, clientIn]) => {
+    for (const stream of [topicStream, serverStream, inbox]) await createGroup(serverOut, stream, GROUP);
+    const pending = new Map<string, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+    const errors = failFast();
+    const fail = (err: Error) => {
+      errors.onError(err);
+      for (const p of pending.values()) p.reject(err);
+      pending.clear();
+    };
+    let handled = 0;
+    const ignore = () => undefined;
+    const server = blockingLoop(
+      serverIn,
+      async () => {
+        const read = (await serverIn.xreadgroup('GROUP', GROUP, 'server', 'COUNT', SERVER_BATCH, 'BLOCK', 0, 'NOACK', 'STREAMS', topicStream, serverStream, inbox, '>', '>', '>')) as ReadReply;
+        if (!read) return;
+        const byCaller = new Map<string, string[]>();
+        for (const [, entries] of read) {
+          for (const [, fields] of entries) {
+            handled++;
+            const req = unenvelope(fields[1]!);
+            if (typeof req._reply_q !== 'string') continue;
+            const reply = envelopeText({ result: req.args, failure: null, ending: true, _msg_id: req._msg_id, _unique_id: hexId() });
+            const key = `${base}:reply:${req._reply_q}`;
+            const texts = byCaller.get(key);
+            if (texts) texts.push(reply);
+            else byCaller.set(key, [reply]);
+          }
+        }
+        for (const [key, texts] of byCaller) {
+          serverOut.call('MULTI').catch(ignore);
+          serverOut.call('RPUSH', key, ...texts).catch(ignore);
+          serverOut.call('PEXPIRE', key, REPLY_TTL_MS).catch(ignore);
+          serverOut.call('EXEC').catch(fail);
+        }
+      },
+      fail,
+    );
+    const reader = blockingLoop(
+      clientIn,
+      async () => {
+        const popped = await clientIn.blmpop(0, 1, replyKey, 'RIGHT', 'COUNT', REPLY_BATCH);
+        if (!popped) return;
+        for (const text of popped[1]) {
+          const reply = unenvelope(text);
+          const waiter = pending.get(reply._msg_id as string);
+          if (!waiter) continue;
+          pending.delete(reply._msg_id as string);
+          waiter.resolve(reply.result);
+        }
+      },
+      fail,
+    );
+    const xadd = (conn: Redis, body: string, deadline?: number) =>
+      deadline === undefined ? conn.xadd(topicStream, '*', 'b', body) : conn.xadd(topicStream, '*', 'b', body, 'x', String(deadline));
+    try {
+      return await run({
+        call: (i) =>
+          new Promise((resolve, reject) => {
+            errors.check();
+            const msgId = hexId();
+            pending.set(msgId, { resolve, reject });
+            xadd(clientOut, request(i, replyQueue, msgId), Date.now() + CALL_TIMEOUT_MS).catch(fail);
+          }),
+        cast: async (i) => {
+          errors.check();
+          await xadd(clientOut, request(i));
+        },
+        handled: () => {
+          errors.check();
+          return handled;
+        },
+      });
+    } finally {
+      await Promise.all([server.stop(), reader.stop()]);
+    }
+  });
+}
+
+export const baselines: BaselineSet = {
+  'call-sequential': (ctx) => withProtocolRpc(ctx, ({ call }) => measureSequentialCalls(ctx, call)),
+
+  'call-concurrent': (ctx) => withProtocolRpc(ctx, ({ call }) => measureConcurrentCalls(ctx, call)),
+
+  cast: (ctx) =>
+    withProtocolRpc(ctx, async ({ cast, handled }) => {
+      for (let i = 0; i < ctx.warmup; i++) await cast(i);
+      await waitUntil(() => handled() >= ctx.warmup, 'protocol warm-up casts handled');
+      const base = handled();
+      const start = performance.now();
+      const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, cast);
+      await waitUntil(() => handled() - base >= sent, 'protocol casts handled');
+      return { ops: sent, elapsedMs: performance.now() - start };
+    }),
+
+  'notify-publish': rawPublish(NOTIFICATION),
+  'consume-plain': rawConsume(1, 'plain', NOTIFICATION),
+  'consume-pooled': rawConsume(2, 'pooled', NOTIFICATION),
+  'consume-batch': rawConsume(1, 'batch', NOTIFICATION),
+};
