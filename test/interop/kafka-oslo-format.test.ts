@@ -146,7 +146,8 @@ describe('oslo.messaging Kafka notifications <-> kafkajs on the Kafka test broke
       });
       const got = () => listener.events.filter((e) => e.event === 'notification' && e.event_type === 'tidings.test');
       await waitFor(() => got().length >= N, { timeoutMs: 20_000, message: `${N} notifications at oslo's listener` });
-      const received = got();
+      // oslo's listener runs handlers on a thread pool (executor="threading"): they may report in any order.
+      const received = [...got()].sort((a, b) => a.payload.i - b.payload.i);
       expect(received.map((e) => e.payload.i)).toEqual([0, 1, 2, 3, 4]);
       expect(received[0]).toMatchObject({ priority: 'warn', publisher_id: 'tidings.js', ctx: { user: 'u2', request_id: 'req-0' } });
       expect(received.map((e) => e.metadata.message_id)).toEqual(ids);
