@@ -209,17 +209,14 @@ describe('fault: RabbitMQ blocks the publishing connection (connection.blocked)'
     await waitFor(() => seen.includes(1), { message: 'the first cast' });
 
     await block(driver);
-    const started = Date.now();
+    // The connection stays blocked until after this settles: only publishTimeout can end it.
     const err = await client.cast({}, 'echo', { i: 2 }).then(
       () => undefined,
       (e: unknown) => e,
     );
-    const elapsed = Date.now() - started;
     expect(err).toBeInstanceOf(MessageDeliveryFailure);
     expect(err).toBeInstanceOf(MessagingError);
     expect((err as MessageDeliveryFailure).message).toContain(REASON);
-    // Bounded by the timeout (generous upper bound for a busy 2-core machine).
-    expect(elapsed).toBeLessThan(5000);
     expect(proxy.openedConnections[0].publishFramesWhileBlocked).toBe(0);
 
     const texts = [String(err), (err as Error).stack ?? '', JSON.stringify(err), String((err as Error).cause ?? ''), JSON.stringify(logger.records, (_k, v: unknown) => (v instanceof Error ? { message: v.message, stack: v.stack } : v))];
@@ -240,9 +237,8 @@ describe('fault: RabbitMQ blocks the publishing connection (connection.blocked)'
     await expect(client.call({}, 'echo', { i: 1 })).resolves.toBe(1);
 
     await block(driver);
-    const started = Date.now();
+    // Still blocked when it settles: the call's own timeout ended it, not the unblock.
     await expect(client.call({}, 'echo', { i: 2 }, { timeout: 500 })).rejects.toBeInstanceOf(MessagingTimeout);
-    expect(Date.now() - started).toBeLessThan(5000);
     await unblock(driver);
 
     // The next call on the same queue is the barrier: a late copy of call 2 would arrive first.
