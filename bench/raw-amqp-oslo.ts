@@ -18,7 +18,7 @@ import type { Channel, ConfirmChannel, Options } from 'amqplib';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
 import { rawConsume, withConnections, type PublishShape } from './raw-amqp.js';
 import { envelope, hexId, osloNotification, unenvelope } from './oslo-envelope.js';
-import { PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureConcurrentCalls, measureSequentialCalls, waitUntil } from './scenarios.js';
+import { PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureDelivered, measureConcurrentCalls, measureSequentialCalls, type RpcSides } from './scenarios.js';
 
 /** oslo's properties on every message, as tidings sends them. */
 export const OSLO_PROPS: Readonly<Options.Publish> = Object.freeze({ contentType: 'application/json', contentEncoding: 'utf-8', deliveryMode: 2, priority: 0, headers: {} });
@@ -41,14 +41,8 @@ async function declareExchange(ctx: BenchContext, ch: Channel): Promise<string> 
   return exchange;
 }
 
-interface OsloRpc {
-  call(i: number): Promise<unknown>;
-  cast(i: number): Promise<void>;
-  handled(): number;
-}
-
 /** An oslo-shaped RPC server (listener + publisher connections) and client (one connection). */
-function withOsloRpc(ctx: BenchContext, run: (rpc: OsloRpc) => Promise<Measurement>): Promise<Measurement> {
+function withOsloRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Measurement>): Promise<Measurement> {
   const topic = ctx.unique('bench-oslo-rpc');
   const replyQueue = `reply_${hexId()}`;
   return withConnections(ctx, 3, [topic, replyQueue], async ([listenConn, serverPubConn, clientConn]) => {
@@ -126,13 +120,7 @@ export const baselines: BaselineSet = {
 
   cast: (ctx) =>
     withOsloRpc(ctx, async ({ cast, handled }) => {
-      for (let i = 0; i < ctx.warmup; i++) await cast(i);
-      await waitUntil(() => handled() >= ctx.warmup, 'raw-oslo warm-up casts handled');
-      const base = handled();
-      const start = performance.now();
-      const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, cast);
-      await waitUntil(() => handled() - base >= sent, 'raw-oslo casts handled');
-      return { ops: sent, elapsedMs: performance.now() - start };
+      return measureDelivered(ctx, cast, handled, 'raw-oslo casts handled');
     }),
 
   'notify-publish': (ctx) => {

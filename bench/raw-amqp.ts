@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { connect, type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options } from 'amqplib';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
-import { BATCH_SIZE, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureConcurrentCalls, measureSequentialCalls, waitUntil } from './scenarios.js';
+import { BATCH_SIZE, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureDelivered, measureConcurrentCalls, measureSequentialCalls } from './scenarios.js';
 
 /** Prefetch of the raw RPC server: the tidings RPC server runs up to 64 requests at once (executorSize). */
 const SERVER_PREFETCH = 64;
@@ -191,13 +191,7 @@ export function rawConsume(consumers: number, mode: 'plain' | 'pooled' | 'batch'
       const { consumeFrom, publish } = await shape.prepare(ctx, pub, mode === 'pooled', queues);
       const counters = await Promise.all(consumerConns.map((c) => (mode === 'batch' ? batchConsumer(c, consumeFrom, shape) : countingConsumer(c, consumeFrom, shape.prefetch, shape.decode))));
       const consumed = () => counters.reduce((sum, f) => sum + f(), 0);
-      for (let i = 0; i < ctx.warmup; i++) await publish(i);
-      await waitUntil(() => consumed() >= ctx.warmup, 'raw warm-up consumed');
-      const base = consumed();
-      const start = performance.now();
-      const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, publish);
-      await waitUntil(() => consumed() - base >= sent, 'raw notifications consumed');
-      return { ops: sent, elapsedMs: performance.now() - start };
+      return measureDelivered(ctx, publish, consumed, 'raw notifications consumed');
     });
   };
 }
@@ -213,13 +207,7 @@ export const baselines: BaselineSet = {
       const pub = await clientConn.createConfirmChannel();
       await pub.assertQueue(queue, QUEUE_OPTIONS);
       const handled = await countingConsumer(serverConn, queue, SERVER_PREFETCH);
-      for (let i = 0; i < ctx.warmup; i++) await confirmedPublish(pub, queue, body(i));
-      await waitUntil(() => handled() >= ctx.warmup, 'raw warm-up casts handled');
-      const base = handled();
-      const start = performance.now();
-      const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => confirmedPublish(pub, queue, body(i)));
-      await waitUntil(() => handled() - base >= sent, 'raw casts handled');
-      return { ops: sent, elapsedMs: performance.now() - start };
+      return measureDelivered(ctx, (i) => confirmedPublish(pub, queue, body(i)), handled, 'raw casts handled');
     });
   },
 

@@ -16,13 +16,11 @@
 import type { Redis } from 'ioredis';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
 import { envelopeText, hexId, osloNotificationText, unenvelope } from './oslo-envelope.js';
-import { blockingLoop, createGroup, failFast, rawConsume, rawPublish, withRedis, type EntryCodec, type ReadReply } from './raw-redis.js';
-import { PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureConcurrentCalls, measureSequentialCalls, waitUntil } from './scenarios.js';
+import { blockingLoop, createGroup, failFast, rawConsume, rawPublish, replyReader, withRedis, type EntryCodec, type ReadReply, type Waiter } from './raw-redis.js';
+import { PAYLOAD_TEXT, measureDelivered, measureConcurrentCalls, measureSequentialCalls, type RpcSides } from './scenarios.js';
 
 /** As tidings' RPC server: up to 64 requests handled at once (executorSize). */
 const SERVER_BATCH = 64;
-/** As tidings' reply reader. */
-const REPLY_BATCH = 100;
 /** tidings' `reply_ttl_ms` default. */
 const REPLY_TTL_MS = 60_000;
 /** The bench clients' call timeout. */
@@ -39,13 +37,7 @@ function request(i: number, replyQueue?: string, msgId?: string): string {
   return envelopeText(message);
 }
 
-interface ProtocolRpc {
-  call(i: number): Promise<unknown>;
-  cast(i: number): Promise<void>;
-  handled(): number;
-}
-
-function withProtocolRpc(ctx: BenchContext, run: (rpc: ProtocolRpc) => Promise<Measurement>): Promise<Measurement> {
+function withProtocolRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Measurement>): Promise<Measurement> {
   const base = ctx.unique('bench-proto');
   const topicStream = `${base}:rpc:topic`;
   const serverStream = `${base}:rpc:topic.server`;
@@ -54,7 +46,7 @@ function withProtocolRpc(ctx: BenchContext, run: (rpc: ProtocolRpc) => Promise<M
   const replyKey = `${base}:reply:${replyQueue}`;
   return withRedis(ctx, 4, [topicStream, serverStream, inbox, replyKey], async ([serverIn, serverOut, clientOut, clientIn]) => {
     for (const stream of [topicStream, serverStream, inbox]) await createGroup(serverOut, stream, GROUP);
-    const pending = new Map<string, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+    const pending = new Map<string, Waiter>();
     const errors = failFast();
     const fail = (err: Error) => {
       errors.onError(err);
@@ -90,21 +82,10 @@ function withProtocolRpc(ctx: BenchContext, run: (rpc: ProtocolRpc) => Promise<M
       },
       fail,
     );
-    const reader = blockingLoop(
-      clientIn,
-      async () => {
-        const popped = await clientIn.blmpop(0, 1, replyKey, 'RIGHT', 'COUNT', REPLY_BATCH);
-        if (!popped) return;
-        for (const text of popped[1]) {
-          const reply = unenvelope(text);
-          const waiter = pending.get(reply._msg_id as string);
-          if (!waiter) continue;
-          pending.delete(reply._msg_id as string);
-          waiter.resolve(reply.result);
-        }
-      },
-      fail,
-    );
+    const reader = replyReader(clientIn, replyKey, pending, (text) => {
+      const reply = unenvelope(text);
+      return { id: reply._msg_id as string, result: reply.result };
+    }, fail);
     const xadd = (conn: Redis, body: string, deadline?: number) =>
       deadline === undefined ? conn.xadd(topicStream, '*', 'b', body) : conn.xadd(topicStream, '*', 'b', body, 'x', String(deadline));
     try {
@@ -138,13 +119,7 @@ export const baselines: BaselineSet = {
 
   cast: (ctx) =>
     withProtocolRpc(ctx, async ({ cast, handled }) => {
-      for (let i = 0; i < ctx.warmup; i++) await cast(i);
-      await waitUntil(() => handled() >= ctx.warmup, 'protocol warm-up casts handled');
-      const base = handled();
-      const start = performance.now();
-      const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, cast);
-      await waitUntil(() => handled() - base >= sent, 'protocol casts handled');
-      return { ops: sent, elapsedMs: performance.now() - start };
+      return measureDelivered(ctx, cast, handled, 'protocol casts handled');
     }),
 
   'notify-publish': rawPublish(NOTIFICATION),

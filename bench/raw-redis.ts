@@ -18,7 +18,7 @@
 // Every key is unique per run (ctx.unique) and UNLINKed afterwards; nothing else is touched.
 import { Redis, type RedisOptions } from 'ioredis';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
-import { BATCH_SIZE, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureConcurrentCalls, measureSequentialCalls, waitUntil } from './scenarios.js';
+import { BATCH_SIZE, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureDelivered, measureConcurrentCalls, measureSequentialCalls } from './scenarios.js';
 
 /** Requests the raw RPC server pops at once: the tidings RPC server runs up to 64 at once (executorSize). */
 const SERVER_BATCH = 64;
@@ -162,12 +162,40 @@ interface Reply {
   result: unknown;
 }
 
+/** A call waiting for its reply. */
+export interface Waiter {
+  resolve(value: unknown): void;
+  reject(err: Error): void;
+}
+
+/**
+ * The caller's reply reader: pops `key` with BLMPOP (up to REPLY_BATCH at once) until stopped and
+ * resolves each reply's waiter in `pending` by the id `decode` finds in it.
+ */
+export function replyReader(conn: Redis, key: string, pending: Map<string, Waiter>, decode: (text: string) => Reply, onError: (err: Error) => void): { stop(): Promise<void> } {
+  return blockingLoop(
+    conn,
+    async () => {
+      const popped = await conn.blmpop(0, 1, key, 'RIGHT', 'COUNT', REPLY_BATCH);
+      if (!popped) return;
+      for (const text of popped[1]) {
+        const reply = decode(text);
+        const waiter = pending.get(reply.id);
+        if (!waiter) continue;
+        pending.delete(reply.id);
+        waiter.resolve(reply.result);
+      }
+    },
+    onError,
+  );
+}
+
 /** A raw list request/reply server (reader + writer connections) and client (writer + reader). */
 function withRawRpc(ctx: BenchContext, run: (rpc: RawRpc) => Promise<Measurement>): Promise<Measurement> {
   const requests = ctx.unique('bench-raw-rpc');
   const replyTo = ctx.unique('bench-raw-reply');
   return withRedis(ctx, 4, [requests, replyTo], async ([serverIn, serverOut, clientOut, clientIn]) => {
-    const pending = new Map<string, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+    const pending = new Map<string, Waiter>();
     let failure: Error | undefined;
     const fail = (err: Error) => {
       failure ??= err;
@@ -187,21 +215,7 @@ function withRawRpc(ctx: BenchContext, run: (rpc: RawRpc) => Promise<Measurement
       },
       fail,
     );
-    const reader = blockingLoop(
-      clientIn,
-      async () => {
-        const popped = await clientIn.blmpop(0, 1, replyTo, 'RIGHT', 'COUNT', REPLY_BATCH);
-        if (!popped) return;
-        for (const text of popped[1]) {
-          const reply = JSON.parse(text) as Reply;
-          const waiter = pending.get(reply.id);
-          if (!waiter) continue;
-          pending.delete(reply.id);
-          waiter.resolve(reply.result);
-        }
-      },
-      fail,
-    );
+    const reader = replyReader(clientIn, replyTo, pending, (text) => JSON.parse(text) as Reply, fail);
     let nextId = 0;
     try {
       return await run({
@@ -244,13 +258,7 @@ export function rawConsume(consumers: number, mode: 'plain' | 'pooled' | 'batch'
         return readers.reduce((sum, r) => sum + r.seen(), 0);
       };
       try {
-        for (let i = 0; i < ctx.warmup; i++) await xadd(pub, stream, i, codec);
-        await waitUntil(() => consumed() >= ctx.warmup, 'raw warm-up consumed');
-        const base = consumed();
-        const start = performance.now();
-        const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => xadd(pub, stream, i, codec));
-        await waitUntil(() => consumed() - base >= sent, 'raw notifications consumed');
-        return { ops: sent, elapsedMs: performance.now() - start };
+        return await measureDelivered(ctx, (i) => xadd(pub, stream, i, codec), consumed, 'raw notifications consumed');
       } finally {
         await Promise.all(readers.map((r) => r.stop()));
       }
@@ -275,13 +283,7 @@ export const baselines: BaselineSet = {
         return server.seen();
       };
       try {
-        for (let i = 0; i < ctx.warmup; i++) await xadd(client, stream, i);
-        await waitUntil(() => handled() >= ctx.warmup, 'raw warm-up casts handled');
-        const base = handled();
-        const start = performance.now();
-        const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => xadd(client, stream, i));
-        await waitUntil(() => handled() - base >= sent, 'raw casts handled');
-        return { ops: sent, elapsedMs: performance.now() - start };
+        return await measureDelivered(ctx, (i) => xadd(client, stream, i), handled, 'raw casts handled');
       } finally {
         await server.stop();
       }

@@ -37,6 +37,13 @@ export async function keepInFlight(count: number, window: number, inTime: () => 
   return next;
 }
 
+/** What an RPC baseline's client and server offer a scenario: a call, a cast, and how many requests the server handled. */
+export interface RpcSides {
+  call(i: number): Promise<unknown>;
+  cast(i: number): Promise<void>;
+  handled(): number;
+}
+
 /** Calls one at a time after `ctx.warmup` unmeasured ones: latency of each and the total rate. */
 export function measureSequentialCalls(ctx: BenchContext, call: (i: number) => Promise<unknown>): Promise<Measurement> {
   return measureCalls(ctx, call, 1);
@@ -45,6 +52,22 @@ export function measureSequentialCalls(ctx: BenchContext, call: (i: number) => P
 /** Calls with `CONCURRENCY` in flight after `ctx.warmup` unmeasured ones. */
 export function measureConcurrentCalls(ctx: BenchContext, call: (i: number) => Promise<unknown>): Promise<Measurement> {
   return measureCalls(ctx, call, CONCURRENCY);
+}
+
+/**
+ * Sends `ctx.warmup` unmeasured messages one at a time and waits until `delivered()` counts them,
+ * then sends `ctx.count` with PUBLISH_WINDOW in flight, timed from the first send until
+ * `delivered()` counts them all (casts handled, notifications consumed). `what` names them in a
+ * timeout message.
+ */
+export async function measureDelivered(ctx: BenchContext, send: (i: number) => Promise<unknown>, delivered: () => number, what: string): Promise<Measurement> {
+  for (let i = 0; i < ctx.warmup; i++) await send(i);
+  await waitUntil(() => delivered() >= ctx.warmup, `warm-up ${what}`);
+  const base = delivered();
+  const start = performance.now();
+  const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, send);
+  await waitUntil(() => delivered() - base >= sent, `all ${what}`);
+  return { ops: sent, elapsedMs: performance.now() - start };
 }
 
 async function measureCalls(ctx: BenchContext, call: (i: number) => Promise<unknown>, window: number): Promise<Measurement> {
@@ -114,13 +137,7 @@ const cast: Scenario = {
   unit: 'casts',
   run: (ctx) =>
     withRpc(ctx, async ({ cast, handled }) => {
-      for (let i = 0; i < ctx.warmup; i++) await cast(i);
-      await waitUntil(() => handled() >= ctx.warmup, 'warm-up casts handled');
-      const base = handled();
-      const start = performance.now();
-      const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, cast);
-      await waitUntil(() => handled() - base >= sent, 'all casts handled');
-      return { ops: sent, elapsedMs: performance.now() - start };
+      return measureDelivered(ctx, cast, handled, 'casts handled');
     }),
 };
 
