@@ -18,6 +18,10 @@ const RABBIT: Loaders = { raw: () => import('./raw-amqp.js'), oslo: () => import
 // Redis issue asks for costs Redis work that plain list request/reply does not do.
 const REDIS: Loaders = { raw: () => import('./raw-redis.js'), oslo: () => import('./raw-redis-protocol.js') };
 
+// Kafka: plain kafkajs (Python oslo.messaging's Kafka driver carries notifications only, in the
+// same envelope tidings writes; no second column).
+const KAFKA: Loaders = { raw: () => import('./raw-kafka.js') };
+
 export const BASELINE_LOADERS: Readonly<Record<string, Loaders>> = {
   // memory:// has no raw client to compare with.
   rabbit: RABBIT,
@@ -26,6 +30,7 @@ export const BASELINE_LOADERS: Readonly<Record<string, Loaders>> = {
   kombu: RABBIT,
   redis: REDIS,
   rediss: REDIS,
+  kafka: KAFKA,
 };
 
 /** The baselines of both kinds for a URL's driver, or none. */

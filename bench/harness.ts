@@ -83,6 +83,8 @@ export interface BenchReport {
   durationMs: number | null;
   /** True when only the raw-client baselines ran (no tidings figures, no ratios). */
   baselinesOnly: boolean;
+  /** Rounds per scenario (see BenchOptions.rounds); the first of several is a warm-up. */
+  rounds: number;
   scenarios: Record<string, ScenarioResult>;
 }
 
@@ -102,6 +104,13 @@ export interface BenchOptions {
    * measure a broker's raw client before tidings has a driver for it. @default false
    */
   baselinesOnly?: boolean;
+  /**
+   * Rounds per scenario: each round measures tidings and its baselines back to back, in
+   * alternating order (tidings first in odd rounds, last in even ones). With more than one, the
+   * first round only warms up (the JIT, connections, the broker) and each side reports the run
+   * with the median ops/s of the others. @default 1
+   */
+  rounds?: number;
   /** Where the table and the JSON line go. */
   print(line: string): void;
 }
@@ -165,19 +174,24 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     count: options.count,
     durationMs: options.durationMs,
     baselinesOnly,
+    rounds: options.rounds ?? 1,
     scenarios: {},
   };
   for (const scenario of selected) {
-    const measure = (fn: ScenarioFn) => measured(fn, contextFor(options, transportUrl));
-    const result: ScenarioResult = { ...(baselinesOnly ? {} : await measure(scenario.run)), unit: scenario.unit, description: scenario.description };
     const baseline = options.baselines[scenario.name];
-    if (baseline) {
-      result.baseline = await measure(baseline);
+    const osloBaseline = options.osloBaselines?.[scenario.name];
+    const sides: Array<[Side, ScenarioFn]> = [];
+    if (!baselinesOnly) sides.push(['tidings', scenario.run]);
+    if (baseline) sides.push(['raw', baseline]);
+    if (osloBaseline) sides.push(['oslo', osloBaseline]);
+    const stats = await measureRounds(sides, report.rounds, () => contextFor(options, transportUrl));
+    const result: ScenarioResult = { ...stats.tidings, unit: scenario.unit, description: scenario.description };
+    if (stats.raw) {
+      result.baseline = stats.raw;
       if (result.opsPerSec !== undefined && result.baseline.opsPerSec > 0) result.ratio = round(result.opsPerSec / result.baseline.opsPerSec, 2);
     }
-    const osloBaseline = options.osloBaselines?.[scenario.name];
-    if (osloBaseline) {
-      result.osloBaseline = await measure(osloBaseline);
+    if (stats.oslo) {
+      result.osloBaseline = stats.oslo;
       if (result.opsPerSec !== undefined && result.osloBaseline.opsPerSec > 0) result.osloRatio = round(result.opsPerSec / result.osloBaseline.opsPerSec, 2);
       if (result.cpuUsPerOp !== undefined && result.osloBaseline.cpuUsPerOp) result.osloCpuRatio = round(result.cpuUsPerOp / result.osloBaseline.cpuUsPerOp, 2);
     }
@@ -186,6 +200,26 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
   for (const line of formatTable(report)) options.print(line);
   options.print(JSON.stringify(report));
   return report;
+}
+
+type Side = 'tidings' | 'raw' | 'oslo';
+
+/**
+ * Measures each side `rounds` times, alternating the order round by round; with several rounds
+ * the first is dropped (warm-up) and each side keeps its run with the median ops/s.
+ */
+async function measureRounds(sides: ReadonlyArray<[Side, ScenarioFn]>, rounds: number, ctx: () => BenchContext): Promise<Partial<Record<Side, Stats>>> {
+  const runs = new Map<Side, Stats[]>(sides.map(([side]) => [side, []]));
+  for (let r = 0; r < rounds; r++) {
+    const order = r % 2 === 0 ? sides : [...sides].reverse();
+    for (const [side, fn] of order) runs.get(side)!.push(await measured(fn, ctx()));
+  }
+  const out: Partial<Record<Side, Stats>> = {};
+  for (const [side, all] of runs) {
+    const kept = (all.length > 1 ? all.slice(1) : all).sort((a, b) => a.opsPerSec - b.opsPerSec);
+    out[side] = kept[Math.floor((kept.length - 1) / 2)];
+  }
+  return out;
 }
 
 /** Runs one scenario or baseline and its stats, with the process CPU time it took. */
@@ -215,7 +249,7 @@ export function formatTable(report: BenchReport): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [
-    `tidings bench on ${report.url} (node ${report.node}, count ${report.count}${report.durationMs !== null ? `, duration cap ${report.durationMs} ms` : ''}${report.baselinesOnly ? ', raw-client baselines only' : ''})`,
+    `tidings bench on ${report.url} (node ${report.node}, count ${report.count}${report.durationMs !== null ? `, duration cap ${report.durationMs} ms` : ''}${report.baselinesOnly ? ', raw-client baselines only' : ''}${report.rounds > 1 ? `, ${report.rounds} rounds, the first a warm-up` : ''})`,
     line(header),
     line(widths.map((w) => '-'.repeat(w))),
     ...rows.map(line),

@@ -6,16 +6,23 @@ import { DriverLoadFailure, TransportURL } from '../src/index.js';
 import { loadBaselines } from './baselines.js';
 import { runBench, type BenchReport } from './harness.js';
 import { SCENARIOS } from './scenarios.js';
+import { MOCK_RPC_MAX_WAIT_MS, SHORT_GROUP_QUERY, startKafkaMock } from '../test/support/kafka-broker.js';
 
 /** Operations per scenario when --count is not given. */
 export const DEFAULT_COUNT = 10_000;
 
-const HELP = `Usage: npm run bench -- [--url <url>] [--scenarios a,b] [--count N] [--duration ms] [--baselines-only]
+const HELP = `Usage: npm run bench -- [--url <url> | --kafka-mock] [--scenarios a,b] [--count N] [--rounds N] [--duration ms] [--baselines-only]
 
   --url <url>          transport URL (default: $TIDINGS_TRANSPORT_URL, else memory://)
+  --kafka-mock         start librdkafka's mock cluster (3 brokers, as the tests do; needs
+                       librdkafka-dev and gcc) and run on kafka:// against it, with the tests'
+                       short group timings and rpc_max_wait_ms=20; stopped at the end
   --scenarios <a,b>    scenarios to run, in order (default: all)
                        ${SCENARIOS.map((s) => s.name).join(', ')}
   --count <N>          operations per scenario after warm-up (default ${DEFAULT_COUNT})
+  --rounds <N>         measure tidings and its baselines N times each, in alternating order;
+                       the first round is a warm-up, the median of the rest is reported
+                       (default 1: one run each, tidings first)
   --duration <ms>      stop starting new operations in a scenario after ms (default: no cap)
   --baselines-only     run only the raw-client baselines of the URL's broker (no tidings
                        scenarios, no ratios), e.g. before tidings has a driver for it
@@ -38,7 +45,9 @@ export async function main(argv: readonly string[], print: (line: string) => voi
       scenarios: { type: 'string' },
       count: { type: 'string' },
       duration: { type: 'string' },
+      rounds: { type: 'string' },
       'baselines-only': { type: 'boolean' },
+      'kafka-mock': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -47,7 +56,17 @@ export async function main(argv: readonly string[], print: (line: string) => voi
     print(HELP);
     return undefined;
   }
-  const url = values.url ?? process.env.TIDINGS_TRANSPORT_URL ?? 'memory://';
+  if (values['kafka-mock'] && values.url) throw new Error('--kafka-mock starts its own broker: give it or --url, not both');
+  const mock = values['kafka-mock'] ? await startKafkaMock() : undefined;
+  try {
+    const url = mock ? `${mock.url}/?${SHORT_GROUP_QUERY}&rpc_max_wait_ms=${MOCK_RPC_MAX_WAIT_MS}` : (values.url ?? process.env.TIDINGS_TRANSPORT_URL ?? 'memory://');
+    return await runWith(url, values, print);
+  } finally {
+    await mock?.stop();
+  }
+}
+
+async function runWith(url: string, values: { count?: string; duration?: string; rounds?: string; scenarios?: string; 'baselines-only'?: boolean }, print: (line: string) => void): Promise<BenchReport> {
   const driver = TransportURL.parse(url).driver;
   const { raw, oslo } = await loadBaselines(driver);
   return runBench({
@@ -59,6 +78,7 @@ export async function main(argv: readonly string[], print: (line: string) => voi
     baselines: raw,
     osloBaselines: oslo,
     baselinesOnly: values['baselines-only'] ?? false,
+    rounds: positiveInt('--rounds', values.rounds, 1) ?? 1,
     print,
   });
 }

@@ -12,6 +12,12 @@ const HEADER = '/usr/include/librdkafka/rdkafka_mock.h';
 const INSTALL_HINT = 'Install them with `apt-get install -y librdkafka-dev gcc libc6-dev` (Debian 12: librdkafka 2.0.2).';
 
 /** A topic the broker creates before the first client connects. */
+/** Query options that keep group joins and rebalances short on the mock (it waits about sessionTimeout - 1 s). */
+export const SHORT_GROUP_QUERY = 'session_timeout_ms=6000&heartbeat_interval_ms=500&rebalance_timeout_ms=10000&kafka_consumer_timeout=0.2&commit_interval_ms=50';
+
+/** RPC fetch wait for calls on the mock (`rpc_max_wait_ms`): it answers an empty fetch only after the whole wait. */
+export const MOCK_RPC_MAX_WAIT_MS = 20;
+
 export interface KafkaTopicSpec {
   name: string;
   /** @default 1 */

@@ -61,8 +61,7 @@ export class RawKafka {
   }
 }
 
-/** Query options that keep group joins and rebalances short on the mock (it waits about sessionTimeout - 1 s). */
-export const SHORT_GROUP_QUERY = 'session_timeout_ms=6000&heartbeat_interval_ms=500&rebalance_timeout_ms=10000&kafka_consumer_timeout=0.2&commit_interval_ms=50';
+export { SHORT_GROUP_QUERY } from './kafka-broker.js';
 
 /** A file's Kafka test broker (3 brokers) and raw client, started before its tests; `closers` run first, in reverse, after them. */
 export interface KafkaMockFixture {

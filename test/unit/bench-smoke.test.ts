@@ -27,6 +27,21 @@ function busy(ms: number): number {
 }
 
 describe('bench harness', () => {
+  it('--rounds alternates the order of tidings and its baselines, drops the first round and keeps each side\'s median run', async () => {
+    const order: string[] = [];
+    const elapsed = { tidings: [50, 40, 10, 20, 30], raw: [500, 100, 300, 200, 400] };
+    const side = (name: 'tidings' | 'raw') => async (ctx: { count: number }) => {
+      order.push(name);
+      return { ops: ctx.count, elapsedMs: elapsed[name][order.filter((o) => o === name).length - 1] };
+    };
+    const scenario = { name: 'x', description: 'x', unit: 'ops', run: side('tidings') };
+    const report = await runBench({ url: 'memory://', count: 10, durationMs: null, only: [], scenarios: [scenario], baselines: { x: side('raw') }, rounds: 5, print: () => {} });
+    expect(order).toEqual(['tidings', 'raw', 'raw', 'tidings', 'tidings', 'raw', 'raw', 'tidings', 'tidings', 'raw']);
+    expect(report.rounds).toBe(5);
+    // Rounds 2-5 only: tidings 40, 10, 20, 30 ms -> median run 30 ms (lower middle by ops/s); raw 100, 300, 200, 400 ms -> 300 ms.
+    expect(report.scenarios.x).toMatchObject({ opsPerSec: Math.round(10_000 / 30), baseline: { opsPerSec: Math.round(10_000 / 300) } });
+  });
+
   it('registers the scenarios the issue asks for', () => {
     expect(SCENARIOS.map((s) => s.name)).toEqual(NAMES);
   });

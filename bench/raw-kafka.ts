@@ -1,0 +1,207 @@
+// Raw kafkajs baselines for the Kafka scenarios: what a careful kafkajs user writes for the same
+// job, with the same counts, payload, in-flight limits, warm-up and timing as bench/scenarios.ts,
+// and the consumer settings tidings' bench URL gives its own consumers (the mock cluster's group
+// joins wait about sessionTimeout - 1 s, so both sides use the short ones of SHORT_GROUP_QUERY).
+//
+// - notify-publish: an idempotent producer (acks all, as tidings' default), each notification
+//   sent and awaited on its own with PUBLISH_WINDOW in flight; what is sent in one event-loop turn
+//   goes out as one `sendBatch` (see Sender).
+// - consume-*: the same windowed producer while consumers in one group (one, two for pooled)
+//   read with `eachBatch`, decode each record and commit after handling it (at-least-once, as
+//   tidings commits after its handler): `resolveOffset` per record and one `commitOffsetsIfNecessary`
+//   per batch; batch mode hands out 100 records at a time (`consume-batch`, batchSize 100).
+// - cast: the producer sends to a request topic; one consumer in the servers' group handles and
+//   commits; timed until every cast was handled.
+// - call-sequential / call-concurrent: request/reply over two topics. The client sends
+//   `{id, replyTo, args}` to the request topic; the server (a group consumer) sends `{id, result}`
+//   to the caller's reply topic; the client reads its reply topic with its own group, joined once
+//   before the timing, and resolves calls by id. Both consumers fetch with `maxWaitTimeInMs` =
+//   `rpc_max_wait_ms` of tidings' `--kafka-mock` bench URL, so neither side waits longer for an empty fetch.
+//
+// Every topic and group is unique per run. The mock cluster cannot delete topics; it keeps
+// everything in memory until it stops.
+import { Kafka, logLevel, type Consumer, type EachBatchPayload, type Producer } from 'kafkajs';
+import { MOCK_RPC_MAX_WAIT_MS } from '../test/support/kafka-broker.js';
+import type { BaselineSet, BenchContext, Measurement } from './harness.js';
+import { BATCH_SIZE, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureConcurrentCalls, measureDelivered, measureSequentialCalls, waitUntil } from './scenarios.js';
+
+/** Consumer settings matching tidings' short-join bench URL (SHORT_GROUP_QUERY). */
+const CONSUMER = { sessionTimeout: 6000, heartbeatInterval: 500, rebalanceTimeout: 10_000, maxWaitTimeInMs: 200 } as const;
+
+const body = (i: number) => JSON.stringify({ i, text: PAYLOAD_TEXT });
+
+/** The bench URL's brokers (`kafka://h1:p1,h2:p2/...`). */
+function brokersOf(ctx: BenchContext): string[] {
+  return ctx.transportUrl.hosts.map((h) => `${h.hostname ?? '127.0.0.1'}:${h.port ?? 9092}`);
+}
+
+interface Clients {
+  kafka: Kafka;
+  producer(): Promise<Sender>;
+  consumer(groupId: string, maxWaitTimeInMs?: number): Consumer;
+}
+
+/** Runs `run` with lazily made producers and consumers, all disconnected afterwards. */
+async function withKafka(ctx: BenchContext, run: (c: Clients) => Promise<Measurement>): Promise<Measurement> {
+  const kafka = new Kafka({ brokers: brokersOf(ctx), clientId: 'tidings-bench-raw', logLevel: logLevel.NOTHING, retry: { retries: 8, initialRetryTime: 100 } });
+  const opened: Array<{ disconnect(): Promise<void> }> = [];
+  try {
+    return await run({
+      kafka,
+      producer: async () => {
+        const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: true });
+        opened.push(p);
+        await p.connect();
+        return new Sender(p);
+      },
+      consumer: (groupId, maxWaitTimeInMs = CONSUMER.maxWaitTimeInMs) => {
+        const c = kafka.consumer({ ...CONSUMER, maxWaitTimeInMs, groupId, allowAutoTopicCreation: true });
+        opened.push(c);
+        return c;
+      },
+    });
+  } finally {
+    await Promise.all(opened.map((o) => o.disconnect().catch(() => undefined)));
+  }
+}
+
+/** Connects, subscribes from the beginning and runs `eachBatch`; resolves once the group was joined. */
+async function startConsumer(c: Consumer, topic: string, eachBatch: (p: EachBatchPayload) => Promise<void>): Promise<void> {
+  let joined!: () => void;
+  const join = new Promise<void>((resolve) => (joined = resolve));
+  c.on(c.events.GROUP_JOIN, () => joined());
+  await c.connect();
+  await c.subscribe({ topic, fromBeginning: true });
+  await c.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 8, eachBatch });
+  await join;
+}
+
+/** A consumer that decodes and handles each record, then commits what it handled (once per batch, or per `chunk` records). */
+async function committingConsumer(c: Consumer, topic: string, onRecord: (value: string) => void, chunk = Infinity): Promise<void> {
+  await startConsumer(c, topic, async ({ batch, resolveOffset, commitOffsetsIfNecessary, heartbeat }) => {
+    let n = 0;
+    for (const m of batch.messages) {
+      onRecord(m.value?.toString('utf8') ?? '');
+      resolveOffset(m.offset);
+      if (++n % chunk === 0) await commitOffsetsIfNecessary();
+    }
+    await commitOffsetsIfNecessary();
+    await heartbeat();
+  });
+}
+
+/**
+ * Sends records one by one, resolving each once the broker acknowledged it; what is sent in one
+ * event-loop turn goes out as one `sendBatch` (kafkajs has no linger of its own, and an
+ * idempotent producer has one request in flight: one request per record would cap the rate at one
+ * round trip per record). tidings' producer does the same.
+ */
+class Sender {
+  private batch: Array<{ topic: string; value: string; resolve: () => void; reject: (e: unknown) => void }> = [];
+
+  constructor(private readonly producer: Producer) {}
+
+  send(topic: string, value: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.batch.length === 0) process.nextTick(() => this.flush());
+      this.batch.push({ topic, value, resolve, reject });
+    });
+  }
+
+  private flush(): void {
+    const batch = this.batch;
+    this.batch = [];
+    const byTopic = new Map<string, Array<{ value: string }>>();
+    for (const r of batch) {
+      const list = byTopic.get(r.topic);
+      if (list) list.push({ value: r.value });
+      else byTopic.set(r.topic, [{ value: r.value }]);
+    }
+    this.producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) }).then(
+      () => batch.forEach((r) => r.resolve()),
+      (err: unknown) => batch.forEach((r) => r.reject(err)),
+    );
+  }
+}
+
+/** Sends `body(i)` to `topic`, resolving once the broker acknowledged it. */
+const send = (s: Sender, topic: string, i: number) => s.send(topic, body(i));
+
+/** Publishes with PUBLISH_WINDOW sends in flight while `consumers` read in one group; as consumeScenario. */
+function rawConsume(consumers: number, mode: 'plain' | 'pooled' | 'batch') {
+  return (ctx: BenchContext): Promise<Measurement> =>
+    withKafka(ctx, async (k) => {
+      const topic = ctx.unique('bench-raw-notify');
+      const group = ctx.unique('bench-raw-group');
+      const producer = await k.producer();
+      // The topic exists before the consumers subscribe (the mock auto-creates it on produce).
+      await send(producer, topic, -1);
+      let consumed = -1; // the creating record
+      await Promise.all(Array.from({ length: consumers }, () => committingConsumer(k.consumer(group), topic, (v) => (JSON.parse(v), consumed++), mode === 'batch' ? BATCH_SIZE : Infinity)));
+      return measureDelivered(ctx, (i) => send(producer, topic, i), () => consumed, 'raw notifications consumed');
+    });
+}
+
+/** Request/reply over a request topic and the caller's reply topic (see the file comment). */
+function withRawRpc(ctx: BenchContext, run: (call: (i: number) => Promise<unknown>) => Promise<Measurement>): Promise<Measurement> {
+  return withKafka(ctx, async (k) => {
+    const requests = ctx.unique('bench-raw-rpc');
+    const replyTo = ctx.unique('bench-raw-reply');
+    const [serverOut, clientOut] = await Promise.all([k.producer(), k.producer()]);
+    // Both topics exist before anyone subscribes.
+    await Promise.all([clientOut.send(requests, '{}'), serverOut.send(replyTo, '{}')]);
+    await committingConsumer(k.consumer(ctx.unique('bench-raw-servers'), MOCK_RPC_MAX_WAIT_MS), requests, (v) => {
+      const req = JSON.parse(v) as { id?: string; replyTo?: string; args?: unknown };
+      if (req.id === undefined || !req.replyTo) return;
+      void serverOut.send(req.replyTo, JSON.stringify({ id: req.id, result: req.args }));
+    });
+    const pending = new Map<string, (v: unknown) => void>();
+    await committingConsumer(k.consumer(ctx.unique('bench-raw-caller'), MOCK_RPC_MAX_WAIT_MS), replyTo, (v) => {
+      const reply = JSON.parse(v) as { id?: string; result?: unknown };
+      const resolve = reply.id === undefined ? undefined : pending.get(reply.id);
+      if (!resolve) return;
+      pending.delete(reply.id!);
+      resolve(reply.result);
+    });
+    let next = 0;
+    return run(
+      (i) =>
+        new Promise((resolve, reject) => {
+          const id = String(next++);
+          pending.set(id, resolve);
+          clientOut.send(requests, JSON.stringify({ id, replyTo, args: { i, text: PAYLOAD_TEXT } })).catch(reject);
+        }),
+    );
+  });
+}
+
+export const baselines: BaselineSet = {
+  'call-sequential': (ctx) => withRawRpc(ctx, (call) => measureSequentialCalls(ctx, call)),
+
+  'call-concurrent': (ctx) => withRawRpc(ctx, (call) => measureConcurrentCalls(ctx, call)),
+
+  cast: (ctx) =>
+    withKafka(ctx, async (k) => {
+      const topic = ctx.unique('bench-raw-cast');
+      const producer = await k.producer();
+      await send(producer, topic, -1);
+      let handled = -1;
+      await committingConsumer(k.consumer(ctx.unique('bench-raw-servers')), topic, (v) => (JSON.parse(v), handled++));
+      await waitUntil(() => handled >= 0, 'raw cast topic read');
+      return measureDelivered(ctx, (i) => send(producer, topic, i), () => handled, 'raw casts handled');
+    }),
+
+  'notify-publish': (ctx) =>
+    withKafka(ctx, async (k) => {
+      const topic = ctx.unique('bench-raw-notify');
+      const producer = await k.producer();
+      for (let i = 0; i < ctx.warmup; i++) await send(producer, topic, i);
+      const start = performance.now();
+      const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => send(producer, topic, i));
+      return { ops: sent, elapsedMs: performance.now() - start };
+    }),
+
+  'consume-plain': rawConsume(1, 'plain'),
+  'consume-pooled': rawConsume(2, 'pooled'),
+  'consume-batch': rawConsume(1, 'batch'),
+};
