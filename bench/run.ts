@@ -17,6 +17,7 @@ const HELP = `Usage: npm run bench -- [--url <url> | --kafka-mock] [--scenarios 
   --kafka-mock         start librdkafka's mock cluster (3 brokers, as the tests do; needs
                        librdkafka-dev and gcc) and run on kafka:// against it, with the tests'
                        short group timings and rpc_max_wait_ms=20; stopped at the end
+  --kafka-client <c>   with --kafka-mock: tidings' Kafka client, kafkajs (default) or platformatic
   --scenarios <a,b>    scenarios to run, in order (default: all)
                        ${SCENARIOS.map((s) => s.name).join(', ')}
   --count <N>          operations per scenario after warm-up (default ${DEFAULT_COUNT})
@@ -48,6 +49,7 @@ export async function main(argv: readonly string[], print: (line: string) => voi
       rounds: { type: 'string' },
       'baselines-only': { type: 'boolean' },
       'kafka-mock': { type: 'boolean' },
+      'kafka-client': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -57,9 +59,11 @@ export async function main(argv: readonly string[], print: (line: string) => voi
     return undefined;
   }
   if (values['kafka-mock'] && values.url) throw new Error('--kafka-mock starts its own broker: give it or --url, not both');
+  if (values['kafka-client'] !== undefined && !values['kafka-mock']) throw new Error('--kafka-client goes with --kafka-mock (with --url, put ?client= in the URL)');
   const mock = values['kafka-mock'] ? await startKafkaMock() : undefined;
   try {
-    const url = mock ? `${mock.url}/?${SHORT_GROUP_QUERY}&rpc_max_wait_ms=${MOCK_RPC_MAX_WAIT_MS}` : (values.url ?? process.env.TIDINGS_TRANSPORT_URL ?? 'memory://');
+    const client = values['kafka-client'] ? `&client=${encodeURIComponent(values['kafka-client'])}` : '';
+    const url = mock ? `${mock.url}/?${SHORT_GROUP_QUERY}&rpc_max_wait_ms=${MOCK_RPC_MAX_WAIT_MS}${client}` : (values.url ?? process.env.TIDINGS_TRANSPORT_URL ?? 'memory://');
     return await runWith(url, values, print);
   } finally {
     await mock?.stop();

@@ -198,4 +198,12 @@ describe('bench harness', () => {
     expect(Object.keys(report.scenarios)).toEqual(['call-sequential', 'consume-batch']);
     expect(report.durationMs).toBe(5000);
   });
+
+  it('--kafka-mock starts the test broker and measures a Kafka scenario beside its raw kafkajs baseline; --kafka-client needs it', async () => {
+    const out: string[] = [];
+    const report = await main(['--kafka-mock', '--count', '5', '--scenarios', 'cast'], (line) => out.push(line));
+    expect(report!.url).toMatch(/^kafka:\/\/127\.0\.0\.1:\d+,127\.0\.0\.1:\d+,127\.0\.0\.1:\d+\/\?/);
+    expect(report!.scenarios.cast).toMatchObject({ ops: 5, baseline: { ops: 5 } });
+    await expect(main(['--kafka-client', 'platformatic', '--url', 'memory://'], () => {})).rejects.toThrow(/--kafka-client goes with --kafka-mock/);
+  }, 120_000);
 });
