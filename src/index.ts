@@ -32,6 +32,18 @@ export { NoOpSerializer, JsonPayloadSerializer, toPrimitive, type Serializer } f
 export { RETRY_DEFAULTS, type RetryPolicy } from './retry.js';
 export { RemoteErrorRegistry, defaultRemoteErrorRegistry, remoteOrigin, type FailureInfo, type RemoteOrigin } from './driver/remote-error.js';
 export { PRIORITIES, type Priority, type Context } from './driver/types.js';
+export type {
+  Middleware,
+  RpcClientMiddleware,
+  RpcServerMiddleware,
+  NotifierMiddleware,
+  ListenerMiddleware,
+  RpcClientInvocation,
+  RpcServerInvocation,
+  NotifierInvocation,
+  ListenerInvocation,
+  TransportMiddleware,
+} from './middleware.js';
 export {
   getRpcClient,
   RpcClient,

@@ -6,6 +6,7 @@ import { toLogger, type LoggerLike } from './logger-adapters.js';
 import { TransportURL } from './transport-url.js';
 import { BaseDriver, type DriverModule } from './driver/base-driver.js';
 import { defaultRemoteErrorRegistry, type RemoteErrorRegistry } from './driver/remote-error.js';
+import { checkTransportMiddleware, type TransportMiddleware } from './middleware.js';
 
 /** Loads a driver module on first use of its scheme; see {@link registerDriver}. */
 export type DriverLoader = () => Promise<DriverModule>;
@@ -84,6 +85,8 @@ export interface TransportOptions {
   logger?: LoggerLike;
   /** Driver options; override the same names given in the URL query. */
   driverOptions?: Record<string, unknown>;
+  /** Middlewares for every client, server, Notifier and listener on this transport (outside their own). @default {} */
+  middleware?: TransportMiddleware;
 }
 
 /** What a transport was opened for. */
@@ -93,6 +96,8 @@ export type TransportKind = 'rpc' | 'notification';
 export class Transport {
   /** The logger given to the transport, as a Logger; servers, listeners and notifiers default to it. */
   readonly logger: Logger;
+  /** Middlewares every façade on this transport runs outside its own (frozen; empty lists when none). */
+  readonly middleware: Required<TransportMiddleware>;
   private cleaned?: Promise<void>;
 
   constructor(
@@ -101,8 +106,10 @@ export class Transport {
     /** The driver. Façades use it; applications should not need to. */
     readonly driver: BaseDriver,
     logger: LoggerLike = silentLogger,
+    middleware?: TransportMiddleware,
   ) {
     this.logger = toLogger(logger);
+    this.middleware = checkTransportMiddleware(middleware);
   }
 
   /** The redacted URL. */
@@ -170,6 +177,7 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
     throw new InvalidArgument('allowedRemoteExmods', 'an array of module names', allowed);
   }
   const baseLogger = toLogger(options.logger);
+  const middleware = checkTransportMiddleware(options.middleware);
   const controlExchange = options.controlExchange ?? 'openstack';
   if (typeof controlExchange !== 'string' || !controlExchange) throw new InvalidArgument('controlExchange', 'a non-empty string', controlExchange);
   let mod: DriverModule;
@@ -197,7 +205,7 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
   if (!(driver instanceof BaseDriver)) {
     throw new DriverLoadFailure(`The createDriver() of the driver registered for ${JSON.stringify(parsed.driver)} returned something that is not a BaseDriver (${parsed.toString()}); extend BaseDriver from tidings/driver`);
   }
-  return new Transport(kind, driver, baseLogger);
+  return new Transport(kind, driver, baseLogger, middleware);
 }
 
 function chooseUrl(url: string | TransportURL | undefined): { parsed: TransportURL; source: TransportURLSource } {

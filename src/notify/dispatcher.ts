@@ -8,6 +8,7 @@ import { PRIORITIES, isPriority, type Context, type Priority } from '../driver/t
 import type { IncomingMessage } from '../driver/incoming-message.js';
 import type { NotificationFilter } from './filter.js';
 import { requirePriorityMethod } from './endpoint-check.js';
+import { checkMiddleware, composeMiddleware, type Chain, type ListenerInvocation, type ListenerMiddleware } from '../middleware.js';
 
 /** What an endpoint method returns. `undefined` counts as HANDLED. */
 export const NotificationResult = Object.freeze({
@@ -152,6 +153,13 @@ export interface DispatcherOptions {
   logger?: LoggerLike;
   /** Called after a handler threw (the failure is already logged). */
   onHandlerError?: (failure: HandlerFailure) => void;
+  /** Interceptors around each handler run (the listener passes the transport's and its own). @default [] */
+  middleware?: readonly ListenerMiddleware<any>[];
+}
+
+/** A handler run on its way through the middlewares, with the callback it ends in. */
+interface HandlerInvocation extends ListenerInvocation<any> {
+  readonly callback: Callback;
 }
 
 interface Callback {
@@ -186,12 +194,14 @@ export class NotificationDispatcher {
   protected readonly serializer: Serializer<any>;
   protected readonly logger: Logger;
   protected readonly onHandlerError?: (failure: HandlerFailure) => void;
+  private readonly chain?: Chain<HandlerInvocation, NotificationHandlerResult>;
 
   constructor(endpoints: readonly object[], options: DispatcherOptions = {}) {
     if (!Array.isArray(endpoints) || endpoints.length === 0) throw new InvalidArgument('endpoints', 'a non-empty array of endpoint objects', endpoints);
     this.serializer = options.serializer ?? new NoOpSerializer();
     this.logger = toLogger(options.logger);
     this.onHandlerError = options.onHandlerError;
+    this.chain = composeMiddleware(checkMiddleware<ListenerMiddleware<any>>('middleware', options.middleware), async (inv: HandlerInvocation) => callHandler(inv.callback, inv.items, inv.batch));
     endpoints.forEach((endpoint, i) => {
       if (endpoint === null || typeof endpoint !== 'object') throw new InvalidArgument(`endpoints[${i}]`, 'an object', endpoint);
       const filter = (endpoint as { filterRule?: unknown }).filterRule;
@@ -236,18 +246,20 @@ export class NotificationDispatcher {
     }
     for (const cb of this.callbacks.get(priority) ?? []) {
       if (cb.filter && !matches(cb.filter, item)) continue;
-      const ret = await this.exec(cb, priority, [item.eventType], [item.ctx, item.publisherId, item.eventType, item.payload, item.metadata]);
+      const ret = await this.exec(cb, priority, [item], false);
       if (ret instanceof HandlerThrew) return { result: NotificationResult.REQUEUE, reason: ret.error };
       if (ret === NotificationResult.REQUEUE) return { result: NotificationResult.REQUEUE };
     }
     return { result: NotificationResult.HANDLED };
   }
 
-  /** Calls one handler; a throw is logged, reported and turned into HandlerThrew (REQUEUE with its error). */
-  protected async exec(cb: Callback, priority: Priority, eventTypes: string[], args: unknown[]): Promise<unknown> {
+  /** Calls one handler (through the middlewares); a throw is logged, reported and turned into HandlerThrew (REQUEUE with its error). */
+  protected async exec(cb: Callback, priority: Priority, items: NotificationBatchItem<unknown>[], batch: boolean): Promise<unknown> {
     try {
-      return await cb.method.apply(cb.endpoint, args);
+      if (this.chain) return await this.chain({ endpoint: cb.name, priority, batch, items, callback: cb });
+      return await callHandler(cb, items, batch);
     } catch (error) {
+      const eventTypes = [...new Set(items.map((i) => i.eventType))];
       this.logger.error('notification endpoint failed', { err: error, endpoint: cb.name, priority, eventTypes });
       try {
         this.onHandlerError?.({ error, priority, endpoint: cb.name, eventTypes });
@@ -312,7 +324,7 @@ export class BatchNotificationDispatcher extends NotificationDispatcher {
       for (const cb of this.callbacks.get(priority) ?? []) {
         const items = cb.filter ? group.items.filter((item) => matches(cb.filter!, item)) : group.items.slice();
         if (items.length === 0) continue;
-        const ret = await this.exec(cb, priority, [...new Set(items.map((i) => i.eventType))], [items]);
+        const ret = await this.exec(cb, priority, items, true);
         if (ret === NotificationResult.REQUEUE || ret instanceof HandlerThrew) {
           const reason = ret instanceof HandlerThrew ? ret.error : undefined;
           for (const m of group.raw) requeues.set(m, reason);
@@ -322,6 +334,13 @@ export class BatchNotificationDispatcher extends NotificationDispatcher {
     }
     return requeues;
   }
+}
+
+/** A batch method gets the array; a plain one `(ctx, publisherId, eventType, payload, metadata)` of the single item. */
+function callHandler(cb: Callback, items: NotificationBatchItem<unknown>[], batch: boolean): Promise<NotificationHandlerResult> | NotificationHandlerResult {
+  if (batch) return cb.method.call(cb.endpoint, items) as NotificationHandlerResult;
+  const item = items[0];
+  return cb.method.call(cb.endpoint, item.ctx, item.publisherId, item.eventType, item.payload, item.metadata) as NotificationHandlerResult;
 }
 
 function matches(filter: NotificationFilter, item: NotificationBatchItem<unknown>): boolean {

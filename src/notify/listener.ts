@@ -22,6 +22,7 @@ import {
 } from './dispatcher.js';
 import type { CheckedEndpoints } from './endpoint-check.js';
 import { dispatchChannel, type NotificationListenerEvents } from './instrumentation.js';
+import { middlewareFor, type ListenerMiddleware } from '../middleware.js';
 
 /** Options of `getNotificationListener()` (and, with batch options, `getBatchNotificationListener()`). */
 export interface NotificationListenerOptions<Ctx = Context> {
@@ -35,6 +36,8 @@ export interface NotificationListenerOptions<Ctx = Context> {
   serializer?: Serializer<Ctx>;
   /** Where dispatch errors are logged; pino, bunyan, winston and console are adapted. @default the transport's logger */
   logger?: LoggerLike;
+  /** Interceptors around each handler run, inside the transport's `middleware.listener`. @default [] */
+  middleware?: readonly ListenerMiddleware<any>[];
 }
 
 /** Options of `getBatchNotificationListener()`. */
@@ -125,6 +128,7 @@ export class NotificationListener {
       onHandlerError: (failure) => {
         if (this.events.listenerCount('handlerError') > 0) this.events.emit('handlerError', failure);
       },
+      middleware: middlewareFor(transport, 'listener', options.middleware),
     });
     this.priorities = this.dispatcher.supportedPriorities;
     // Missing capabilities fail here, at construction, never when a message arrives.

@@ -11,6 +11,7 @@ import { assertJsonSafe, isPlainObject } from '../json-check.js';
 import type { Transport } from '../transport.js';
 import type { Context, Priority } from '../driver/types.js';
 import { sendChannel, type NotifierEvents } from './instrumentation.js';
+import { composeMiddleware, middlewareFor, type Chain, type NotifierInvocation, type NotifierMiddleware } from '../middleware.js';
 import {
   LogNotifierDriver,
   MessagingNotifierDriver,
@@ -48,6 +49,8 @@ export interface NotifierOptions<Ctx = Context> {
    * @default false
    */
   sendSecretContextKeys?: boolean;
+  /** Interceptors around each notification, inside the transport's `middleware.notifier`; shared by `prepare()`d children. @default [] */
+  middleware?: readonly NotifierMiddleware<any>[];
 }
 
 /** Defaults of NotifierOptions. */
@@ -76,6 +79,12 @@ interface NotifierCore<Ctx> {
   readonly serializer: Serializer<Ctx>;
   readonly logger: Logger;
   readonly sendSecretContextKeys: boolean;
+  readonly chain?: Chain<SendInvocation, void>;
+}
+
+/** A notification on its way through the middlewares, with the (possibly prepared) notifier that sends it. */
+interface SendInvocation extends NotifierInvocation<any> {
+  readonly notifier: Notifier<any>;
 }
 
 /**
@@ -115,7 +124,8 @@ export class Notifier<Ctx = Context> {
     const drivers = list.map((d, i) => createDriver(d, `driver${Array.isArray(requested) ? `[${i}]` : ''}`, transport, topics, logger, this.testNotifications));
     const sendSecretContextKeys = options.sendSecretContextKeys ?? NOTIFIER_DEFAULTS.sendSecretContextKeys;
     if (typeof sendSecretContextKeys !== 'boolean') throw new InvalidArgument('sendSecretContextKeys', 'a boolean', sendSecretContextKeys);
-    this.core = Object.freeze({ drivers, driverNames: Object.freeze(drivers.map((d) => d.name)), serializer, logger, sendSecretContextKeys });
+    const chain = composeMiddleware(middlewareFor(transport, 'notifier', options.middleware), (inv: SendInvocation) => inv.notifier.send(inv.ctx, inv.eventType, inv.payload, inv.priority));
+    this.core = Object.freeze({ drivers, driverNames: Object.freeze(drivers.map((d) => d.name)), serializer, logger, sendSecretContextKeys, chain });
   }
 
   /** Names of the configured drivers, in order. */
@@ -175,7 +185,18 @@ export class Notifier<Ctx = Context> {
     return this.notify(ctx, eventType, payload, 'sample');
   }
 
-  private async notify(ctx: Ctx, eventType: string, payload: unknown, priority: Priority): Promise<void> {
+  private notify(ctx: Ctx, eventType: string, payload: unknown, priority: Priority): Promise<void> {
+    const chain = this.core.chain;
+    if (!chain) return this.send(ctx, eventType, payload, priority);
+    try {
+      checkEventType(eventType);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return chain({ eventType, priority, publisherId: this.publisherId, ctx, payload, notifier: this });
+  }
+
+  private async send(ctx: Ctx, eventType: string, payload: unknown, priority: Priority): Promise<void> {
     const startedAt = performance.now();
     const body = this.buildBody(ctx, eventType, payload, priority);
     const serializedCtx = this.core.serializer.serializeContext(ctx);
@@ -219,7 +240,7 @@ export class Notifier<Ctx = Context> {
   }
 
   private buildBody(ctx: Ctx, eventType: string, payload: unknown, priority: Priority): NotificationBody {
-    if (typeof eventType !== 'string' || eventType.length === 0) throw new InvalidArgument('eventType', 'a non-empty string', eventType);
+    checkEventType(eventType);
     const serialized = this.core.serializer.serializeEntity(ctx, payload);
     checkJson('payload', serialized, false);
     return {
@@ -289,6 +310,10 @@ function withoutSecrets(ctx: Context): Context {
     }
   }
   return out ?? ctx;
+}
+
+function checkEventType(eventType: unknown): void {
+  if (typeof eventType !== 'string' || eventType.length === 0) throw new InvalidArgument('eventType', 'a non-empty string', eventType);
 }
 
 function checkPublisherId(value: unknown): string | null {

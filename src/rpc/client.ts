@@ -10,6 +10,7 @@ import type { Context, DriverMessage } from '../driver/types.js';
 import type { RpcArgs, RpcMethodName, RpcResult, UntypedApi } from './endpoint.js';
 import { traceRpc, type RpcTraceContext } from './instrumentation.js';
 import { assertJsonSafe, isPlainObject } from '../json-check.js';
+import { checkMiddleware, composeMiddleware, middlewareFor, type Chain, type RpcClientInvocation, type RpcClientMiddleware } from '../middleware.js';
 
 /** Options of `getRpcClient()`. */
 export interface RpcClientOptions {
@@ -23,6 +24,8 @@ export interface RpcClientOptions {
   callMonitorTimeout?: number;
   /** Context/entity hooks. @default new NoOpSerializer() */
   serializer?: Serializer<any>;
+  /** Interceptors around each `call`/`cast`, inside the transport's `middleware.rpcClient`; kept by `prepare()`. @default [] */
+  middleware?: readonly RpcClientMiddleware<any>[];
 }
 
 /** Defaults of RpcClientOptions. */
@@ -83,6 +86,7 @@ interface ResolvedOptions {
   versionCap?: string;
   callMonitorTimeout?: number;
   serializer: Serializer<any>;
+  middleware: readonly RpcClientMiddleware<any>[];
 }
 
 const TARGET_KEYS = ['exchange', 'topic', 'server', 'fanout', 'namespace', 'version'] as const;
@@ -95,6 +99,8 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
   /** Where requests go. */
   readonly target: Target;
   private readonly options: ResolvedOptions;
+  /** The operation behind the transport's and this client's middlewares; undefined when there are none. */
+  private readonly chain?: Chain<RpcClientInvocation<any>, unknown>;
 
   /** Prefer `getRpcClient()`. Throws InvalidArgument/NotSupportedError for bad options. */
   constructor(
@@ -108,6 +114,7 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
     this.options = resolveOptions(options);
     if (this.target.fanout) transport.driver.requireFeatures({ fanout: true });
     if (this.options.callMonitorTimeout !== undefined) transport.driver.requireFeatures({ callMonitor: true });
+    this.chain = composeMiddleware(middlewareFor(transport, 'rpcClient', this.options.middleware), (inv) => this.invoke(inv));
   }
 
   /** Reply deadline of `call`, ms. */
@@ -155,30 +162,53 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
   async call<M extends RpcMethodName<Api>>(ctx: Ctx, method: M, ...rest: CallRest<Api, M, RpcCallOptions>): Promise<RpcResult<Api, M>> {
     const [args, callOptions = {}] = rest as [unknown, RpcCallOptions?];
     const timeout = callOptions.timeout === undefined ? this.options.timeout : checkDuration('timeout', callOptions.timeout);
-    const prepared = this.prepareSend(ctx, method, args, true);
-    throwIfAborted(callOptions.signal);
-    const sendOptions = { waitForReply: true, timeout, callMonitorTimeout: this.options.callMonitorTimeout, retry: this.options.retry, signal: callOptions.signal };
-    const result = await traceRpc('call', this, this.sendPrepared, prepared, sendOptions, this.traceContext);
-    return this.options.serializer.deserializeEntity(ctx, result) as RpcResult<Api, M>;
+    if (this.chain) {
+      checkMethodAndArgs(method, args);
+      return (await this.chain({ kind: 'call', target: this.target, method, ctx, args, timeout, signal: callOptions.signal })) as RpcResult<Api, M>;
+    }
+    return (await this.sendCall(ctx, method, args, timeout, callOptions.signal)) as RpcResult<Api, M>;
   }
 
   /** Sends `method` without waiting for a result; resolves once the broker accepted it. */
   async cast<M extends RpcMethodName<Api>>(ctx: Ctx, method: M, ...rest: CallRest<Api, M, RpcCastOptions>): Promise<void> {
     const [args, castOptions = {}] = rest as [unknown, RpcCastOptions?];
+    if (this.chain) {
+      checkMethodAndArgs(method, args);
+      await this.chain({ kind: 'cast', target: this.target, method, ctx, args, timeout: undefined, signal: castOptions.signal });
+      return;
+    }
+    await this.sendCast(ctx, method, args, castOptions.signal);
+  }
+
+  private async sendCall(ctx: Ctx, method: unknown, args: unknown, timeout: number, signal: AbortSignal | undefined): Promise<unknown> {
+    const prepared = this.prepareSend(ctx, method, args, true);
+    throwIfAborted(signal);
+    const sendOptions = { waitForReply: true, timeout, callMonitorTimeout: this.options.callMonitorTimeout, retry: this.options.retry, signal };
+    const result = await traceRpc('call', this, this.sendPrepared, prepared, sendOptions, this.traceContext);
+    return this.options.serializer.deserializeEntity(ctx, result);
+  }
+
+  private async sendCast(ctx: Ctx, method: unknown, args: unknown, signal: AbortSignal | undefined): Promise<void> {
     const prepared = this.prepareSend(ctx, method, args, false);
-    throwIfAborted(castOptions.signal);
-    const sendOptions = { waitForReply: false, retry: this.options.retry, signal: castOptions.signal };
+    throwIfAborted(signal);
+    const sendOptions = { waitForReply: false, retry: this.options.retry, signal };
     await traceRpc('cast', this, this.sendPrepared, prepared, sendOptions, this.traceContext);
+  }
+
+  /** The innermost step of the middleware chain: the invocation as the middlewares left it. */
+  private invoke(inv: RpcClientInvocation<any>): Promise<unknown> {
+    if (inv.kind === 'cast') return this.sendCast(inv.ctx, inv.method, inv.args, inv.signal);
+    return this.sendCall(inv.ctx, inv.method, inv.args, checkDuration('timeout', inv.timeout), inv.signal);
   }
 
   /** Every check oslo does before sending, then the message itself. Throws; sends nothing. */
   private prepareSend(ctx: Ctx, method: unknown, args: unknown, forCall: boolean): PreparedSend {
     validateSendTarget(this.target, forCall);
-    if (typeof method !== 'string' || method.length === 0) throw new InvalidArgument('method', 'a non-empty string', method);
-    if (args !== undefined && !isPlainObject(args)) throw new InvalidArgument('args', 'a plain object of keyword arguments', args);
+    checkMethodAndArgs(method, args);
+    if (typeof method !== 'string') throw new InvalidArgument('method', 'a non-empty string', method);
     const serializer = this.options.serializer;
     const serialisedArgs: Record<string, unknown> = {};
-    if (args !== undefined) for (const name of Object.keys(args)) serialisedArgs[name] = serializer.serializeEntity(ctx, (args as Record<string, unknown>)[name]);
+    if (args !== undefined) for (const name of Object.keys(args)) serialisedArgs[name] = serializer.serializeEntity(ctx, args[name]);
     assertJsonSafe(serialisedArgs, 'args');
     const message: PreparedSend['message'] = { method, args: serialisedArgs };
     if (this.target.namespace !== undefined) message.namespace = this.target.namespace;
@@ -215,13 +245,19 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
   }
 }
 
-const EMPTY_OPTIONS: Record<keyof RpcClientOptions, true> = { timeout: true, retry: true, versionCap: true, callMonitorTimeout: true, serializer: true };
+const EMPTY_OPTIONS: Record<keyof RpcClientOptions, true> = { timeout: true, retry: true, versionCap: true, callMonitorTimeout: true, serializer: true, middleware: true };
+
+function checkMethodAndArgs(method: unknown, args: unknown): asserts args is Record<string, unknown> | undefined {
+  if (typeof method !== 'string' || method.length === 0) throw new InvalidArgument('method', 'a non-empty string', method);
+  if (args !== undefined && !isPlainObject(args)) throw new InvalidArgument('args', 'a plain object of keyword arguments', args);
+}
 
 function resolveOptions(options: RpcClientOptions): ResolvedOptions {
   if (!isPlainObject(options as unknown)) throw new InvalidArgument('options', 'an object', options);
   const resolved: ResolvedOptions = {
     timeout: checkDuration('timeout', options.timeout ?? RPC_CLIENT_DEFAULTS.timeout),
     serializer: options.serializer ?? new NoOpSerializer(),
+    middleware: checkMiddleware('middleware', options.middleware),
   };
   if (options.retry !== undefined) {
     if (!Number.isInteger(options.retry) || options.retry < -1) throw new InvalidArgument('retry', 'an integer >= -1 (-1 = forever)', options.retry);

@@ -10,6 +10,7 @@ import type { RpcRequest } from '../driver/types.js';
 import { DefaultRpcAccessPolicy, expose, lookupEndpointMethod, type RpcAccessPolicy } from './access-policy.js';
 import { isExpectedError, type RpcMeta } from './endpoint.js';
 import { assertJsonSafe, isPlainObject } from '../json-check.js';
+import { checkMiddleware, composeMiddleware, type Chain, type RpcServerInvocation, type RpcServerMiddleware } from '../middleware.js';
 
 /** The target of endpoints that declare none: the default namespace, version 1.0. */
 export const DEFAULT_ENDPOINT_TARGET = new Target({ version: '1.0' });
@@ -30,6 +31,10 @@ export interface RpcDispatcherOptions {
   logger?: LoggerLike;
   /** Adds oslo's ping endpoint (`oslo_rpc_server_ping` → `"pong"`). @default false */
   rpcPingEnabled?: boolean;
+  /** Interceptors around each request (RpcServer passes the transport's and its own). @default [] */
+  middleware?: readonly RpcServerMiddleware<any>[];
+  /** The server's target, as middlewares see it in `inv.target`. @default a target without topic */
+  serverTarget?: Target;
 }
 
 /**
@@ -61,6 +66,18 @@ interface BoundEndpoint {
   readonly compatible: Map<string, boolean>;
 }
 
+/** What one request found to run: the endpoint and its method, or the failure to reply with. */
+type Found = { endpoint: object; fn: (...args: any[]) => unknown } | { failure: unknown; expected: boolean };
+
+/** A request's invocation on its way through the middlewares, with what the endpoint step learned. */
+interface ServerInvocation extends RpcServerInvocation<any> {
+  readonly request: RpcRequest;
+  /** Set once the chain reached the endpoint step. */
+  reachedEndpoint?: boolean;
+  /** Set when the endpoint step failed: its error, and whether that error is expected. */
+  endpointFailure?: { error: unknown; expected: boolean };
+}
+
 /** Requested version strings remembered per endpoint; they come off the wire, so the memo is bounded. */
 const VERSION_MEMO_SIZE = 64;
 
@@ -72,6 +89,8 @@ export class RpcDispatcher {
   private readonly accessPolicy: RpcAccessPolicy;
   private readonly serializer: Serializer<any>;
   private readonly logger: Logger;
+  private readonly serverTarget: Target;
+  private readonly chain?: Chain<ServerInvocation, unknown>;
 
   /** Throws InvalidArgument for a non-object endpoint or a `target` that is not a Target/TargetInit. */
   constructor(endpoints: readonly object[], options: RpcDispatcherOptions = {}) {
@@ -90,13 +109,15 @@ export class RpcDispatcher {
     this.accessPolicy = policy;
     this.serializer = options.serializer ?? new NoOpSerializer();
     this.logger = toLogger(options.logger);
+    this.serverTarget = options.serverTarget ?? new Target();
+    this.chain = composeMiddleware(checkMiddleware<RpcServerMiddleware<any>>('middleware', options.middleware), (inv: ServerInvocation) => this.invokeFromChain(inv));
   }
 
   /** Handles one request. Never rejects: every failure becomes a `failure` outcome. */
   async dispatch(incoming: RpcIncomingMessage): Promise<DispatchOutcome> {
     const stopWatchdog = this.startWatchdog(incoming);
     try {
-      return await this.route(incoming);
+      return await (this.chain ? this.dispatchThroughChain(incoming, this.chain) : this.route(incoming));
     } catch (failure) {
       return { ok: false, failure, expected: false };
     } finally {
@@ -107,6 +128,14 @@ export class RpcDispatcher {
   /** Not async itself: the endpoint's promise passes straight through (a throw here is caught by dispatch). */
   private route(incoming: RpcIncomingMessage): Promise<DispatchOutcome> {
     const request = incoming.request;
+    const found = this.find(request);
+    if (!('fn' in found)) return Promise.resolve({ ok: false, failure: found.failure, expected: found.expected });
+    const ctx = this.serializer.deserializeContext(incoming.ctx);
+    return this.invoke(found.endpoint, found.fn, ctx, this.deserializeArgs(ctx, request), metaOf(incoming));
+  }
+
+  /** The endpoint method for `request` by namespace, version and access policy. Throws UnsupportedVersion. */
+  private find(request: RpcRequest): Found {
     const { method, namespace, version } = request;
     let foundCompatible = false;
     for (const bound of this.bound) {
@@ -115,37 +144,86 @@ export class RpcDispatcher {
       foundCompatible = true;
       const fn = method === 'target' ? undefined : lookupEndpointMethod(endpoint, method);
       if (!fn || !this.accessPolicy.isAllowed(endpoint, method, fn)) continue;
-      return this.invoke(incoming, endpoint, fn, request);
+      return { endpoint, fn };
     }
-    if (foundCompatible) return Promise.resolve({ ok: false, failure: new NoSuchMethod(method), expected: method.endsWith('_ignore_errors') });
+    if (foundCompatible) return { failure: new NoSuchMethod(method), expected: method.endsWith('_ignore_errors') };
     throw new UnsupportedVersion(version, method);
   }
 
-  private async invoke(
-    incoming: RpcIncomingMessage,
-    endpoint: object,
-    fn: (...args: any[]) => unknown,
-    request: RpcRequest,
-  ): Promise<DispatchOutcome> {
-    const ctx = this.serializer.deserializeContext(incoming.ctx);
+  private deserializeArgs(ctx: unknown, request: RpcRequest): Record<string, unknown> {
     const args: Record<string, unknown> = {};
     for (const name of Object.keys(request.args)) args[name] = this.serializer.deserializeEntity(ctx, request.args[name]);
-    const meta: RpcMeta = {
-      messageId: incoming.msgId,
-      method: request.method,
-      namespace: request.namespace,
-      version: request.version,
-      unwrap: () => incoming.unwrap(),
-    };
+    return args;
+  }
+
+  private async invoke(endpoint: object, fn: (...args: any[]) => unknown, ctx: unknown, args: Record<string, unknown>, meta: RpcMeta): Promise<DispatchOutcome> {
     let raw: unknown;
     try {
       raw = await fn.call(endpoint, ctx, args, meta);
     } catch (failure) {
       return { ok: false, failure, expected: isExpectedError(failure, fn, endpoint) };
     }
+    return this.succeeded(ctx, raw);
+  }
+
+  private succeeded(ctx: unknown, raw: unknown): DispatchOutcome {
     const result = this.serializer.serializeEntity(ctx, raw) ?? null;
     assertJsonSafe(result, 'result');
     return { ok: true, result };
+  }
+
+  /**
+   * The request through the middlewares. A failure the endpoint step produced keeps its
+   * `expected` flag; one a middleware threw before the endpoint ran (a refusal) counts as
+   * expected; one a middleware made of the endpoint's failure or result afterwards does not.
+   */
+  private async dispatchThroughChain(incoming: RpcIncomingMessage, chain: Chain<ServerInvocation, unknown>): Promise<DispatchOutcome> {
+    const request = incoming.request;
+    const ctx = this.serializer.deserializeContext(incoming.ctx);
+    const inv: ServerInvocation = {
+      target: this.serverTarget,
+      method: request.method,
+      namespace: request.namespace,
+      version: request.version,
+      messageId: incoming.msgId,
+      expectsReply: incoming.expectsReply,
+      wireContext: incoming.ctx,
+      meta: metaOf(incoming),
+      ctx,
+      args: this.deserializeArgs(ctx, request),
+      request,
+    };
+    let raw: unknown;
+    try {
+      raw = await chain(inv);
+    } catch (failure) {
+      const endpoint = inv.endpointFailure;
+      const expected = !inv.reachedEndpoint || (endpoint !== undefined && failure === endpoint.error && endpoint.expected);
+      return { ok: false, failure, expected };
+    }
+    return this.succeeded(inv.ctx, raw);
+  }
+
+  /** The innermost step of the chain: the endpoint method with the context and arguments the middlewares left. */
+  private async invokeFromChain(inv: ServerInvocation): Promise<unknown> {
+    inv.reachedEndpoint = true;
+    let found: Found;
+    try {
+      found = this.find(inv.request);
+    } catch (error) {
+      inv.endpointFailure = { error, expected: false };
+      throw error;
+    }
+    if (!('fn' in found)) {
+      inv.endpointFailure = { error: found.failure, expected: found.expected };
+      throw found.failure;
+    }
+    try {
+      return await found.fn.call(found.endpoint, inv.ctx, inv.args, inv.meta);
+    } catch (error) {
+      inv.endpointFailure = { error, expected: isExpectedError(error, found.fn, found.endpoint) };
+      throw error;
+    }
   }
 
   /** oslo `_watchdog`: a heartbeat every floor(seconds)/2 s while the endpoint runs. */
@@ -178,6 +256,17 @@ function isCompatible(bound: BoundEndpoint, requested: string): boolean {
 }
 
 const NO_WATCHDOG = (): void => {};
+
+function metaOf(incoming: RpcIncomingMessage): RpcMeta {
+  const request = incoming.request;
+  return {
+    messageId: incoming.msgId,
+    method: request.method,
+    namespace: request.namespace,
+    version: request.version,
+    unwrap: () => incoming.unwrap(),
+  };
+}
 
 function endpointTarget(endpoint: unknown, index: number): Target {
   if (endpoint === null || typeof endpoint !== 'object') throw new InvalidArgument(`endpoints[${index}]`, 'an object', endpoint);

@@ -15,6 +15,7 @@ import type { Listener } from '../driver/listener.js';
 import type { RpcAccessPolicy } from './access-policy.js';
 import { RpcDispatcher, type DispatchOutcome } from './dispatcher.js';
 import { traceRpc, type RpcTraceContext } from './instrumentation.js';
+import { middlewareFor, type RpcServerMiddleware } from '../middleware.js';
 
 /** Options of `getRpcServer()`. */
 export interface RpcServerOptions {
@@ -28,6 +29,8 @@ export interface RpcServerOptions {
   logger?: LoggerLike;
   /** Adds oslo's `oslo_rpc_server_ping` endpoint that returns `"pong"`. @default false */
   rpcPingEnabled?: boolean;
+  /** Interceptors around each request, inside the transport's `middleware.rpcServer`. @default [] */
+  middleware?: readonly RpcServerMiddleware<any>[];
 }
 
 /** Defaults of RpcServerOptions (the access policy defaults to `new DefaultRpcAccessPolicy()`). */
@@ -115,6 +118,8 @@ export class RpcServer {
       serializer: options.serializer,
       logger: this.logger,
       rpcPingEnabled: options.rpcPingEnabled ?? RPC_SERVER_DEFAULTS.rpcPingEnabled,
+      middleware: middlewareFor(transport, 'rpcServer', options.middleware),
+      serverTarget: this.target,
     });
   }
 
