@@ -18,9 +18,9 @@ const RABBIT: Loaders = { raw: () => import('./raw-amqp.js'), oslo: () => import
 // Redis issue asks for costs Redis work that plain list request/reply does not do.
 const REDIS: Loaders = { raw: () => import('./raw-redis.js'), oslo: () => import('./raw-redis-protocol.js') };
 
-// Kafka: plain kafkajs (Python oslo.messaging's Kafka driver carries notifications only, in the
-// same envelope tidings writes; no second column).
-const KAFKA: Loaders = { raw: () => import('./raw-kafka.js') };
+// Kafka: plain kafkajs, and kafkajs writing oslo's Kafka notification format (Python
+// oslo.messaging's Kafka driver carries notifications only: the RPC scenarios have no second column).
+const KAFKA: Loaders = { raw: () => import('./raw-kafka.js'), oslo: () => import('./raw-kafka-oslo.js') };
 
 export const BASELINE_LOADERS: Readonly<Record<string, Loaders>> = {
   // memory:// has no raw client to compare with.

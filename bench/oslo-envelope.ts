@@ -1,6 +1,6 @@
 // oslo's 2.0 envelope as the raw baselines write it by hand (oslo-wire.md §1): the message JSON
 // inside JSON, uuid4-hex ids, and a notification as tidings' Notifier puts it on the wire. Shared
-// by the RabbitMQ and Redis protocol baselines; loads no broker library.
+// by the RabbitMQ, Redis and Kafka protocol baselines; loads no broker library.
 import { randomUUID } from 'node:crypto';
 import { PAYLOAD_TEXT } from './scenarios.js';
 
@@ -23,9 +23,15 @@ function timestamp(): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, 23)}000`;
 }
 
+/** The notification fields every layout shares (oslo-wire.md §1.10). */
+const notificationFields = (i: number) => ({ message_id: randomUUID(), publisher_id: 'bench', event_type: 'bench.event', priority: 'INFO', payload: { i, text: PAYLOAD_TEXT }, timestamp: timestamp() });
+
+/** A notification as oslo's Kafka driver writes it (oslo-wire.md §2): enveloped, the context as one nested `_context` object, no `_unique_id`. */
+export const osloKafkaNotificationText = (i: number): string => envelopeText({ ...notificationFields(i), _context: {} });
+
 /** A notification as tidings' Notifier puts it on the wire (oslo-wire.md §1.10, enveloped). */
 export const osloNotification = (i: number): Buffer => Buffer.from(osloNotificationText(i));
 
 /** The same, as text. */
 export const osloNotificationText = (i: number): string =>
-  envelopeText({ message_id: randomUUID(), publisher_id: 'bench', event_type: 'bench.event', priority: 'INFO', payload: { i, text: PAYLOAD_TEXT }, timestamp: timestamp(), _unique_id: hexId() });
+  envelopeText({ ...notificationFields(i), _unique_id: hexId() });

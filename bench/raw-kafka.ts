@@ -18,6 +18,9 @@
 //   before the timing, and resolves calls by id. Both consumers fetch with `maxWaitTimeInMs` =
 //   `rpc_max_wait_ms` of tidings' `--kafka-mock` bench URL, so neither side waits longer for an empty fetch.
 //
+// The notification scenarios take a record shape (`NotificationShape`): this file's is a small
+// JSON body; raw-kafka-oslo.ts uses the same clients with oslo's Kafka notification format.
+//
 // Every topic and group is unique per run. The mock cluster cannot delete topics; it keeps
 // everything in memory until it stops.
 import { Kafka, logLevel, type Consumer, type EachBatchPayload, type Producer } from 'kafkajs';
@@ -29,6 +32,17 @@ import { BATCH_SIZE, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureConcurre
 const CONSUMER = { sessionTimeout: 6000, heartbeatInterval: 500, rebalanceTimeout: 10_000, maxWaitTimeInMs: 200 } as const;
 
 const body = (i: number) => JSON.stringify({ i, text: PAYLOAD_TEXT });
+
+/** How the notification scenarios write and read a record. */
+export interface NotificationShape {
+  /** The record value of notification `i`. */
+  encode(i: number): string;
+  /** What a consumer does with a record value before counting it. */
+  decode(value: string): unknown;
+}
+
+/** A plain kafkajs user's notification: a small JSON body, parsed by the consumer. */
+const PLAIN: NotificationShape = { encode: body, decode: (v) => JSON.parse(v) };
 
 /** The bench URL's brokers (`kafka://h1:p1,h2:p2/...`). */
 function brokersOf(ctx: BenchContext): string[] {
@@ -128,18 +142,36 @@ class Sender {
 const send = (s: Sender, topic: string, i: number) => s.send(topic, body(i));
 
 /** Publishes with PUBLISH_WINDOW sends in flight while `consumers` read in one group; as consumeScenario. */
-function rawConsume(consumers: number, mode: 'plain' | 'pooled' | 'batch') {
+function rawConsume(consumers: number, mode: 'plain' | 'pooled' | 'batch', shape: NotificationShape) {
   return (ctx: BenchContext): Promise<Measurement> =>
     withKafka(ctx, async (k) => {
       const topic = ctx.unique('bench-raw-notify');
       const group = ctx.unique('bench-raw-group');
       const producer = await k.producer();
       // The topic exists before the consumers subscribe (the mock auto-creates it on produce).
-      await send(producer, topic, -1);
+      await producer.send(topic, shape.encode(-1));
       let consumed = -1; // the creating record
-      await Promise.all(Array.from({ length: consumers }, () => committingConsumer(k.consumer(group), topic, (v) => (JSON.parse(v), consumed++), mode === 'batch' ? BATCH_SIZE : Infinity)));
-      return measureDelivered(ctx, (i) => send(producer, topic, i), () => consumed, 'raw notifications consumed');
+      await Promise.all(Array.from({ length: consumers }, () => committingConsumer(k.consumer(group), topic, (v) => (shape.decode(v), consumed++), mode === 'batch' ? BATCH_SIZE : Infinity)));
+      return measureDelivered(ctx, (i) => producer.send(topic, shape.encode(i)), () => consumed, 'raw notifications consumed');
     });
+}
+
+/** notify-publish and the consume scenarios with records of `shape`. */
+export function notificationBaselines(shape: NotificationShape): BaselineSet {
+  return {
+    'notify-publish': (ctx) =>
+      withKafka(ctx, async (k) => {
+        const topic = ctx.unique('bench-raw-notify');
+        const producer = await k.producer();
+        for (let i = 0; i < ctx.warmup; i++) await producer.send(topic, shape.encode(i));
+        const start = performance.now();
+        const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => producer.send(topic, shape.encode(i)));
+        return { ops: sent, elapsedMs: performance.now() - start };
+      }),
+    'consume-plain': rawConsume(1, 'plain', shape),
+    'consume-pooled': rawConsume(2, 'pooled', shape),
+    'consume-batch': rawConsume(1, 'batch', shape),
+  };
 }
 
 /** Request/reply over a request topic and the caller's reply topic (see the file comment). */
@@ -191,17 +223,5 @@ export const baselines: BaselineSet = {
       return measureDelivered(ctx, (i) => send(producer, topic, i), () => handled, 'raw casts handled');
     }),
 
-  'notify-publish': (ctx) =>
-    withKafka(ctx, async (k) => {
-      const topic = ctx.unique('bench-raw-notify');
-      const producer = await k.producer();
-      for (let i = 0; i < ctx.warmup; i++) await send(producer, topic, i);
-      const start = performance.now();
-      const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => send(producer, topic, i));
-      return { ops: sent, elapsedMs: performance.now() - start };
-    }),
-
-  'consume-plain': rawConsume(1, 'plain'),
-  'consume-pooled': rawConsume(2, 'pooled'),
-  'consume-batch': rawConsume(1, 'batch'),
+  ...notificationBaselines(PLAIN),
 };

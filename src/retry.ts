@@ -58,6 +58,25 @@ export async function withRetry<T>(fn: (attempt: number) => Promise<T>, policy: 
   }
 }
 
+/**
+ * `withRetry` for an operation whose first attempt is already under way: the retry loop and its
+ * policy are only built when that attempt fails, so the usual success costs one `catch`.
+ * `onFailure` sees every failed attempt, the first included.
+ */
+export function retryAfterFirst<T>(first: Promise<T>, again: () => Promise<T>, policy: () => RetryPolicy, onFailure?: (error: unknown) => void): Promise<T> {
+  return first.catch((error: unknown) => {
+    onFailure?.(error);
+    const retry = onFailure
+      ? () =>
+          again().catch((err: unknown) => {
+            onFailure(err);
+            throw err;
+          })
+      : again;
+    return withRetry((attempt) => (attempt === 0 ? Promise.reject(error) : retry()), policy());
+  });
+}
+
 export function throwIfAborted(signal?: AbortSignal): void {
   if (signal?.aborted) throw new AbortError('The operation was aborted', { cause: signal.reason });
 }

@@ -13,7 +13,7 @@ import type { Listener } from '../../driver/listener.js';
 import type { Context, DriverMessage } from '../../driver/types.js';
 import { AbortError, InvalidState, MessageDeliveryFailure, MessageUndeliverable, MessagingError } from '../../errors.js';
 import type { Target } from '../../target.js';
-import { abortableSleep, withRetry } from '../../retry.js';
+import { abortableSleep, retryAfterFirst } from '../../retry.js';
 import { AmqpListener } from './amqp-listener.js';
 import { AmqpConnection, type DriverEventEmitter } from './connection.js';
 import { resolveOptions, type ResolvedAmqpOptions } from './options.js';
@@ -183,14 +183,11 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
 
   /** Declares what the message needs (cached per connection) and publishes it, retrying per `retry`. */
   private publish(req: PublishRequest): Promise<void> {
-    // Fast path without retry machinery; the first failure enters withRetry as its attempt 0.
-    return this.publishOnce(req).catch((first: unknown) => {
-      const o = this.options;
-      req.call?.setUndelivered(first);
-      return withRetry((attempt) => (attempt === 0 ? Promise.reject(first) : this.publishOnce(req).catch((err: unknown) => {
-        req.call?.setUndelivered(err);
-        throw err;
-      })), {
+    const o = this.options;
+    return retryAfterFirst(
+      this.publishOnce(req),
+      () => this.publishOnce(req),
+      () => ({
         retry: req.retry,
         signal: req.signal ? AbortSignal.any([req.signal, this.closing.signal]) : this.closing.signal,
         intervalMs: o.retryInterval,
@@ -198,8 +195,9 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
         maxIntervalMs: o.intervalMax,
         isRetriable: (e) => !this.closed && req.call?.isOver !== true && e instanceof MessagingError && e.retriable,
         onRetry: ({ attempt, delayMs, error }) => this.logger.warn('Publish failed; retrying with the same message', { attempt, delayMs, routingKey: req.routingKey, err: error }),
-      });
-    });
+      }),
+      req.call && ((err) => req.call!.setUndelivered(err)),
+    );
   }
 
   private publishOnce(req: PublishRequest): Promise<void> {

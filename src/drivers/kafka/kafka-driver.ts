@@ -10,7 +10,7 @@ import type { Context, DriverMessage } from '../../driver/types.js';
 import { encodeNotification } from '../../driver/wire.js';
 import { PendingReplies } from '../../driver/pending-replies.js';
 import { MessageDeliveryFailure, MessagingError } from '../../errors.js';
-import { withRetry } from '../../retry.js';
+import { retryAfterFirst } from '../../retry.js';
 import type { Target } from '../../target.js';
 import { recordKey } from './client.js';
 import { KafkaConnection } from './connection.js';
@@ -55,12 +55,17 @@ export class KafkaDriver extends BaseDriver {
     const value = encodeNotification(message, ctx, options.version, { contextLayout: 'nested' });
     const topic = withVhost(target.topic as string, this.options.vhost);
     const key = recordKey(this.options.key, message, topic);
-    await withRetry(() => this.conn.produce({ topic, key, value }), {
-      retry: options.retry,
-      signal: this.closing.signal,
-      isRetriable: (e) => !this.closed && e instanceof MessagingError && e.retriable,
-      onRetry: ({ attempt, delayMs, error }) => this.logger.warn('Producing a notification failed; retrying', { attempt, delayMs, topic, err: error }),
-    });
+    const record = { topic, key, value };
+    await retryAfterFirst(
+      this.conn.produce(record),
+      () => this.conn.produce(record),
+      () => ({
+        retry: options.retry,
+        signal: this.closing.signal,
+        isRetriable: (e) => !this.closed && e instanceof MessagingError && e.retriable,
+        onRetry: ({ attempt, delayMs, error }) => this.logger.warn('Producing a notification failed; retrying', { attempt, delayMs, topic, err: error }),
+      }),
+    );
   }
 
   protected doListen(target: Target, options: ListenOptions): Promise<Listener<RpcIncomingMessage>> {
