@@ -10,6 +10,8 @@ import type { Context, DriverMessage } from '../driver/types.js';
 import type { RpcArgs, RpcMethodName, RpcResult, UntypedApi } from './endpoint.js';
 import { traceRpc, type RpcTraceContext } from './instrumentation.js';
 import { assertJsonSafe, isPlainObject } from '../json-check.js';
+import { validateWith } from '../schema.js';
+import { contractMethod, isRpcContract, type RpcContract, type RpcContractApi } from './contract.js';
 
 /** Options of `getRpcClient()`. */
 export interface RpcClientOptions {
@@ -23,6 +25,12 @@ export interface RpcClientOptions {
   callMonitorTimeout?: number;
   /** Context/entity hooks. @default new NoOpSerializer() */
   serializer?: Serializer<any>;
+  /**
+   * Schemas from `defineRpcContract()`: types the client, checks args before sending (a bad
+   * one rejects with InvalidArgument, nothing sent) and checks results (the call resolves with
+   * the result schema's output, or rejects with InvalidArgument naming `result`). @default undefined
+   */
+  contract?: RpcContract<any>;
 }
 
 /** Defaults of RpcClientOptions. */
@@ -83,6 +91,7 @@ interface ResolvedOptions {
   versionCap?: string;
   callMonitorTimeout?: number;
   serializer: Serializer<any>;
+  contract?: RpcContract;
 }
 
 const TARGET_KEYS = ['exchange', 'topic', 'server', 'fanout', 'namespace', 'version'] as const;
@@ -154,17 +163,22 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
    */
   async call<M extends RpcMethodName<Api>>(ctx: Ctx, method: M, ...rest: CallRest<Api, M, RpcCallOptions>): Promise<RpcResult<Api, M>> {
     const [args, callOptions = {}] = rest as [unknown, RpcCallOptions?];
+    const schemas = this.options.contract && contractMethod(this.options.contract, method);
+    if (schemas?.args) await validateWith(schemas.args, args, 'args');
     const timeout = callOptions.timeout === undefined ? this.options.timeout : checkDuration('timeout', callOptions.timeout);
     const prepared = this.prepareSend(ctx, method, args, true);
     throwIfAborted(callOptions.signal);
     const sendOptions = { waitForReply: true, timeout, callMonitorTimeout: this.options.callMonitorTimeout, retry: this.options.retry, signal: callOptions.signal };
     const result = await traceRpc('call', this, this.sendPrepared, prepared, sendOptions, this.traceContext);
-    return this.options.serializer.deserializeEntity(ctx, result) as RpcResult<Api, M>;
+    const value = this.options.serializer.deserializeEntity(ctx, result);
+    return (schemas?.result ? validateWith(schemas.result, value, 'result') : value) as RpcResult<Api, M>;
   }
 
   /** Sends `method` without waiting for a result; resolves once the broker accepted it. */
   async cast<M extends RpcMethodName<Api>>(ctx: Ctx, method: M, ...rest: CallRest<Api, M, RpcCastOptions>): Promise<void> {
     const [args, castOptions = {}] = rest as [unknown, RpcCastOptions?];
+    const schemas = this.options.contract && contractMethod(this.options.contract, method);
+    if (schemas?.args) await validateWith(schemas.args, args, 'args');
     const prepared = this.prepareSend(ctx, method, args, false);
     throwIfAborted(castOptions.signal);
     const sendOptions = { waitForReply: false, retry: this.options.retry, signal: castOptions.signal };
@@ -215,7 +229,7 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
   }
 }
 
-const EMPTY_OPTIONS: Record<keyof RpcClientOptions, true> = { timeout: true, retry: true, versionCap: true, callMonitorTimeout: true, serializer: true };
+const EMPTY_OPTIONS: Record<keyof RpcClientOptions, true> = { timeout: true, retry: true, versionCap: true, callMonitorTimeout: true, serializer: true, contract: true };
 
 function resolveOptions(options: RpcClientOptions): ResolvedOptions {
   if (!isPlainObject(options as unknown)) throw new InvalidArgument('options', 'an object', options);
@@ -232,6 +246,10 @@ function resolveOptions(options: RpcClientOptions): ResolvedOptions {
     resolved.versionCap = options.versionCap;
   }
   if (options.callMonitorTimeout !== undefined) resolved.callMonitorTimeout = checkDuration('callMonitorTimeout', options.callMonitorTimeout);
+  if (options.contract !== undefined) {
+    if (!isRpcContract(options.contract)) throw new InvalidArgument('contract', 'a contract from defineRpcContract()', options.contract);
+    resolved.contract = options.contract;
+  }
   const s = resolved.serializer as Partial<Serializer>;
   if (['serializeEntity', 'deserializeEntity', 'serializeContext', 'deserializeContext'].some((m) => typeof s[m as keyof Serializer] !== 'function')) {
     throw new InvalidArgument('serializer', 'a Serializer (serializeEntity, deserializeEntity, serializeContext, deserializeContext)', options.serializer);
@@ -247,7 +265,14 @@ function checkDuration(field: string, value: unknown): number {
 /**
  * Creates an RPC client for `target`. `Api` (an endpoint class or interface) types the
  * method names, args and results: `getRpcClient<Calculator>(transport, {topic: 'calc'})`.
+ * With a `contract` option the types come from its schemas instead.
  */
+export function getRpcClient<C extends RpcContract<any>, Ctx = Context>(
+  transport: Transport,
+  target: Target | TargetInit,
+  options: RpcClientOptions & { contract: C },
+): RpcClient<RpcContractApi<C>, Ctx>;
+export function getRpcClient<Api = UntypedApi, Ctx = Context>(transport: Transport, target: Target | TargetInit, options?: RpcClientOptions): RpcClient<Api, Ctx>;
 export function getRpcClient<Api = UntypedApi, Ctx = Context>(transport: Transport, target: Target | TargetInit, options: RpcClientOptions = {}): RpcClient<Api, Ctx> {
   return new RpcClient<Api, Ctx>(transport, target, options);
 }
