@@ -58,8 +58,9 @@ function escapeRegExp(text: string): string {
 /** @internal Checks the arguments of `on()`; throws InvalidArgument naming the bad one. */
 export function eventRoute(pattern: unknown, optionsOrHandler: unknown, maybeHandler: unknown): EventRoute {
   if (typeof pattern !== 'string' || pattern.length === 0) throw new InvalidArgument('pattern', 'a non-empty event type glob, e.g. "compute.instance.*"', pattern);
-  const options = typeof optionsOrHandler === 'function' ? {} : optionsOrHandler;
-  const handler = typeof optionsOrHandler === 'function' ? optionsOrHandler : maybeHandler;
+  const withoutOptions = typeof optionsOrHandler === 'function' || maybeHandler === undefined;
+  const options = withoutOptions ? {} : optionsOrHandler;
+  const handler = withoutOptions ? optionsOrHandler : maybeHandler;
   if (!isPlainObject(options)) throw new InvalidArgument('options', 'an object {payload?, priorities?}', options);
   if (typeof handler !== 'function') throw new InvalidArgument('handler', 'a function (ctx, payload, metadata)', handler);
   const { payload, priorities = PRIORITIES } = options as NotificationEventOptions;

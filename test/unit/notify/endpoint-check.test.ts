@@ -58,10 +58,8 @@ describe('notification endpoint checks', () => {
 
   it('an empty list (without on() handlers, at start) or a non-array says so', async () => {
     const t = await transport();
-    for (const make of [getNotificationListener, getBatchNotificationListener]) {
-      const err = await make(t, [{ topic: 'a' }], [])
-        .start()
-        .catch((e: unknown) => e);
+    for (const listener of [getNotificationListener(t, [{ topic: 'a' }], []), getBatchNotificationListener(t, [{ topic: 'a' }], [])]) {
+      const err = await listener.start().catch((e: unknown) => e);
       expect(err).toBeInstanceOf(InvalidArgument);
       expect((err as Error).message).toBe('Invalid endpoints: expected a non-empty array of endpoint objects, or handlers added with on(), received an empty array');
     }
