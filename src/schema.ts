@@ -3,7 +3,12 @@
 import { InvalidArgument } from './errors.js';
 
 /** One segment of an issue's path: a key, or an object holding the key. */
-export type StandardSchemaPathSegment = PropertyKey | { readonly key: PropertyKey };
+export type StandardSchemaPathSegment =
+  | PropertyKey
+  | {
+      /** The key. */
+      readonly key: PropertyKey;
+    };
 
 /** One problem a schema found. */
 export interface StandardSchemaIssue {
@@ -14,7 +19,17 @@ export interface StandardSchemaIssue {
 }
 
 /** What `validate` returns: the output value, or the issues. */
-export type StandardSchemaResult<Output> = { readonly value: Output; readonly issues?: undefined } | { readonly issues: ReadonlyArray<StandardSchemaIssue> };
+export type StandardSchemaResult<Output> =
+  | {
+      /** The output value (after transforms and defaults). */
+      readonly value: Output;
+      /** Absent on success. */
+      readonly issues?: undefined;
+    }
+  | {
+      /** What is wrong; at least one. */
+      readonly issues: ReadonlyArray<StandardSchemaIssue>;
+    };
 
 /** The `~standard` property of a Standard Schema. */
 export interface StandardSchemaProps<Input = unknown, Output = Input> {
@@ -25,7 +40,14 @@ export interface StandardSchemaProps<Input = unknown, Output = Input> {
   /** Checks `value`; synchronous or asynchronous as the schema needs. */
   readonly validate: (value: unknown) => StandardSchemaResult<Output> | Promise<StandardSchemaResult<Output>>;
   /** Carries the input and output types for inference only; never set at run time. */
-  readonly types?: { readonly input: Input; readonly output: Output } | undefined;
+  readonly types?:
+    | {
+        /** The type the schema accepts. */
+        readonly input: Input;
+        /** The type it produces. */
+        readonly output: Output;
+      }
+    | undefined;
 }
 
 /**

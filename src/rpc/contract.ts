@@ -25,16 +25,16 @@ export interface RpcContract<M extends RpcContractMethods = RpcContractMethods> 
   readonly methods: M;
 }
 
-type SchemaIn<S, Missing> = S extends StandardSchemaV1 ? InferInput<S> : Missing;
-type SchemaOut<S, Missing> = S extends StandardSchemaV1 ? InferOutput<S> : Missing;
-type Methods<C> = C extends RpcContract<infer M> ? M : never;
+type SchemaInputOr<S, Missing> = S extends StandardSchemaV1 ? InferInput<S> : Missing;
+type SchemaOutputOr<S, Missing> = S extends StandardSchemaV1 ? InferOutput<S> : Missing;
+type ContractMethodsOf<C> = C extends RpcContract<infer M> ? M : never;
 
 /**
  * The Api type a contract stands for, as a client sees it: each method takes the args schema's
  * input and resolves with the result schema's output. `getRpcClient(..., {contract})` uses it.
  */
 export type RpcContractApi<C extends RpcContract<any>> = {
-  [K in keyof Methods<C> & string]: (ctx: any, args: SchemaIn<Methods<C>[K]['args'], Record<string, unknown> | undefined>) => SchemaOut<Methods<C>[K]['result'], unknown>;
+  [K in keyof ContractMethodsOf<C> & string]: (ctx: any, args: SchemaInputOr<ContractMethodsOf<C>[K]['args'], Record<string, unknown> | undefined>) => SchemaOutputOr<ContractMethodsOf<C>[K]['result'], unknown>;
 };
 
 /**
@@ -42,20 +42,20 @@ export type RpcContractApi<C extends RpcContract<any>> = {
  * returning (or resolving with) the result schema's input.
  */
 export type RpcContractHandlers<C extends RpcContract<any>, Ctx = Context> = {
-  [K in keyof Methods<C> & string]: (
+  [K in keyof ContractMethodsOf<C> & string]: (
     ctx: Ctx,
-    args: SchemaOut<Methods<C>[K]['args'], Record<string, unknown>>,
+    args: SchemaOutputOr<ContractMethodsOf<C>[K]['args'], Record<string, unknown>>,
     meta: RpcMeta,
-  ) => SchemaIn<Methods<C>[K]['result'], unknown> | Promise<SchemaIn<Methods<C>[K]['result'], unknown>>;
+  ) => SchemaInputOr<ContractMethodsOf<C>[K]['result'], unknown> | Promise<SchemaInputOr<ContractMethodsOf<C>[K]['result'], unknown>>;
 };
 
 /** The endpoint `implementContract()` returns: for `getRpcServer()`, and usable as a client's Api type too. */
 export type RpcContractEndpoint<C extends RpcContract<any>, Ctx = Context> = {
-  readonly [K in keyof Methods<C> & string]: (
+  readonly [K in keyof ContractMethodsOf<C> & string]: (
     ctx: Ctx,
-    args: SchemaIn<Methods<C>[K]['args'], Record<string, unknown> | undefined>,
+    args: SchemaInputOr<ContractMethodsOf<C>[K]['args'], Record<string, unknown> | undefined>,
     meta: RpcMeta,
-  ) => Promise<SchemaIn<Methods<C>[K]['result'], unknown>>;
+  ) => Promise<SchemaInputOr<ContractMethodsOf<C>[K]['result'], unknown>>;
 } & {
   /** Namespace and version the endpoint answers, when given. */
   readonly target?: Target | TargetInit;

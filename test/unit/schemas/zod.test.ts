@@ -20,11 +20,11 @@ schemaSuite('zod', { addArgs, addResult: z.number(), greetArgs, greetResult, ins
 describe('types inferred from zod schemas', () => {
   const Calc = defineRpcContract({ add: { args: addArgs, result: z.number() }, greet: { args: greetArgs, result: greetResult }, ping: {} });
 
-  const makeClient = (transport: Transport) => getRpcClient(transport, { topic: 't' }, { contract: Calc });
+  const _makeClient = (transport: Transport) => getRpcClient(transport, { topic: 't' }, { contract: Calc });
 
   it('the client takes the args input and resolves with the result output', () => {
     type Api = RpcContractApi<typeof Calc>;
-    expectTypeOf<ReturnType<typeof makeClient>>().toEqualTypeOf<RpcClient<Api>>();
+    expectTypeOf<ReturnType<typeof _makeClient>>().toEqualTypeOf<RpcClient<Api>>();
     expectTypeOf<RpcArgs<Api, 'add'>>().toEqualTypeOf<{ a: number; b: number }>();
     expectTypeOf<RpcResult<Api, 'add'>>().toEqualTypeOf<number>();
     expectTypeOf<RpcArgs<Api, 'greet'>>().toEqualTypeOf<{ name: string; times?: number | undefined }>();
