@@ -9,6 +9,7 @@ import {
   UnsupportedVersion,
   InvalidTarget,
   MessageDeliveryFailure,
+  InvalidArgument,
 } from '../errors.js';
 import { isPlainObject } from '../json-check.js';
 
@@ -84,6 +85,8 @@ export const defaultRemoteErrorRegistry = new RemoteErrorRegistry()
     const m = /RPC version (\S+)\. Attempted method: (\S+)$/.exec(i.message);
     return new UnsupportedVersion(m?.[1] ?? String(i.args[0] ?? ''), m?.[2] ?? optionalString(i.args[1]));
   })
+  // Arguments refused by a contract's schema (args [field, expected]; the received value stays on the server).
+  .register(DISPATCHER_MODULE, InvalidArgument, (i) => new InvalidArgument(String(i.args[0] ?? 'args'), String(i.args[1] ?? ''), undefined))
   .register(EXCEPTIONS_MODULE, MessagingTimeout, (i) => new MessagingTimeout(i.message))
   .register(EXCEPTIONS_MODULE, MessageDeliveryFailure, (i) => new MessageDeliveryFailure(i.message))
   .register(EXCEPTIONS_MODULE, InvalidTarget, (i) => new InvalidTarget(i.message))
@@ -194,7 +197,8 @@ function normaliseFailure(failure: unknown): FailureInfo {
 
 function moduleOf(err: Error, ctor: { name: string; remoteModule?: unknown }): string {
   if (typeof ctor.remoteModule === 'string' && ctor.remoteModule) return ctor.remoteModule;
-  if (err instanceof NoSuchMethod || err instanceof UnsupportedVersion) return DISPATCHER_MODULE;
+  // InvalidArgument too: a caller's bad arguments are the dispatcher's to report, and always rebuilt.
+  if (err instanceof NoSuchMethod || err instanceof UnsupportedVersion || err instanceof InvalidArgument) return DISPATCHER_MODULE;
   if (err instanceof MessagingError) return EXCEPTIONS_MODULE;
   if (JS_BUILTINS.has(ctor.name)) return 'builtins';
   return DEFAULT_APP_MODULE;
@@ -204,6 +208,7 @@ function argsOf(err: Error): unknown[] {
   if (err instanceof NoSuchMethod) return [err.method];
   if (err instanceof UnsupportedVersion) return [err.version, err.method];
   if (err instanceof RPCVersionCapError) return [err.version, err.versionCap];
+  if (err instanceof InvalidArgument) return [err.field, err.expected];
   return [err.message];
 }
 

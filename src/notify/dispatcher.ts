@@ -6,9 +6,10 @@ import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { NoOpSerializer, type Serializer } from '../serializer.js';
 import { PRIORITIES, isPriority, type Context, type Priority } from '../driver/types.js';
 import type { IncomingMessage } from '../driver/incoming-message.js';
-import type { NotificationFilter } from './filter.js';
+import { NotificationFilter } from './filter.js';
 import { requirePriorityMethod } from './endpoint-check.js';
 import { checkMiddleware, composeMiddleware, type Chain, type ListenerInvocation, type ListenerMiddleware } from '../middleware.js';
+import { runEventRoute, type EventRoute } from './event-routes.js';
 
 /** What an endpoint method returns. `undefined` counts as HANDLED. */
 export const NotificationResult = Object.freeze({
@@ -155,6 +156,8 @@ export interface DispatcherOptions {
   onHandlerError?: (failure: HandlerFailure) => void;
   /** Interceptors around each handler run (the listener passes the transport's and its own). @default [] */
   middleware?: readonly ListenerMiddleware<any>[];
+  /** Accept an empty endpoints array (a listener may get `on()` handlers instead). @default false */
+  allowEmpty?: boolean;
 }
 
 /** A handler run on its way through the middlewares, with the callback it ends in. */
@@ -188,16 +191,15 @@ export interface DispatchOutcome {
 
 /** Dispatches one notification at a time: endpoints in order until one asks to requeue. */
 export class NotificationDispatcher {
-  /** Priorities some endpoint handles: exactly what the listener subscribes to. */
-  readonly supportedPriorities: readonly Priority[];
   protected readonly callbacks = new Map<Priority, Callback[]>();
   protected readonly serializer: Serializer<any>;
   protected readonly logger: Logger;
   protected readonly onHandlerError?: (failure: HandlerFailure) => void;
   private readonly chain?: Chain<HandlerInvocation, NotificationHandlerResult>;
+  private subscribed: readonly Priority[];
 
   constructor(endpoints: readonly object[], options: DispatcherOptions = {}) {
-    if (!Array.isArray(endpoints) || endpoints.length === 0) throw new InvalidArgument('endpoints', 'a non-empty array of endpoint objects', endpoints);
+    if (!Array.isArray(endpoints) || (endpoints.length === 0 && !options.allowEmpty)) throw new InvalidArgument('endpoints', 'a non-empty array of endpoint objects', endpoints);
     this.serializer = options.serializer ?? new NoOpSerializer();
     this.logger = toLogger(options.logger);
     this.onHandlerError = options.onHandlerError;
@@ -218,7 +220,35 @@ export class NotificationDispatcher {
         this.callbacks.set(priority, list);
       }
     });
-    this.supportedPriorities = Object.freeze(PRIORITIES.filter((p) => this.callbacks.has(p)));
+    this.subscribed = Object.freeze(PRIORITIES.filter((p) => this.callbacks.has(p)));
+  }
+
+  /** Priorities some endpoint (or `on()` handler) handles: exactly what the listener subscribes to. */
+  get supportedPriorities(): readonly Priority[] {
+    return this.subscribed;
+  }
+
+  /** @internal Adds a `listener.on()` route after the endpoints of each of its priorities. */
+  addEventRoute(route: EventRoute): void {
+    const name = `on(${JSON.stringify(route.pattern)})`;
+    const filter = new NotificationFilter({ eventType: route.eventType });
+    for (const priority of route.priorities) {
+      const refused = (error: unknown, eventType: string, messageId: string | undefined) => {
+        // The schema's message may quote the payload: log only where it failed.
+        this.logger.warn('notification payload refused by its schema; acknowledging', { endpoint: name, priority, eventType, field: (error as { field?: unknown }).field, messageId });
+        this.report({ error, priority, endpoint: name, eventTypes: [eventType] });
+      };
+      const list = this.callbacks.get(priority) ?? [];
+      list.push({ endpoint: route, name, method: this.eventMethod(route, refused), filter });
+      this.callbacks.set(priority, list);
+    }
+    this.subscribed = Object.freeze(PRIORITIES.filter((p) => this.callbacks.has(p)));
+  }
+
+  /** The endpoint-style method of an `on()` route: one notification per call. */
+  protected eventMethod(route: EventRoute, refused: (error: unknown, eventType: string, messageId: string | undefined) => void): Callback['method'] {
+    return (ctx: unknown, publisherId: string | null, eventType: string, payload: unknown, metadata: NotificationMetadata) =>
+      runEventRoute(route, { ctx, publisherId, eventType, payload, metadata }, (error) => refused(error, eventType, metadata.message_id));
   }
 
   /**
@@ -261,12 +291,17 @@ export class NotificationDispatcher {
     } catch (error) {
       const eventTypes = [...new Set(items.map((i) => i.eventType))];
       this.logger.error('notification endpoint failed', { err: error, endpoint: cb.name, priority, eventTypes });
-      try {
-        this.onHandlerError?.({ error, priority, endpoint: cb.name, eventTypes });
-      } catch {
-        // an instrumentation hook must never change the outcome
-      }
+      this.report({ error, priority, endpoint: cb.name, eventTypes });
       return new HandlerThrew(error);
+    }
+  }
+
+  /** Hands a (logged) failure to `onHandlerError`. */
+  protected report(failure: HandlerFailure): void {
+    try {
+      this.onHandlerError?.(failure);
+    } catch {
+      // an instrumentation hook must never change the outcome
     }
   }
 
@@ -293,6 +328,17 @@ export class NotificationDispatcher {
  * gets one array per group (after its filter). REQUEUE or a throw requeues the whole group.
  */
 export class BatchNotificationDispatcher extends NotificationDispatcher {
+  /** An `on()` route gets the group's matching notifications one by one; REQUEUE or a throw stops it (and requeues the group). */
+  protected override eventMethod(route: EventRoute, refused: (error: unknown, eventType: string, messageId: string | undefined) => void): Callback['method'] {
+    return async (items: NotificationBatchItem<unknown>[]) => {
+      for (const item of items) {
+        const ret = await runEventRoute(route, item, (error) => refused(error, item.eventType, item.metadata.message_id));
+        if (ret === NotificationResult.REQUEUE) return ret;
+      }
+      return undefined;
+    };
+  }
+
   /** Resolves with the messages to requeue (or to acknowledge when requeue is not allowed). Never rejects. */
   async dispatchBatch(incoming: readonly IncomingMessage[]): Promise<Set<IncomingMessage>> {
     return new Set((await this.dispatchBatchWithReasons(incoming)).keys());

@@ -23,6 +23,8 @@ import {
 import type { CheckedEndpoints } from './endpoint-check.js';
 import { dispatchChannel, type NotificationListenerEvents } from './instrumentation.js';
 import { middlewareFor, type ListenerMiddleware } from '../middleware.js';
+import { eventRoute, type NotificationEventHandler, type NotificationEventOptions } from './event-routes.js';
+import type { InferOutput, StandardSchemaV1 } from '../schema.js';
 
 /** Options of `getNotificationListener()` (and, with batch options, `getBatchNotificationListener()`). */
 export interface NotificationListenerOptions<Ctx = Context> {
@@ -78,8 +80,6 @@ export class NotificationListener {
   readonly pool: string | undefined;
   /** Whether REQUEUE and handler failures requeue. */
   readonly allowRequeue: boolean;
-  /** The priorities subscribed to: those some endpoint has a method for. */
-  readonly priorities: readonly Priority[];
   /** Most notifications per dispatch (1 for a plain listener). */
   readonly batchSize: number;
   /** Batch deadline, ms (undefined for a plain listener). */
@@ -129,11 +129,33 @@ export class NotificationListener {
         if (this.events.listenerCount('handlerError') > 0) this.events.emit('handlerError', failure);
       },
       middleware: middlewareFor(transport, 'listener', options.middleware),
+      allowEmpty: true,
     });
-    this.priorities = this.dispatcher.supportedPriorities;
     // Missing capabilities fail here, at construction, never when a message arrives.
     transport.driver.requireFeatures({ requeue: this.allowRequeue, pools: this.pool !== undefined });
     this.executor = new BoundedExecutor(executorSize);
+  }
+
+  /** The priorities subscribed to: those some endpoint has a method for, and those of `on()` handlers. */
+  get priorities(): readonly Priority[] {
+    return this.dispatcher.supportedPriorities;
+  }
+
+  /**
+   * Events by name: runs `handler(ctx, payload, metadata)` for notifications whose event type
+   * matches the glob `pattern` (`*` matches any run of characters, dots included; the whole
+   * event type must match). Handlers run after the priority endpoints, in registration order.
+   * With `options.payload` (a Standard Schema) the handler gets the schema's output, typed; a
+   * payload it refuses is logged (without the payload), reported on `handlerError` and
+   * acknowledged. Subscribes to every priority unless `options.priorities` says otherwise.
+   * Only before `start()` (or after `wait()`): otherwise throws InvalidState.
+   */
+  on<Ctx = Context>(pattern: string, handler: NotificationEventHandler<Ctx>): this;
+  on<S extends StandardSchemaV1 = StandardSchemaV1<any>, Ctx = Context>(pattern: string, options: NotificationEventOptions<S>, handler: NotificationEventHandler<Ctx, InferOutput<S>>): this;
+  on(pattern: string, optionsOrHandler: unknown, handler?: unknown): this {
+    if (this.state !== 'idle') throw new InvalidState(`Cannot add an on() handler to a notification listener that is ${this.state}; add handlers before start()`);
+    this.dispatcher.addEventRoute(eventRoute(pattern, optionsOrHandler, handler));
+    return this;
   }
 
   /** True between a completed `start()` and `stop()`. */
@@ -145,6 +167,7 @@ export class NotificationListener {
   start(): Promise<void> {
     if (this.state === 'starting' || this.state === 'running') return this.starting!;
     if (this.state !== 'idle') return Promise.reject(new InvalidState(`Cannot start a notification listener that is ${this.state}; call wait() after stop() first`));
+    if (this.priorities.length === 0) return Promise.reject(new InvalidArgument('endpoints', 'a non-empty array of endpoint objects, or handlers added with on()', []));
     this.state = 'starting';
     this.stopping = undefined;
     this.waiting = undefined;

@@ -11,6 +11,8 @@ import type { RpcArgs, RpcMethodName, RpcResult, UntypedApi } from './endpoint.j
 import { traceRpc, type RpcTraceContext } from './instrumentation.js';
 import { assertJsonSafe, isPlainObject } from '../json-check.js';
 import { checkMiddleware, composeMiddleware, middlewareFor, type Chain, type RpcClientInvocation, type RpcClientMiddleware } from '../middleware.js';
+import { validateWith } from '../schema.js';
+import { contractMethod, isRpcContract, type RpcContract, type RpcContractApi } from './contract.js';
 
 /** Options of `getRpcClient()`. */
 export interface RpcClientOptions {
@@ -26,6 +28,12 @@ export interface RpcClientOptions {
   serializer?: Serializer<any>;
   /** Interceptors around each `call`/`cast`, inside the transport's `middleware.rpcClient`; kept by `prepare()`. @default [] */
   middleware?: readonly RpcClientMiddleware<any>[];
+  /**
+   * Schemas from `defineRpcContract()`: types the client, checks args before sending (a bad
+   * one rejects with InvalidArgument, nothing sent) and checks results (the call resolves with
+   * the result schema's output, or rejects with InvalidArgument naming `result`). @default undefined
+   */
+  contract?: RpcContract<any>;
 }
 
 /** Defaults of RpcClientOptions. */
@@ -87,6 +95,7 @@ interface ResolvedOptions {
   callMonitorTimeout?: number;
   serializer: Serializer<any>;
   middleware: readonly RpcClientMiddleware<any>[];
+  contract?: RpcContract;
 }
 
 const TARGET_KEYS = ['exchange', 'topic', 'server', 'fanout', 'namespace', 'version'] as const;
@@ -181,14 +190,19 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
   }
 
   private async sendCall(ctx: Ctx, method: unknown, args: unknown, timeout: number, signal: AbortSignal | undefined): Promise<unknown> {
+    const schemas = this.options.contract && typeof method === 'string' ? contractMethod(this.options.contract, method) : undefined;
+    if (schemas?.args) await validateWith(schemas.args, args, 'args');
     const prepared = this.prepareSend(ctx, method, args, true);
     throwIfAborted(signal);
     const sendOptions = { waitForReply: true, timeout, callMonitorTimeout: this.options.callMonitorTimeout, retry: this.options.retry, signal };
     const result = await traceRpc('call', this, this.sendPrepared, prepared, sendOptions, this.traceContext);
-    return this.options.serializer.deserializeEntity(ctx, result);
+    const value = this.options.serializer.deserializeEntity(ctx, result);
+    return schemas?.result ? validateWith(schemas.result, value, 'result') : value;
   }
 
   private async sendCast(ctx: Ctx, method: unknown, args: unknown, signal: AbortSignal | undefined): Promise<void> {
+    const schemas = this.options.contract && typeof method === 'string' ? contractMethod(this.options.contract, method) : undefined;
+    if (schemas?.args) await validateWith(schemas.args, args, 'args');
     const prepared = this.prepareSend(ctx, method, args, false);
     throwIfAborted(signal);
     const sendOptions = { waitForReply: false, retry: this.options.retry, signal };
@@ -245,7 +259,7 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
   }
 }
 
-const EMPTY_OPTIONS: Record<keyof RpcClientOptions, true> = { timeout: true, retry: true, versionCap: true, callMonitorTimeout: true, serializer: true, middleware: true };
+const EMPTY_OPTIONS: Record<keyof RpcClientOptions, true> = { timeout: true, retry: true, versionCap: true, callMonitorTimeout: true, serializer: true, middleware: true, contract: true };
 
 function checkMethodAndArgs(method: unknown, args: unknown): asserts args is Record<string, unknown> | undefined {
   if (typeof method !== 'string' || method.length === 0) throw new InvalidArgument('method', 'a non-empty string', method);
@@ -268,6 +282,10 @@ function resolveOptions(options: RpcClientOptions): ResolvedOptions {
     resolved.versionCap = options.versionCap;
   }
   if (options.callMonitorTimeout !== undefined) resolved.callMonitorTimeout = checkDuration('callMonitorTimeout', options.callMonitorTimeout);
+  if (options.contract !== undefined) {
+    if (!isRpcContract(options.contract)) throw new InvalidArgument('contract', 'a contract from defineRpcContract()', options.contract);
+    resolved.contract = options.contract;
+  }
   const s = resolved.serializer as Partial<Serializer>;
   if (['serializeEntity', 'deserializeEntity', 'serializeContext', 'deserializeContext'].some((m) => typeof s[m as keyof Serializer] !== 'function')) {
     throw new InvalidArgument('serializer', 'a Serializer (serializeEntity, deserializeEntity, serializeContext, deserializeContext)', options.serializer);
@@ -283,7 +301,14 @@ function checkDuration(field: string, value: unknown): number {
 /**
  * Creates an RPC client for `target`. `Api` (an endpoint class or interface) types the
  * method names, args and results: `getRpcClient<Calculator>(transport, {topic: 'calc'})`.
+ * With a `contract` option the types come from its schemas instead.
  */
+export function getRpcClient<C extends RpcContract<any>, Ctx = Context>(
+  transport: Transport,
+  target: Target | TargetInit,
+  options: RpcClientOptions & { contract: C },
+): RpcClient<RpcContractApi<C>, Ctx>;
+export function getRpcClient<Api = UntypedApi, Ctx = Context>(transport: Transport, target: Target | TargetInit, options?: RpcClientOptions): RpcClient<Api, Ctx>;
 export function getRpcClient<Api = UntypedApi, Ctx = Context>(transport: Transport, target: Target | TargetInit, options: RpcClientOptions = {}): RpcClient<Api, Ctx> {
   return new RpcClient<Api, Ctx>(transport, target, options);
 }

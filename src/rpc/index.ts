@@ -23,3 +23,15 @@ export {
   type ErrorClass,
 } from './endpoint.js';
 export { RPC_CHANNELS, type RpcTraceContext } from './instrumentation.js';
+export {
+  defineRpcContract,
+  implementContract,
+  isRpcContract,
+  type RpcContract,
+  type RpcContractMethods,
+  type RpcMethodSchemas,
+  type RpcContractApi,
+  type RpcContractHandlers,
+  type RpcContractEndpoint,
+  type ImplementContractOptions,
+} from './contract.js';

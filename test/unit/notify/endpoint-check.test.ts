@@ -56,9 +56,12 @@ describe('notification endpoint checks', () => {
     expect((await failures([{ info: 'yes' }]))[0].message).toContain('(its "info" is not a function but a string)');
   });
 
-  it('an empty list or a non-array says so', async () => {
-    for (const err of await failures([])) {
-      expect(err.message).toBe('Invalid endpoints: expected a non-empty array of endpoint objects, received an empty array');
+  it('an empty list (without on() handlers, at start) or a non-array says so', async () => {
+    const t = await transport();
+    for (const listener of [getNotificationListener(t, [{ topic: 'a' }], []), getBatchNotificationListener(t, [{ topic: 'a' }], [])]) {
+      const err = await listener.start().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(InvalidArgument);
+      expect((err as Error).message).toBe('Invalid endpoints: expected a non-empty array of endpoint objects, or handlers added with on(), received an empty array');
     }
     for (const err of await failures({ info() {} })) {
       expect(err.message).toBe('Invalid endpoints: expected a non-empty array of endpoint objects, received an object');

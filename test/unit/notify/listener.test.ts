@@ -349,7 +349,8 @@ describe('getNotificationListener', () => {
     expect(() => getNotificationListener(t, [], ok)).toThrow(/targets/);
     // @ts-expect-error no priority method: rejected by the types as well
     expect(() => getNotificationListener(t, [{ topic: 'a' }], [{ warning() {}, notify() {} }])).toThrow(InvalidArgument);
-    expect(() => getNotificationListener(t, [{ topic: 'a' }], [])).toThrow(/endpoints/);
+    // No endpoints is allowed at construction (on() may add handlers); start() refuses it.
+    await expect(getNotificationListener(t, [{ topic: 'a' }], []).start()).rejects.toThrow(/endpoints/);
     expect(() => getNotificationListener(t, [{ topic: 'a' }], ok, { executorSize: 0 })).toThrow(/executorSize/);
     expect(() => getNotificationListener(t, [{ topic: 'a' }], ok, { pool: 'a b' })).toThrow(/pool/);
     expect(() => getNotificationListener(t, [{ topic: 'a' }], ok, { allowRequeue: 'yes' as never })).toThrow(/allowRequeue/);
