@@ -219,7 +219,7 @@ export class Notifier<Ctx = Context> {
     }
     if (failures.length === 0) {
       if (this.events.listenerCount('sent') > 0 || sendChannel.hasSubscribers) {
-        const sent = { messageId: body.message_id, eventType, priority, publisherId: body.publisher_id, durationMs: performance.now() - startedAt };
+        const sent = { messageId: body.message_id, eventType, priority, publisherId: body.publisher_id, durationMs: performance.now() - startedAt, context: wireCtx };
         this.events.emit('sent', sent);
         if (sendChannel.hasSubscribers) sendChannel.publish(sent);
       }
@@ -233,7 +233,7 @@ export class Notifier<Ctx = Context> {
         ? first
         : new MessageDeliveryFailure(`Notification ${body.message_id} not delivered by the ${failures[0].driver} driver`, { cause: first });
     if (this.events.listenerCount('failed') > 0 || sendChannel.hasSubscribers) {
-      const failed = { ...event, durationMs: performance.now() - startedAt, error };
+      const failed = { ...event, durationMs: performance.now() - startedAt, context: wireCtx, error };
       this.events.emit('failed', failed);
       if (sendChannel.hasSubscribers) sendChannel.publish(failed);
     }
