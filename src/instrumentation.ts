@@ -4,21 +4,39 @@ import { DriverLoadFailure, InvalidArgument } from './errors.js';
 import { isPlainObject } from './json-check.js';
 import type { TransportMiddleware } from './middleware.js';
 
-/**
- * OpenTelemetry settings of a transport (`TransportOptions.instrumentation`). The providers are
- * typed structurally so that this type does not need `@opentelemetry/api` installed; pass the
- * `TracerProvider`, `MeterProvider` and `TextMapPropagator` objects of the OpenTelemetry API/SDK.
- */
+/** An OpenTelemetry `TracerProvider` (typed structurally, so this package's types do not need `@opentelemetry/api`). */
+export interface TracerProviderLike {
+  /** Returns the tracer tidings' spans are made with. */
+  getTracer(name: string, version?: string, options?: object): unknown;
+}
+
+/** An OpenTelemetry `MeterProvider`. */
+export interface MeterProviderLike {
+  /** Returns the meter tidings' instruments are made with. */
+  getMeter(name: string, version?: string, options?: object): unknown;
+}
+
+/** An OpenTelemetry `TextMapPropagator` (e.g. `W3CTraceContextPropagator` of `@opentelemetry/core`). */
+export interface PropagatorLike {
+  /** Writes the trace context of `context` into `carrier` (a copy of the request context). */
+  inject(context: unknown, carrier: unknown, setter?: unknown): void;
+  /** Reads a trace context from `carrier` (the context as received). */
+  extract(context: unknown, carrier: unknown, getter?: unknown): unknown;
+  /** The keys it writes. */
+  fields(): string[];
+}
+
+/** OpenTelemetry settings of a transport (`TransportOptions.instrumentation`). */
 export interface InstrumentationOptions {
   /** Where spans go. @default the global provider (`trace.getTracerProvider()` of `@opentelemetry/api`) */
-  tracerProvider?: { getTracer(name: string, version?: string, options?: object): unknown };
+  tracerProvider?: TracerProviderLike;
   /** Where metrics go. @default the global provider (`metrics.getMeterProvider()`) */
-  meterProvider?: { getMeter(name: string, version?: string, options?: object): unknown };
+  meterProvider?: MeterProviderLike;
   /**
    * Writes the trace context into a request/notification context and reads it back.
    * @default the global propagator (`propagation` of `@opentelemetry/api`; the NodeSDK registers W3C trace context and baggage)
    */
-  propagator?: { inject(context: unknown, carrier: unknown, setter?: unknown): void; extract(context: unknown, carrier: unknown, getter?: unknown): unknown; fields(): string[] };
+  propagator?: PropagatorLike;
 }
 
 /** Metric names: OpenTelemetry messaging semantic conventions where they exist, `tidings.*` otherwise. */
