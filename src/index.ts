@@ -15,6 +15,7 @@ export {
   type TransportKind,
   type TransportURLSource,
 } from './transport.js';
+export { OTEL_METRICS, type InstrumentationOptions, type TracerProviderLike, type MeterProviderLike, type PropagatorLike } from './instrumentation.js';
 export { silentLogger, createConsoleLogger, createMemoryLogger, type Logger, type LogLevel, type LogFields, type MemoryLogger } from './logger.js';
 export {
   toLogger,

@@ -62,6 +62,8 @@ export interface RpcServerInvocation<Ctx = Context> {
   readonly version: string;
   /** The request's unique id, when the driver knows it. */
   readonly messageId: string | undefined;
+  /** For a call: its `_msg_id`, the id its reply carries (oslo's conversation id); undefined for a cast. */
+  readonly callId?: string;
   /** True for a call, false for a cast. */
   readonly expectsReply: boolean;
   /** The context exactly as it arrived on the wire (before the serializer). */
@@ -82,6 +84,8 @@ export interface NotifierInvocation<Ctx = Context> {
   readonly priority: Priority;
   /** The notifier's publisher id. */
   readonly publisherId: string | null;
+  /** The notifier's topics (the notification goes to `<topic>.<priority>` for each). */
+  readonly topics?: readonly string[];
   /** The context as the caller passed it (before the serializer); may be replaced. */
   ctx: Ctx;
   /** The payload (before the serializer); may be replaced. */

@@ -7,6 +7,7 @@ import { TransportURL } from './transport-url.js';
 import { BaseDriver, type DriverModule } from './driver/base-driver.js';
 import { defaultRemoteErrorRegistry, type RemoteErrorRegistry } from './driver/remote-error.js';
 import { checkTransportMiddleware, type TransportMiddleware } from './middleware.js';
+import { checkInstrumentation, loadInstrumentation, type InstrumentationOptions } from './instrumentation.js';
 
 /** Loads a driver module on first use of its scheme; see {@link registerDriver}. */
 export type DriverLoader = () => Promise<DriverModule>;
@@ -53,6 +54,9 @@ const loadRedis: DriverLoader = () => import('./drivers/redis/index.js');
 const BUILT_IN: Readonly<Record<string, DriverLoader>> = { memory: loadMemory, rabbit: loadAmqp, kombu: loadAmqp, amqp: loadAmqp, amqps: loadAmqp, redis: loadRedis, rediss: loadRedis, kafka: loadKafka };
 for (const [scheme, load] of Object.entries(BUILT_IN)) registerDriver(scheme, load);
 
+// `messaging.system` of OpenTelemetry spans and metrics; other schemes report themselves.
+const MESSAGING_SYSTEM: Readonly<Record<string, string>> = { rabbit: 'rabbitmq', kombu: 'rabbitmq', amqp: 'rabbitmq', amqps: 'rabbitmq', redis: 'redis', rediss: 'redis', kafka: 'kafka', memory: 'memory' };
+
 /** URL schemes this version of tidings ships a driver for (more may be added with {@link registerDriver}). */
 export const TRANSPORT_SCHEMES: readonly string[] = Object.freeze(Object.keys(BUILT_IN));
 
@@ -87,6 +91,13 @@ export interface TransportOptions {
   driverOptions?: Record<string, unknown>;
   /** Middlewares for every client, server, Notifier and listener on this transport (outside their own). @default {} */
   middleware?: TransportMiddleware;
+  /**
+   * OpenTelemetry tracing and metrics (docs/guide.md "Tracing and metrics"): `true` uses the global
+   * tracer/meter providers and propagator of `@opentelemetry/api` (an optional peer dependency,
+   * imported only when this is set), an object gives explicit ones. Its middlewares run outside
+   * every other. @default false
+   */
+  instrumentation?: boolean | InstrumentationOptions;
 }
 
 /** What a transport was opened for. */
@@ -177,7 +188,8 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
     throw new InvalidArgument('allowedRemoteExmods', 'an array of module names', allowed);
   }
   const baseLogger = toLogger(options.logger);
-  const middleware = checkTransportMiddleware(options.middleware);
+  let middleware = checkTransportMiddleware(options.middleware);
+  const instrumentation = checkInstrumentation(options.instrumentation);
   const controlExchange = options.controlExchange ?? 'openstack';
   if (typeof controlExchange !== 'string' || !controlExchange) throw new InvalidArgument('controlExchange', 'a non-empty string', controlExchange);
   let mod: DriverModule;
@@ -191,6 +203,7 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
   if (typeof mod?.createDriver !== 'function') {
     throw new DriverLoadFailure(`The driver module registered for ${JSON.stringify(parsed.driver)} has no createDriver() function (${parsed.toString()})`);
   }
+  if (instrumentation) middleware = outermost(await loadInstrumentation(instrumentation, MESSAGING_SYSTEM[parsed.driver] ?? parsed.driver), middleware);
   const logger = baseLogger.child({ driver: parsed.driver, transport: kind, url: parsed.toString() });
   logger.info('transport URL chosen', source === 'env' ? { source, envVar: TRANSPORT_URL_ENV } : { source });
   const driver: unknown = mod.createDriver({
@@ -206,6 +219,16 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
     throw new DriverLoadFailure(`The createDriver() of the driver registered for ${JSON.stringify(parsed.driver)} returned something that is not a BaseDriver (${parsed.toString()}); extend BaseDriver from tidings/driver`);
   }
   return new Transport(kind, driver, baseLogger, middleware);
+}
+
+/** `first`'s middlewares of each kind before `then`'s. */
+function outermost(first: Required<TransportMiddleware>, then: Required<TransportMiddleware>): Required<TransportMiddleware> {
+  return {
+    rpcClient: [...first.rpcClient, ...then.rpcClient],
+    rpcServer: [...first.rpcServer, ...then.rpcServer],
+    notifier: [...first.notifier, ...then.notifier],
+    listener: [...first.listener, ...then.listener],
+  };
 }
 
 function chooseUrl(url: string | TransportURL | undefined): { parsed: TransportURL; source: TransportURLSource } {

@@ -73,7 +73,15 @@ class ReceivedMetadata implements NotificationMetadata {
     const incoming = this.#incoming;
     return () => incoming.unwrap();
   }
+
+  /** The context as it arrived (before the serializer), for trace propagation; undefined for metadata not built here. */
+  static wireContextOf(metadata: NotificationMetadata): Context | undefined {
+    return #incoming in metadata ? metadata.#incoming.ctx : undefined;
+  }
 }
+
+/** @internal The context a received notification arrived with, before the serializer (what a tracer extracts from). */
+export const wireContextOf = (metadata: NotificationMetadata): Context | undefined => ReceivedMetadata.wireContextOf(metadata);
 
 /** A notification as a batch endpoint receives it. */
 export interface NotificationBatchItem<Ctx = Context> {

@@ -1,7 +1,7 @@
 // Typed events and diagnostics channels of the notification façade; both cost nothing
 // when nobody listens (payload objects are built only after a `hasSubscribers` check).
 import { channel } from 'node:diagnostics_channel';
-import type { Priority } from '../driver/types.js';
+import type { Context, Priority } from '../driver/types.js';
 import type { HandlerFailure } from './dispatcher.js';
 
 /** `node:diagnostics_channel` names published by the notification façade. */
@@ -27,6 +27,8 @@ export interface NotificationSentEvent {
   publisherId: string | null;
   /** Milliseconds from the call until every driver accepted the notification. */
   durationMs: number;
+  /** The context as sent on the wire (after the serializer and secret filtering; with `traceparent` when OpenTelemetry is on). */
+  context: Readonly<Context>;
 }
 
 /** A notification a driver failed to deliver: the `failed` event and a `tidings:notify:send` message (with `error`). */
@@ -47,6 +49,8 @@ export interface NotificationDispatchedEvent {
   requeued: number;
   /** From the start of dispatch until every message was settled, ms. */
   durationMs: number;
+  /** The context of each message as it arrived (before the serializer), in order. */
+  contexts: ReadonlyArray<Readonly<Context>>;
 }
 
 /** Events of `Notifier#events` (shared with its `prepare()`d children). */

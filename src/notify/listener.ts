@@ -275,7 +275,7 @@ export class NotificationListener {
     }
     if (this.events.listenerCount('dispatched') > 0 || dispatchChannel.hasSubscribers) {
       const priorities = [...new Set(messages.map((m) => m.notification.priority.toLowerCase()))];
-      const event = { priorities, messages: messages.length, acknowledged: messages.length - requeued, requeued, durationMs: performance.now() - startedAt };
+      const event = { priorities, messages: messages.length, acknowledged: messages.length - requeued, requeued, durationMs: performance.now() - startedAt, contexts: messages.map((m) => m.ctx) };
       this.events.emit('dispatched', event);
       if (dispatchChannel.hasSubscribers) dispatchChannel.publish(event);
     }

@@ -80,6 +80,7 @@ interface NotifierCore<Ctx> {
   readonly logger: Logger;
   readonly sendSecretContextKeys: boolean;
   readonly chain?: Chain<SendInvocation, void>;
+  readonly topics: readonly string[];
 }
 
 /** A notification on its way through the middlewares, with the (possibly prepared) notifier that sends it. */
@@ -125,7 +126,7 @@ export class Notifier<Ctx = Context> {
     const sendSecretContextKeys = options.sendSecretContextKeys ?? NOTIFIER_DEFAULTS.sendSecretContextKeys;
     if (typeof sendSecretContextKeys !== 'boolean') throw new InvalidArgument('sendSecretContextKeys', 'a boolean', sendSecretContextKeys);
     const chain = composeMiddleware(middlewareFor(transport, 'notifier', options.middleware), (inv: SendInvocation) => inv.notifier.send(inv.ctx, inv.eventType, inv.payload, inv.priority));
-    this.core = Object.freeze({ drivers, driverNames: Object.freeze(drivers.map((d) => d.name)), serializer, logger, sendSecretContextKeys, chain });
+    this.core = Object.freeze({ drivers, driverNames: Object.freeze(drivers.map((d) => d.name)), serializer, logger, sendSecretContextKeys, chain, topics });
   }
 
   /** Names of the configured drivers, in order. */
@@ -193,7 +194,7 @@ export class Notifier<Ctx = Context> {
     } catch (err) {
       return Promise.reject(err);
     }
-    return chain({ eventType, priority, publisherId: this.publisherId, ctx, payload, notifier: this });
+    return chain({ eventType, priority, publisherId: this.publisherId, topics: this.core.topics, ctx, payload, notifier: this });
   }
 
   private async send(ctx: Ctx, eventType: string, payload: unknown, priority: Priority): Promise<void> {
@@ -218,7 +219,7 @@ export class Notifier<Ctx = Context> {
     }
     if (failures.length === 0) {
       if (this.events.listenerCount('sent') > 0 || sendChannel.hasSubscribers) {
-        const sent = { messageId: body.message_id, eventType, priority, publisherId: body.publisher_id, durationMs: performance.now() - startedAt };
+        const sent = { messageId: body.message_id, eventType, priority, publisherId: body.publisher_id, durationMs: performance.now() - startedAt, context: wireCtx };
         this.events.emit('sent', sent);
         if (sendChannel.hasSubscribers) sendChannel.publish(sent);
       }
@@ -232,7 +233,7 @@ export class Notifier<Ctx = Context> {
         ? first
         : new MessageDeliveryFailure(`Notification ${body.message_id} not delivered by the ${failures[0].driver} driver`, { cause: first });
     if (this.events.listenerCount('failed') > 0 || sendChannel.hasSubscribers) {
-      const failed = { ...event, durationMs: performance.now() - startedAt, error };
+      const failed = { ...event, durationMs: performance.now() - startedAt, context: wireCtx, error };
       this.events.emit('failed', failed);
       if (sendChannel.hasSubscribers) sendChannel.publish(failed);
     }

@@ -253,7 +253,7 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
   /** Asked for only while a tracer listens (see traceRpc). */
   private traceContext(prepared: PreparedSend, options: SendOptions): RpcTraceContext {
     const t = this.target;
-    const context: RpcTraceContext = { kind: options.waitForReply ? 'call' : 'cast', method: prepared.message.method, exchange: t.exchange, topic: t.topic, server: t.server, fanout: t.fanout, namespace: t.namespace, version: t.version };
+    const context: RpcTraceContext = { kind: options.waitForReply ? 'call' : 'cast', method: prepared.message.method, exchange: t.exchange, topic: t.topic, server: t.server, fanout: t.fanout, namespace: t.namespace, version: t.version, context: prepared.ctx };
     if (options.waitForReply) context.timeout = options.timeout;
     return context;
   }

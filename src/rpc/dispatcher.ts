@@ -187,6 +187,7 @@ export class RpcDispatcher {
       version: request.version,
       messageId: incoming.msgId,
       expectsReply: incoming.expectsReply,
+      callId: incoming.callId,
       wireContext: incoming.ctx,
       meta: metaOf(incoming),
       ctx,

@@ -4,11 +4,11 @@ import diagnostics from 'node:diagnostics_channel';
 
 /** Channel names; subscribe with `diagnostics_channel.tracingChannel(name).subscribe({...})`. */
 export const RPC_CHANNELS = Object.freeze({
-  /** Client `call`: context `{kind, exchange, topic, server, namespace, version, method, timeout}`. */
+  /** Client `call`: context `{kind, exchange, topic, server, namespace, version, method, timeout, context}`. */
   call: 'tidings:rpc:call',
   /** Client `cast` (fanout included): the same context without `timeout`. */
   cast: 'tidings:rpc:cast',
-  /** Server dispatch of one request: context `{topic, server, method, namespace, version, messageId, expectsReply}`. */
+  /** Server dispatch of one request: context `{topic, server, method, namespace, version, messageId, expectsReply, context}`; a failure the endpoint replies with goes to the error channel. */
   dispatch: 'tidings:rpc:dispatch',
 });
 
@@ -36,6 +36,12 @@ export interface RpcTraceContext {
   messageId?: string;
   /** True for a call, false for a cast (`dispatch` only). */
   expectsReply?: boolean;
+  /**
+   * The request context as it goes on the wire (client: after the serializer and the middlewares,
+   * with the OpenTelemetry `traceparent` when instrumentation is on) or as it arrived (`dispatch`).
+   * Read it; do not change it.
+   */
+  context?: Readonly<Record<string, unknown>>;
   [key: string]: unknown;
 }
 
@@ -47,8 +53,10 @@ const channels = {
 
 /**
  * Runs `fn.call(self, a, b)`, inside the `kind` tracing channel when a tracer listens; only then
- * is `context.call(self, a, b)` asked for the trace context. Callers pass methods and their
- * arguments rather than closures, so an untraced call allocates nothing here.
+ * is `context.call(self, a, b)` asked for the trace context and `traced` (default `fn`) run
+ * instead of `fn` (a server passes one that rejects with a failure `fn` resolves with, so that it
+ * reaches the error channel). Callers pass methods and their arguments rather than closures, so an
+ * untraced call allocates nothing here.
  */
 export function traceRpc<This, A, B, T>(
   kind: RpcTraceContext['kind'],
@@ -57,8 +65,9 @@ export function traceRpc<This, A, B, T>(
   a: A,
   b: B,
   context: (this: This, a: A, b: B) => RpcTraceContext,
+  traced: (this: This, a: A, b: B) => Promise<T> = fn,
 ): Promise<T> {
   const channel = channels[kind];
   if (!(channel.start.hasSubscribers || channel.end.hasSubscribers || channel.asyncEnd.hasSubscribers || channel.error.hasSubscribers)) return fn.call(self, a, b);
-  return channel.tracePromise(fn, context.call(self, a, b), self, a, b);
+  return channel.tracePromise(traced, context.call(self, a, b), self, a, b);
 }

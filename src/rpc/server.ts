@@ -234,9 +234,10 @@ export class RpcServer {
     };
     let outcome: DispatchOutcome;
     try {
-      outcome = await traceRpc('dispatch', this, this.dispatch, incoming, info, this.traceContext);
+      outcome = await traceRpc('dispatch', this, this.dispatch, incoming, info, this.traceContext, this.dispatchOrReject);
     } catch (failure) {
-      outcome = { ok: false, failure, expected: false };
+      // dispatchOrReject (traced only) rejects with the failure it kept in info
+      outcome = { ok: false, failure, expected: failure === info.error && info.expected === true };
     }
     info.durationMs = performance.now() - began;
     if (!outcome.ok) Object.assign(info, { outcome: 'failure', error: outcome.failure, expected: outcome.expected });
@@ -253,10 +254,19 @@ export class RpcServer {
     return this.dispatcher.dispatch(incoming);
   }
 
+  /** `dispatch` while a tracer listens: a failure outcome rejects (kept in `info`), so it reaches the error channel. */
+  private async dispatchOrReject(incoming: RpcIncomingMessage, info: RpcDispatchInfo): Promise<DispatchOutcome> {
+    const outcome = await this.dispatcher.dispatch(incoming);
+    if (outcome.ok) return outcome;
+    info.error = outcome.failure;
+    info.expected = outcome.expected;
+    throw outcome.failure;
+  }
+
   /** Asked for only while a tracer listens (see traceRpc). */
-  private traceContext(_incoming: RpcIncomingMessage, info: RpcDispatchInfo): RpcTraceContext {
+  private traceContext(incoming: RpcIncomingMessage, info: RpcDispatchInfo): RpcTraceContext {
     const { method, namespace, version, messageId, expectsReply } = info;
-    return { kind: 'dispatch', topic: this.target.topic, server: this.target.server, method, namespace, version, messageId, expectsReply };
+    return { kind: 'dispatch', topic: this.target.topic, server: this.target.server, method, namespace, version, messageId, expectsReply, context: incoming.ctx };
   }
 
   private report(info: RpcDispatchInfo): void {

@@ -270,9 +270,10 @@ describe('getNotificationListener', () => {
     l.events.on('stopped', () => seen.push('stopped'));
     l.events.on('dispatched', (e) => dispatched.push(e));
     await l.start();
-    await new Notifier(t, { topics: [topic] }).info({}, 'ev', {});
+    await new Notifier(t, { topics: [topic] }).info({ request_id: 'r1' }, 'ev', {});
     await new Notifier(t, { topics: [topic] }).error({}, 'ev', {});
     await waitFor(() => dispatched.length === 2);
+    expect(dispatched[0].contexts).toEqual([{ request_id: 'r1' }]);
     await l.stop();
     expect(seen).toEqual(['started', 'stopped']);
     // Without allowRequeue a REQUEUE result is acknowledged.

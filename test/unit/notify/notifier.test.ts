@@ -246,7 +246,7 @@ describe('Notifier', () => {
       unsubscribe(NOTIFY_CHANNELS.send, onMessage);
     }
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ eventType: 'ev', priority: 'info', publisherId: 'p' });
+    expect(events[0]).toMatchObject({ eventType: 'ev', priority: 'info', publisherId: 'p', context: {} });
     expect(events[0].messageId).toBe(n.testNotifications.records[0].message.message_id);
     expect(channelMessages).toEqual(events);
   });

@@ -254,15 +254,47 @@ describe('RpcServer dispatch', () => {
       await waitFor(() => contexts.dispatch.length === 2 && events.filter((e) => e === 'dispatch:asyncEnd').length === 2, { timeoutMs: 5000 });
       expect(events).toEqual(expect.arrayContaining(['call:start', 'call:asyncEnd', 'cast:start', 'cast:asyncEnd', 'dispatch:start', 'dispatch:asyncEnd']));
       const target = { exchange: undefined, topic: h.topic, server: undefined, fanout: undefined, namespace: undefined };
-      expect(contexts.call).toEqual([{ kind: 'call', method, ...target, version: undefined, timeout: 5000 }]);
-      expect(contexts.cast).toEqual([{ kind: 'cast', method, ...target, version: '1.1' }]);
+      expect(contexts.call).toEqual([{ kind: 'call', method, ...target, version: undefined, timeout: 5000, context: {} }]);
+      expect(contexts.cast).toEqual([{ kind: 'cast', method, ...target, version: '1.1', context: {} }]);
       expect(contexts.cast[0]).not.toHaveProperty('timeout');
       expect(contexts.dispatch).toEqual([
-        { kind: 'dispatch', topic: h.topic, server: server.target.server, method, namespace: undefined, version: '1.0', messageId: expect.any(String), expectsReply: true },
-        { kind: 'dispatch', topic: h.topic, server: server.target.server, method, namespace: undefined, version: '1.1', messageId: expect.any(String), expectsReply: false },
+        { kind: 'dispatch', topic: h.topic, server: server.target.server, method, namespace: undefined, version: '1.0', messageId: expect.any(String), expectsReply: true, context: expect.any(Object) },
+        { kind: 'dispatch', topic: h.topic, server: server.target.server, method, namespace: undefined, version: '1.1', messageId: expect.any(String), expectsReply: false, context: expect.any(Object) },
       ]);
     } finally {
       for (const [channel, handler] of channels) channel.unsubscribe(handler);
     }
+  });
+
+  it('puts the request context on the tracing channels and an endpoint failure on the dispatch error channel', async () => {
+    h = createHarness();
+    const method = uniqueName('m').replace(/-/g, '_');
+    const seen: Array<{ kind: string; context: unknown; error?: unknown }> = [];
+    const handlers = (kind: 'call' | 'dispatch') => ({
+      start: (ctx: unknown) => void ((ctx as { method: string }).method === method && seen.push({ kind: `${kind}:start`, context: (ctx as { context: unknown }).context })),
+      end: () => {},
+      asyncStart: () => {},
+      asyncEnd: () => {},
+      error: (ctx: unknown) => void ((ctx as { method: string }).method === method && seen.push({ kind: `${kind}:error`, context: undefined, error: (ctx as { error: unknown }).error })),
+    });
+    const channels = (['call', 'dispatch'] as const).map((kind) => [diagnostics.tracingChannel(RPC_CHANNELS[kind]), handlers(kind)] as const);
+    for (const [channel, handler] of channels) channel.subscribe(handler);
+    const failure = new RangeError('out of range');
+    const errors: unknown[] = [];
+    try {
+      const server = await h.server([{ [method]: () => Promise.reject(failure) }], { server: 'host-e' });
+      server.events.on('error', (err) => errors.push(err));
+      const client = getRpcClient(await h.transport(), { topic: h.topic }, { timeout: 5000 });
+      await expect(client.call({ request_id: 'req-9' }, method, {})).rejects.toThrow(/out of range/);
+      await waitFor(() => seen.filter((e) => e.kind.endsWith(':error')).length === 2, { timeoutMs: 5000 });
+    } finally {
+      for (const [channel, handler] of channels) channel.unsubscribe(handler);
+    }
+    expect(seen.find((e) => e.kind === 'call:start')?.context).toEqual({ request_id: 'req-9' });
+    expect(seen.find((e) => e.kind === 'dispatch:start')?.context).toMatchObject({ request_id: 'req-9' });
+    expect(seen.find((e) => e.kind === 'dispatch:error')?.error).toBe(failure);
+    expect(seen.find((e) => e.kind === 'call:error')?.error).toMatchObject({ name: 'RangeError' });
+    // traced or not, the failure is reported and replied the same way
+    expect(errors).toEqual([failure]);
   });
 });

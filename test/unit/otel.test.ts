@@ -1,0 +1,94 @@
+// OpenTelemetry instrumentation on memory:// with the SDK's in-memory exporters: parent/child spans
+// across transports, W3C keys in the context, attributes, error status, metrics, and zero cost when off.
+import { afterEach, describe, expect, it } from 'vitest';
+import { context, trace } from '@opentelemetry/api';
+import { InvalidArgument } from '../../src/errors.js';
+import { getNotificationTransport, getRpcTransport, type Transport } from '../../src/transport.js';
+import { getRpcClient } from '../../src/rpc/client.js';
+import { getRpcServer } from '../../src/rpc/server.js';
+import { uniqueName } from '../../src/testing/wait.js';
+import { assertNotifyTrace, assertRpcTrace, createOtelHarness, isChildOf, type OtelHarness } from '../support/otel.js';
+
+const transports: Transport[] = [];
+let o: OtelHarness | undefined;
+afterEach(async () => {
+  await Promise.all(transports.splice(0).map((t) => t.cleanup()));
+  await o?.shutdown();
+  o = undefined;
+});
+
+const route = () => {
+  const url = `memory:///${uniqueName('t-otel')}`;
+  return { a: url, b: url, systems: ['memory', 'memory'] as const, transports };
+};
+
+describe('OpenTelemetry instrumentation (memory://)', () => {
+  it('traces client -> server -> nested call across four transports, with attributes, errors and metrics', async () => {
+    o = createOtelHarness();
+    await assertRpcTrace(o, route());
+  });
+
+  it('traces notifier -> listener (parent) and batch listener (links), and counts requeues', async () => {
+    o = createOtelHarness();
+    await assertNotifyTrace(o, route());
+  });
+
+  it('makes the caller\'s active span the parent of the call span', async () => {
+    o = createOtelHarness();
+    const url = `memory:///${uniqueName('t-otel')}`;
+    const t = await getRpcTransport(url, { instrumentation: o.instrumentation });
+    transports.push(t);
+    const topic = uniqueName('t');
+    const server = getRpcServer(t, { topic, server: 's' }, [{ ping: () => 'pong' }]);
+    await server.start();
+    const tracer = (o.instrumentation.tracerProvider as { getTracer(n: string): ReturnType<typeof trace.getTracer> }).getTracer('app');
+    const outer = tracer.startSpan('request');
+    await context.with(trace.setSpan(context.active(), outer), () => getRpcClient(t, { topic, server: 's' }).call({}, 'ping'));
+    outer.end();
+    await server.stop();
+    await server.wait();
+    expect(isChildOf(o.span(`call ${topic}.s`), o.span('request'))).toBe(true);
+  });
+
+  it('runs outside the transport\'s own middlewares, which see the trace keys', async () => {
+    o = createOtelHarness();
+    const seen: unknown[] = [];
+    const t = await getRpcTransport(`memory:///${uniqueName('t-otel')}`, {
+      instrumentation: o.instrumentation,
+      middleware: { rpcClient: [{ before: (inv) => void seen.push(inv.ctx) }] },
+    });
+    transports.push(t);
+    expect(t.middleware.rpcClient).toHaveLength(2);
+    expect(t.middleware.rpcClient[0].name).toBe('opentelemetry');
+    const topic = uniqueName('t');
+    const server = getRpcServer(t, { topic, server: 's' }, [{ ping: () => 'pong' }]);
+    await server.start();
+    await getRpcClient(t, { topic, server: 's' }).call({ a: 1 }, 'ping');
+    await server.stop();
+    await server.wait();
+    expect(seen[0]).toMatchObject({ a: 1, traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/) });
+  });
+
+  it('adds nothing without instrumentation (or with false): no middleware, OpenTelemetry not loaded', async () => {
+    for (const options of [{}, { instrumentation: false }]) {
+      const rpc = await getRpcTransport('memory://', options);
+      const events = await getNotificationTransport('memory://', options);
+      transports.push(rpc, events);
+      for (const t of [rpc, events]) {
+        expect(t.middleware).toEqual({ rpcClient: [], rpcServer: [], notifier: [], listener: [] });
+      }
+    }
+  });
+
+  it('uses the global providers with instrumentation: true', async () => {
+    const t = await getRpcTransport('memory://', { instrumentation: true });
+    transports.push(t);
+    expect(t.middleware.rpcServer.map((m) => m.name)).toEqual(['opentelemetry']);
+  });
+
+  it('rejects bad instrumentation options naming the field', async () => {
+    await expect(getRpcTransport('memory://', { instrumentation: 'yes' as never })).rejects.toThrow(InvalidArgument);
+    await expect(getRpcTransport('memory://', { instrumentation: { tracer: {} } as never })).rejects.toThrow(/instrumentation\.tracer/);
+    await expect(getRpcTransport('memory://', { instrumentation: { meterProvider: {} } as never })).rejects.toThrow(/instrumentation\.meterProvider.*getMeter/);
+  });
+});
