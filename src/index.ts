@@ -15,6 +15,7 @@ export {
   type TransportKind,
   type TransportURLSource,
 } from './transport.js';
+export type { TransportHealth, HealthError } from './driver/base-driver.js';
 export { silentLogger, createConsoleLogger, createMemoryLogger, type Logger, type LogLevel, type LogFields, type MemoryLogger } from './logger.js';
 export {
   toLogger,
@@ -39,6 +40,7 @@ export {
   getRpcServer,
   RpcServer,
   RPC_SERVER_DEFAULTS,
+  RPC_DISCOVER_DEFAULTS,
   RpcDispatcher,
   type RpcDispatcherOptions,
   type DispatchOutcome,
@@ -52,6 +54,9 @@ export {
   type RpcPrepareOptions,
   type RpcCallOptions,
   type RpcCastOptions,
+  type RpcPingOptions,
+  type RpcDiscoverOptions,
+  type DiscoveredServer,
   type RpcServerOptions,
   type RpcServerEvents,
   type RpcDispatchInfo,

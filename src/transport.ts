@@ -4,7 +4,7 @@ import { DriverLoadFailure, InvalidArgument, InvalidTransportURL } from './error
 import { silentLogger, type Logger } from './logger.js';
 import { toLogger, type LoggerLike } from './logger-adapters.js';
 import { TransportURL } from './transport-url.js';
-import { BaseDriver, type DriverModule } from './driver/base-driver.js';
+import { BaseDriver, type DriverModule, type TransportHealth } from './driver/base-driver.js';
 import { defaultRemoteErrorRegistry, type RemoteErrorRegistry } from './driver/remote-error.js';
 
 /** Loads a driver module on first use of its scheme; see {@link registerDriver}. */
@@ -108,6 +108,14 @@ export class Transport {
   /** The redacted URL. */
   get url(): string {
     return this.driver.url.toString();
+  }
+
+  /**
+   * The connection state for a health probe: `connected`, `blocked`, `reconnecting` and the
+   * redacted `lastError`. Synchronous, never connects, never throws; free until called.
+   */
+  health(): TransportHealth {
+    return this.driver.health();
   }
 
   /** Closes connections; pending calls fail instead of hanging. Idempotent. */

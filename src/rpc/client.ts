@@ -10,6 +10,7 @@ import type { Context, DriverMessage } from '../driver/types.js';
 import type { RpcArgs, RpcMethodName, RpcResult, UntypedApi } from './endpoint.js';
 import { traceRpc, type RpcTraceContext } from './instrumentation.js';
 import { assertJsonSafe, isPlainObject } from '../json-check.js';
+import { discoverServers, pingServer, RPC_DISCOVER_DEFAULTS, type DiscoveredServer, type RpcDiscoverOptions, type RpcPingOptions } from './discovery.js';
 
 /** Options of `getRpcClient()`. */
 export interface RpcClientOptions {
@@ -169,6 +170,27 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
     throwIfAborted(castOptions.signal);
     const sendOptions = { waitForReply: false, retry: this.options.retry, signal: castOptions.signal };
     await traceRpc('cast', this, this.sendPrepared, prepared, sendOptions, this.traceContext);
+  }
+
+  /**
+   * Calls oslo's ping endpoint (`oslo_rpc_server_ping`) on `options.server`, the target's server,
+   * or any server of the topic, and resolves with the round trip in ms. A server without the
+   * endpoint rejects with NotSupportedError (start it with `rpcPingEnabled: true`); no server
+   * with MessagingTimeout.
+   */
+  async ping(options: RpcPingOptions = {}): Promise<number> {
+    if (!isPlainObject(options as unknown)) throw new InvalidArgument('options', 'an object', options);
+    return pingServer(this, options.timeout === undefined ? this.options.timeout : checkDuration('timeout', options.timeout), options);
+  }
+
+  /**
+   * Lists the servers of the target's topic that answer a fanout ping within `windowMs`, sorted
+   * by name (see DiscoveredServer). Resolves after the window; an empty list when none answered.
+   * Rejects with NotSupportedError at once when the driver has no fanout.
+   */
+  async discover(options: RpcDiscoverOptions = {}): Promise<DiscoveredServer[]> {
+    if (!isPlainObject(options as unknown)) throw new InvalidArgument('options', 'an object', options);
+    return discoverServers(this, options.windowMs === undefined ? RPC_DISCOVER_DEFAULTS.windowMs : checkDuration('windowMs', options.windowMs), options);
   }
 
   /** Every check oslo does before sending, then the message itself. Throws; sends nothing. */
