@@ -12,6 +12,7 @@ export const EXPECTED: Record<string, RegExp[]> = {
   'rpc-basic.ts': [/^add\(2, 3\) = 5$/m, /^whoami on host-2 = host-2$/m, /^divide by zero -> RangeError: division by zero$/m, /^unknown method -> NoSuchMethod$/m, /^rpc-basic done$/m],
   'notifications-pools.ts': [/^pool billing: billing-1 got \d, billing-2 got \d \(4 in total\)$/m, /^pool audit: audit-1 got 4$/m, /^notifications-pools done$/m],
   'batch-listener.ts': [/^received 25 samples in \d+ batches: /m, /^batch-listener done$/m],
+  'health-check.ts': [/^GET \/healthz -> 200$/m, /^transport: \{"connected":true,"blocked":false,"reconnecting":false\}$/m, /^servers: worker-1$/m, /^health-check done$/m],
   'typed-client.ts': [/^apples in stock: 3$/m, /^take 5 -> OutOfStock: only 1 apple left$/m, /^typed-client done$/m],
 };
 
