@@ -16,6 +16,7 @@ export {
   type TransportURLSource,
 } from './transport.js';
 export { OTEL_METRICS, type InstrumentationOptions, type TracerProviderLike, type MeterProviderLike, type PropagatorLike } from './instrumentation.js';
+export type { TransportHealth, HealthError } from './driver/base-driver.js';
 export { silentLogger, createConsoleLogger, createMemoryLogger, type Logger, type LogLevel, type LogFields, type MemoryLogger } from './logger.js';
 export {
   toLogger,
@@ -52,6 +53,7 @@ export {
   getRpcServer,
   RpcServer,
   RPC_SERVER_DEFAULTS,
+  RPC_DISCOVER_DEFAULTS,
   RpcDispatcher,
   type RpcDispatcherOptions,
   type DispatchOutcome,
@@ -65,6 +67,9 @@ export {
   type RpcPrepareOptions,
   type RpcCallOptions,
   type RpcCastOptions,
+  type RpcPingOptions,
+  type RpcDiscoverOptions,
+  type DiscoveredServer,
   type RpcServerOptions,
   type RpcServerEvents,
   type RpcDispatchInfo,

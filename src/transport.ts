@@ -4,7 +4,7 @@ import { DriverLoadFailure, InvalidArgument, InvalidTransportURL } from './error
 import { silentLogger, type Logger } from './logger.js';
 import { toLogger, type LoggerLike } from './logger-adapters.js';
 import { TransportURL } from './transport-url.js';
-import { BaseDriver, type DriverModule } from './driver/base-driver.js';
+import { BaseDriver, type DriverModule, type TransportHealth } from './driver/base-driver.js';
 import { defaultRemoteErrorRegistry, type RemoteErrorRegistry } from './driver/remote-error.js';
 import { checkTransportMiddleware, type TransportMiddleware } from './middleware.js';
 import { checkInstrumentation, loadInstrumentation, type InstrumentationOptions } from './instrumentation.js';
@@ -126,6 +126,14 @@ export class Transport {
   /** The redacted URL. */
   get url(): string {
     return this.driver.url.toString();
+  }
+
+  /**
+   * The connection state for a health probe: `connected`, `blocked`, `reconnecting` and the
+   * redacted `lastError`. Synchronous, never connects, never throws; free until called.
+   */
+  health(): TransportHealth {
+    return this.driver.health();
   }
 
   /** Closes connections; pending calls fail instead of hanging. Idempotent. */

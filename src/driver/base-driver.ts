@@ -1,7 +1,7 @@
 // THE CONTRACT every backend implements. The façades in rpc/ and notify/ talk only to this.
 import type { Logger } from '../logger.js';
 import { validateNotificationTarget, validateSendTarget, validateServerTarget, type Target } from '../target.js';
-import type { TransportURL } from '../transport-url.js';
+import { redactUrlsIn, type TransportURL } from '../transport-url.js';
 import { AbortError, InvalidArgument, InvalidState, NotSupportedError } from '../errors.js';
 import { requireCapability, type DriverCapabilities } from './capabilities.js';
 import type { DeadLetterStore } from './dead-letters.js';
@@ -39,7 +39,42 @@ export interface SendOptions {
   retry?: number;
   /** Aborts the wait for a reply (and a send still waiting for a connection). */
   signal?: AbortSignal;
+  /**
+   * With `waitForReply` and a `timeout` (the window): collect every final reply until the window
+   * passes and resolve with `CollectedReply[]` instead of the first result; allowed with a fanout
+   * target (one reply per server: `RpcClient.discover()`). `callMonitorTimeout` does not apply.
+   */
+  collectReplies?: boolean;
 }
+
+/**
+ * A driver's connection state (`transport.health()`): what a readiness probe reports.
+ * Drivers connect lazily, so `connected` is false before the transport's first use.
+ */
+export interface TransportHealth {
+  /** A connection to the broker is open now (always true for memory://, false once cleaned up). */
+  readonly connected: boolean;
+  /** The broker refuses to take messages from this transport (RabbitMQ `connection.blocked`). */
+  readonly blocked: boolean;
+  /** The connection was lost and the driver is trying to restore it. */
+  readonly reconnecting: boolean;
+  /** The last connection error, if any: its message (URLs redacted) and when it happened. */
+  readonly lastError?: HealthError;
+}
+
+/** A connection error as `TransportHealth` reports it: never a password or an unredacted URL. */
+export interface HealthError {
+  /** The error's message with every URL redacted. */
+  readonly message: string;
+  /** When it happened, ISO 8601. */
+  readonly at: string;
+}
+
+/** What a driver reports about its connection; BaseDriver adds `lastError` and the cleaned-up state. */
+export type ConnectionState = Pick<TransportHealth, 'connected' | 'blocked' | 'reconnecting'>;
+
+const CLEANED_UP: ConnectionState = Object.freeze({ connected: false, blocked: false, reconnecting: false });
+const ALWAYS_CONNECTED: ConnectionState = Object.freeze({ connected: true, blocked: false, reconnecting: false });
 
 /** Options of `BaseDriver.sendNotification()`, set by the Notifier. */
 export interface NotificationSendOptions {
@@ -97,6 +132,7 @@ export abstract class BaseDriver {
   /** Listeners handed out and not cleaned up yet: `cleanup()` releases them. */
   private readonly openListeners = new Set<Listener<ReceivedMessage>>();
   private cleaning?: Promise<void>;
+  private lastError?: HealthError;
 
   constructor(init: DriverInit) {
     this.url = init.url;
@@ -120,14 +156,19 @@ export abstract class BaseDriver {
   /**
    * Sends an RPC message (`{method, args, namespace?, version?}`) to `target` with `ctx`.
    * Written once here: it checks the driver is open and the arguments (a topic; no fanout with
-   * `waitForReply`; non-negative durations; an integer `retry` of -1 or more; a signal not
-   * aborted yet), rejecting with `InvalidState`, `InvalidTarget`, `InvalidArgument` or
-   * `AbortError` before anything is sent, then calls the driver's `doSend`.
+   * `waitForReply` unless `collectReplies`; `collectReplies` only with `waitForReply` and a
+   * `timeout`; non-negative durations; an integer `retry` of -1 or more; a signal not aborted
+   * yet), rejecting with `InvalidState`, `InvalidTarget`, `InvalidArgument` or `AbortError`
+   * before anything is sent, then calls the driver's `doSend`.
    */
   send(target: Target, ctx: Context, message: DriverMessage, options: SendOptions = {}): Promise<unknown> {
     try {
       this.assertOpen();
-      validateSendTarget(target, options.waitForReply === true);
+      const collect = options.collectReplies === true;
+      if (collect && (options.waitForReply !== true || options.timeout === undefined)) {
+        throw new InvalidArgument('collectReplies', 'true only with waitForReply: true and a timeout (the collection window)', options);
+      }
+      validateSendTarget(target, options.waitForReply === true && !collect);
       checkDuration('timeout', options.timeout);
       checkDuration('callMonitorTimeout', options.callMonitorTimeout);
       checkRetry(options.retry);
@@ -143,6 +184,9 @@ export abstract class BaseDriver {
    *
    * - Without `waitForReply` (a cast) it MUST resolve with `undefined` only once the broker
    *   has accepted the message (publisher confirm, write acknowledged).
+   * - With `collectReplies` it MUST register the call with `collectReplies` in `PendingReplies`
+   *   and send as for a call, to a fanout target too (every server gets `_msg_id`/`_reply_q`),
+   *   so that the call resolves with every final reply that came within `timeout`.
    * - With `waitForReply` it MUST resolve with the reply's `result`, or reject with the
    *   remote error rebuilt by `deserializeRemoteError(failure, allowedRemoteExmods,
    *   remoteErrors)`, or with `MessagingTimeout` when `timeout` (or a call-monitor window)
@@ -244,6 +288,30 @@ export abstract class BaseDriver {
       await this.close();
     })();
     return this.cleaning;
+  }
+
+  /**
+   * The connection state for `transport.health()`. Never throws, never connects. After
+   * `cleanup()` it reports not connected; `lastError` is the last one `noteConnectionError` got.
+   */
+  health(): TransportHealth {
+    const state = this.closed ? CLEANED_UP : this.connectionState();
+    const lastError = this.lastError;
+    return lastError === undefined ? { ...state } : { ...state, lastError };
+  }
+
+  /**
+   * The driver's part of `health()`: whether a connection is open, blocked or being restored.
+   * MUST NOT connect or throw. The default suits an in-process driver: always connected.
+   */
+  protected connectionState(): ConnectionState {
+    return ALWAYS_CONNECTED;
+  }
+
+  /** Records a connection error for `health()`: only its message, URLs redacted, and the time. */
+  protected noteConnectionError(err: unknown): void {
+    const message = err instanceof Error ? err.message : String(err);
+    this.lastError = { message: redactUrlsIn(message), at: new Date().toISOString() };
   }
 
   /** Called synchronously when `cleanup()` begins, before listeners are released (e.g. to abort retries). */

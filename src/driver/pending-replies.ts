@@ -16,7 +16,27 @@ export interface CallOptions {
   readonly callMonitorTimeout?: number;
   /** Aborting it rejects the call with AbortError. */
   readonly signal?: AbortSignal;
+  /**
+   * Collect every final reply until `timeout` passes, then resolve with them as
+   * `CollectedReply[]` (a fanout sent with `_msg_id` gets one reply per server). Needs `timeout`.
+   */
+  readonly collectReplies?: boolean;
 }
+
+/** One final reply gathered by a call with `collectReplies`: a result, or the rebuilt remote error. */
+export type CollectedReply =
+  | {
+      /** The server's method returned. */
+      readonly ok: true;
+      /** The reply's `result`. */
+      readonly result: unknown;
+    }
+  | {
+      /** The server replied with a failure. */
+      readonly ok: false;
+      /** The failure rebuilt as by a call (`deserializeRemoteError`). */
+      readonly error: Error;
+    };
 
 /**
  * One call waiting for its reply. Owned by its registry: it leaves the registry the moment it
@@ -35,6 +55,8 @@ export class PendingCall {
   private onAbort?: () => void;
   /** Why the request has not reached the broker (yet): a timeout then says so. */
   private undelivered?: unknown;
+  /** Only for `collectReplies`: the final replies so far; the deadline resolves with them. */
+  private readonly collected?: CollectedReply[];
 
   constructor(
     /** The `_msg_id` its reply carries. */
@@ -47,8 +69,11 @@ export class PendingCall {
       this.rejectFn = reject;
     });
     const { timeout, callMonitorTimeout, signal } = options;
-    if (timeout !== undefined) this.timer = setTimeout(() => this.fail(this.timeoutError(`No reply to message ID ${msgId} on topic ${options.topic} within ${timeout} ms`)), timeout);
-    if (callMonitorTimeout !== undefined) this.monitor = setTimeout(() => this.onMonitorExpired(), callMonitorTimeout);
+    if (options.collectReplies === true) {
+      this.collected = [];
+      this.timer = setTimeout(() => this.endCollection(), timeout);
+    } else if (timeout !== undefined) this.timer = setTimeout(() => this.fail(this.timeoutError(`No reply to message ID ${msgId} on topic ${options.topic} within ${timeout} ms`)), timeout);
+    if (callMonitorTimeout !== undefined && this.collected === undefined) this.monitor = setTimeout(() => this.onMonitorExpired(), callMonitorTimeout);
     if (signal) {
       this.onAbort = () => this.fail(new AbortError('The call was aborted', { cause: signal.reason }));
       signal.addEventListener('abort', this.onAbort, { once: true });
@@ -74,8 +99,14 @@ export class PendingCall {
   onReply(reply: DriverMessage, decodeFailure: (failure: unknown) => Error): void {
     const failure = reply.failure;
     const ending = reply.ending === true;
+    const failed = failure !== null && failure !== undefined && failure !== '' && failure !== false && failure !== 0;
+    if (this.collected !== undefined) {
+      // Heartbeats and early parts come from many servers at once here: only final replies count.
+      if (ending) this.collected.push(failed ? { ok: false, error: decodeFailure(failure) } : { ok: true, result: reply.result ?? null });
+      return;
+    }
     // oslo: `if data['failure']` (a falsy failure is none), else `data.get('result')`.
-    if (failure !== null && failure !== undefined && failure !== '' && failure !== false && failure !== 0) {
+    if (failed) {
       const err = decodeFailure(failure);
       if (ending) this.fail(err);
       else this.early = err;
@@ -91,6 +122,10 @@ export class PendingCall {
       // A call-monitor heartbeat: the server is still working on it.
       this.monitor?.refresh();
     }
+  }
+
+  private endCollection(): void {
+    if (this.settle()) this.resolveFn(this.collected);
   }
 
   private onMonitorExpired(): void {

@@ -13,6 +13,7 @@ import { assertJsonSafe, isPlainObject } from '../json-check.js';
 import { checkMiddleware, composeMiddleware, middlewareFor, type Chain, type RpcClientInvocation, type RpcClientMiddleware } from '../middleware.js';
 import { validateWith } from '../schema.js';
 import { contractMethod, isRpcContract, type RpcContract, type RpcContractApi } from './contract.js';
+import { discoverServers, pingServer, RPC_DISCOVER_DEFAULTS, type DiscoveredServer, type RpcDiscoverOptions, type RpcPingOptions } from './discovery.js';
 
 /** Options of `getRpcClient()`. */
 export interface RpcClientOptions {
@@ -213,6 +214,27 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
   private invoke(inv: RpcClientInvocation<any>): Promise<unknown> {
     if (inv.kind === 'cast') return this.sendCast(inv.ctx, inv.method, inv.args, inv.signal);
     return this.sendCall(inv.ctx, inv.method, inv.args, checkDuration('timeout', inv.timeout), inv.signal);
+  }
+
+  /**
+   * Calls oslo's ping endpoint (`oslo_rpc_server_ping`) on `options.server`, the target's server,
+   * or any server of the topic, and resolves with the round trip in ms. A server without the
+   * endpoint rejects with NotSupportedError (start it with `rpcPingEnabled: true`); no server
+   * with MessagingTimeout.
+   */
+  async ping(options: RpcPingOptions = {}): Promise<number> {
+    if (!isPlainObject(options as unknown)) throw new InvalidArgument('options', 'an object', options);
+    return pingServer(this, options.timeout === undefined ? this.options.timeout : checkDuration('timeout', options.timeout), options);
+  }
+
+  /**
+   * Lists the servers of the target's topic that answer a fanout ping within `windowMs`, sorted
+   * by name (see DiscoveredServer). Resolves after the window; an empty list when none answered.
+   * Rejects with NotSupportedError at once when the driver has no fanout.
+   */
+  async discover(options: RpcDiscoverOptions = {}): Promise<DiscoveredServer[]> {
+    if (!isPlainObject(options as unknown)) throw new InvalidArgument('options', 'an object', options);
+    return discoverServers(this, options.windowMs === undefined ? RPC_DISCOVER_DEFAULTS.windowMs : checkDuration('windowMs', options.windowMs), options);
   }
 
   /** Every check oslo does before sending, then the message itself. Throws; sends nothing. */

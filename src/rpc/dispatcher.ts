@@ -18,6 +18,9 @@ export const DEFAULT_ENDPOINT_TARGET = new Target({ version: '1.0' });
 /** The method name oslo's `rpc_ping_enabled` adds. */
 export const PING_METHOD = 'oslo_rpc_server_ping';
 
+/** The ping argument asking for `pingDetail()` instead of `"pong"` (`RpcClient.discover()` sends it). */
+export const PING_DETAIL_ARG = 'detail';
+
 /** Below this call-monitor window (2 s, so a 1 s interval) oslo sends no heartbeats. */
 const MIN_HEARTBEAT_INTERVAL_MS = 1000;
 
@@ -35,6 +38,11 @@ export interface RpcDispatcherOptions {
   middleware?: readonly RpcServerMiddleware<any>[];
   /** The server's target, as middlewares see it in `inv.target`. @default a target without topic */
   serverTarget?: Target;
+  /**
+   * What the ping endpoint answers to `{detail: true}` (discovery) instead of `"pong"`; RpcServer
+   * passes its name, topic, host, pid and requests in flight. @default undefined (always `"pong"`)
+   */
+  pingDetail?: () => Record<string, unknown>;
 }
 
 /**
@@ -95,7 +103,7 @@ export class RpcDispatcher {
   /** Throws InvalidArgument for a non-object endpoint or a `target` that is not a Target/TargetInit. */
   constructor(endpoints: readonly object[], options: RpcDispatcherOptions = {}) {
     if (!Array.isArray(endpoints)) throw new InvalidArgument('endpoints', 'an array of endpoint objects', endpoints);
-    const all = options.rpcPingEnabled ? [...endpoints, createPingEndpoint()] : [...endpoints];
+    const all = options.rpcPingEnabled ? [...endpoints, createPingEndpoint(options.pingDetail)] : [...endpoints];
     this.bound = all.map((endpoint, i) => {
       const target = endpointTarget(endpoint, i);
       return { endpoint, target, namespaces: target.acceptedNamespaces, compatible: new Map<string, boolean>() };
@@ -282,6 +290,7 @@ function endpointTarget(endpoint: unknown, index: number): Target {
   );
 }
 
-function createPingEndpoint(): object {
-  return { [PING_METHOD]: expose(() => 'pong') };
+/** oslo's ping (`"pong"`, whatever the arguments, as oslo's `**kwargs`), with the detail discovery asks for. */
+function createPingEndpoint(detail?: () => Record<string, unknown>): object {
+  return { [PING_METHOD]: expose((_ctx: unknown, args?: Record<string, unknown>) => (detail !== undefined && args?.[PING_DETAIL_ARG] === true ? detail() : 'pong')) };
 }

@@ -1,7 +1,8 @@
 // The RPC façade: client, server, dispatcher, access policies and endpoint types.
 export { getRpcClient, RpcClient, RPC_CLIENT_DEFAULTS, type RpcClientOptions, type RpcPrepareOptions, type RpcCallOptions, type RpcCastOptions } from './client.js';
 export { getRpcServer, RpcServer, RPC_SERVER_DEFAULTS, type RpcServerOptions, type RpcServerEvents, type RpcDispatchInfo } from './server.js';
-export { RpcDispatcher, DEFAULT_ENDPOINT_TARGET, PING_METHOD, type RpcDispatcherOptions, type DispatchOutcome } from './dispatcher.js';
+export { RPC_DISCOVER_DEFAULTS, type RpcPingOptions, type RpcDiscoverOptions, type DiscoveredServer } from './discovery.js';
+export { RpcDispatcher, DEFAULT_ENDPOINT_TARGET, PING_METHOD, PING_DETAIL_ARG, type RpcDispatcherOptions, type DispatchOutcome } from './dispatcher.js';
 export {
   DefaultRpcAccessPolicy,
   LegacyRpcAccessPolicy,

@@ -1,5 +1,6 @@
 // The RPC server (oslo RPCServer + MessageHandlingServer): listens on a Target through the
 // driver, runs requests on a bounded executor, replies to calls, and never dies of a handler.
+import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { EventEmitter } from 'eventemitter3';
 import { GuardedEventEmitter } from '../events.js';
@@ -27,7 +28,10 @@ export interface RpcServerOptions {
   serializer?: Serializer<any>;
   /** Where dispatch errors are logged; pino, bunyan, winston and console are adapted. @default the transport's logger */
   logger?: LoggerLike;
-  /** Adds oslo's `oslo_rpc_server_ping` endpoint that returns `"pong"`. @default false */
+  /**
+   * Adds oslo's `oslo_rpc_server_ping` endpoint that returns `"pong"`, which `RpcClient.ping()`
+   * and `discover()` call. On by default, unlike oslo's `rpc_ping_enabled`. @default true
+   */
   rpcPingEnabled?: boolean;
   /** Interceptors around each request, inside the transport's `middleware.rpcServer`. @default [] */
   middleware?: readonly RpcServerMiddleware<any>[];
@@ -37,8 +41,8 @@ export interface RpcServerOptions {
 export const RPC_SERVER_DEFAULTS = Object.freeze({
   /** Requests handled at once (oslo `executor_thread_pool_size`). */
   executorSize: 64,
-  /** No `oslo_rpc_server_ping` method unless asked (oslo `rpc_ping_enabled`). */
-  rpcPingEnabled: false,
+  /** `oslo_rpc_server_ping` answers, so ping and discovery work out of the box (oslo's default is off). */
+  rpcPingEnabled: true,
 });
 
 /** One handled request, as reported by the `dispatched` and `error` events. Never carries payloads. */
@@ -120,6 +124,7 @@ export class RpcServer {
       rpcPingEnabled: options.rpcPingEnabled ?? RPC_SERVER_DEFAULTS.rpcPingEnabled,
       middleware: middlewareFor(transport, 'rpcServer', options.middleware),
       serverTarget: this.target,
+      pingDetail: () => ({ server: this.target.server, topic: this.target.topic, host: hostname(), pid: process.pid, inFlight: this.inFlight }),
     });
   }
 

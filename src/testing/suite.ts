@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { batchTests } from './batch.js';
 import { contractTests } from './contract.js';
+import { healthTests } from './health.js';
 import { useConformanceEnv, type ConformanceSubject } from './harness.js';
 import { lifecycleTests } from './lifecycle.js';
 import { malformedTests } from './malformed.js';
@@ -40,5 +41,6 @@ export function runConformanceSuite(subject: ConformanceSubject): void {
     lifecycleTests(env);
     malformedTests(env);
     contractTests(env);
+    healthTests(env);
   });
 }

@@ -13,6 +13,7 @@ export const EXPECTED: Record<string, RegExp[]> = {
   'notifications-pools.ts': [/^pool billing: billing-1 got \d, billing-2 got \d \(4 in total\)$/m, /^pool audit: audit-1 got 4$/m, /^notifications-pools done$/m],
   'batch-listener.ts': [/^received 25 samples in \d+ batches: /m, /^batch-listener done$/m],
   'middleware-auth.ts': [/^whoami with a token: alice$/m, /^whoami without a token -> Unauthorized: whoami: missing or unknown auth_token$/m, /^refusal is an Unauthorized: true$/m, /^middleware-auth done$/m],
+  'health-check.ts': [/^GET \/healthz -> 200$/m, /^transport: \{"connected":true,"blocked":false,"reconnecting":false\}$/m, /^servers: worker-1$/m, /^health-check done$/m],
   'typed-client.ts': [/^apples in stock: 3$/m, /^take 5 -> OutOfStock: only 1 apple left$/m, /^typed-client done$/m],
 };
 

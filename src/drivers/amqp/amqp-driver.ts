@@ -1,7 +1,7 @@
 // The RabbitMQ driver, wire-compatible with oslo.messaging 14 (oslo-wire.md §1): sends, calls,
 // notifications and replies on one confirmed publisher connection; one connection per listener.
 import { EventEmitter } from 'eventemitter3';
-import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
+import { BaseDriver, type ConnectionState, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
 import type { DriverCapabilities } from '../../driver/capabilities.js';
 import { notificationAddress, requestAddress } from '../../driver/addressing.js';
 import { newHexId } from '../../driver/envelope.js';
@@ -86,6 +86,15 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     this.publisher = new Publisher(this.conn, this.options, this.logger);
     this.topology = new PublishTopology(this.options);
     this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
+    this.events.on('disconnected', (info) => {
+      if (info.error) this.noteConnectionError(info.error);
+    });
+    this.events.on('connect-failed', (info) => this.noteConnectionError(info.error));
+  }
+
+  /** The publisher connection's state (listeners' connections recover on their own). */
+  protected override connectionState(): ConnectionState {
+    return { connected: this.conn.isOpen, blocked: this.conn.isBlocked, reconnecting: this.conn.isReconnecting };
   }
 
   /** The transport's reply queue name (`reply_<hex>`), once a call was made. */
@@ -109,7 +118,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
       await this.publish({ decl, routingKey, content, retry: options.retry, signal: options.signal });
       return undefined;
     }
-    const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal });
+    const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal, collectReplies: options.collectReplies });
     // The call resolves on its reply without waiting for the request's confirm (a reply proves
     // delivery); a failed confirm still retries the same body or fails the call.
     this.publish({

@@ -80,6 +80,11 @@ export class AmqpConnection {
     return this.blockedReason !== undefined;
   }
 
+  /** True while the background loop restores a lost connection. */
+  get isReconnecting(): boolean {
+    return this.reconnecting;
+  }
+
   get isClosed(): boolean {
     return this.closed;
   }

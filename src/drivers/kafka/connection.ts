@@ -17,21 +17,42 @@ export class KafkaConnection {
   private scheduled = false;
   private readonly inFlight = new Set<Promise<void>>();
   private closed = false;
+  /** The client's state as its produce requests show it: `failing` after a failed one (the library reconnects). */
+  private state: 'idle' | 'ready' | 'failing' = 'idle';
 
   constructor(
     private readonly options: ResolvedKafkaOptions,
     private readonly logger: Logger,
     /** The client id the brokers see (also recorded on the dead letters this transport writes). */
     readonly clientId: string,
+    /** Told every failed load or produce request, for `transport.health()`. */
+    private readonly onError: (err: unknown) => void = () => {},
   ) {}
+
+  /** True once the client is loaded and its last produce request (if any) succeeded. */
+  get isConnected(): boolean {
+    return this.state === 'ready';
+  }
+
+  /** True after a failed produce request until one succeeds again (the client library reconnects). */
+  get isFailing(): boolean {
+    return this.state === 'failing';
+  }
 
   /** The client adapter, loaded (and its library imported) on first use. */
   getClient(): Promise<KafkaClientAdapter> {
     if (this.closed) return Promise.reject(new InvalidState('The Kafka transport was cleaned up'));
-    this.client ??= loadClient(this.options, this.logger, this.clientId).catch((err: unknown) => {
-      this.client = undefined;
-      throw err;
-    });
+    this.client ??= loadClient(this.options, this.logger, this.clientId).then(
+      (client) => {
+        if (this.state === 'idle') this.state = 'ready';
+        return client;
+      },
+      (err: unknown) => {
+        this.client = undefined;
+        this.onError(err);
+        throw err;
+      },
+    );
     return this.client;
   }
 
@@ -62,8 +83,15 @@ export class KafkaConnection {
       const sending = this.getClient()
         .then((client) => client.send(batch.map((q) => q.record)))
         .then(
-          () => batch.forEach((q) => q.resolve()),
-          (err: unknown) => batch.forEach((q) => q.reject(err)),
+          () => {
+            this.state = 'ready';
+            batch.forEach((q) => q.resolve());
+          },
+          (err: unknown) => {
+            if (this.client !== undefined) this.state = 'failing';
+            this.onError(err);
+            batch.forEach((q) => q.reject(err));
+          },
         );
       this.inFlight.add(sending);
       void sending.finally(() => this.inFlight.delete(sending));

@@ -1,7 +1,7 @@
 // The Kafka driver: oslo.messaging's Kafka notifications (oslo-wire.md §2) with at-least-once
 // listeners, pools as consumer groups, requeue through retry topics and dead letters; and RPC,
 // which oslo has not over Kafka (kafka-rpc.ts).
-import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
+import { BaseDriver, type ConnectionState, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
 import type { DriverCapabilities } from '../../driver/capabilities.js';
 import type { DeadLetterStore } from '../../driver/dead-letters.js';
 import type { IncomingMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
@@ -41,9 +41,14 @@ export class KafkaDriver extends BaseDriver {
     // Records stay in their topic, so a group that starts from the earliest offset finds what was
     // sent before it existed; with `latest` (oslo) they are missed.
     this.capabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: this.options.offsetReset === 'earliest' });
-    this.conn = new KafkaConnection(this.options, this.logger, `tidings-${process.pid}-${++transports}`);
+    this.conn = new KafkaConnection(this.options, this.logger, `tidings-${process.pid}-${++transports}`, (err) => this.noteConnectionError(err));
     this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
     this.rpc = new KafkaRpc(this.conn, this.options, this.logger, this.pending, this.closing.signal);
+  }
+
+  /** As the producer's requests show it: kafkajs reconnects on its own after a failed one. */
+  protected override connectionState(): ConnectionState {
+    return { connected: this.conn.isConnected, blocked: false, reconnecting: this.conn.isFailing };
   }
 
   protected doSend(target: Target, ctx: Context, message: DriverMessage, options: SendOptions): Promise<unknown> {

@@ -80,7 +80,7 @@ export class KafkaRpc implements ReplySender {
     const msgId = newHexId();
     // Encoded before anything happens: a value JSON cannot carry fails here, nothing sent.
     const value = encodeRpcRequest(message, ctx, { msgId, replyQueue: this.replyTopic, callMonitorTimeout: options.callMonitorTimeout });
-    const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal });
+    const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal, collectReplies: options.collectReplies });
     // The reply reader is positioned before the request leaves, so the reply cannot be missed.
     this.ensureReplyReader()
       .then(() => this.produce({ topic: destination, value, headers }, options, call))

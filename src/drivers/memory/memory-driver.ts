@@ -51,7 +51,7 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
       this.broker.publish(exchange, routingKey, body);
       return undefined;
     }
-    const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal });
+    const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal, collectReplies: options.collectReplies });
     // Like oslo's `expiration`: a request nobody took within the call timeout is never run.
     this.broker.publish(exchange, routingKey, body, { expirationMs: options.timeout });
     return call.promise;

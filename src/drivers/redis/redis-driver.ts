@@ -4,7 +4,7 @@
 import { setMaxListeners } from 'node:events';
 import type { Socket } from 'node:net';
 import { hostname } from 'node:os';
-import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
+import { BaseDriver, type ConnectionState, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
 import type { DriverCapabilities } from '../../driver/capabilities.js';
 import { newReplyAddress } from '../../driver/addressing.js';
 import { decodeBody, newHexId } from '../../driver/envelope.js';
@@ -84,6 +84,12 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     return this.replyQueueName;
   }
 
+  /** The command connection's ioredis status: `ready` is connected, `reconnecting` after a loss. */
+  protected override connectionState(): ConnectionState {
+    const status = this.cmd?.status;
+    return { connected: status === 'ready', blocked: false, reconnecting: status === 'reconnecting' };
+  }
+
   /** The key prefix of everything this driver writes. */
   get keyPrefix(): string {
     return this.options.keyPrefix;
@@ -93,23 +99,31 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const topic = target.topic as string;
     const exchange = this.exchangeFor(target);
     if (target.fanout) {
-      const body = encodeRpcRequest(message, ctx);
       const keys = new TopicKeys(this.options.keyPrefix, exchange, topic);
-      await this.withRetry(() => runScript(this.commands(), 'tidingsFanout', [keys.servers], [Date.now(), body]), options.retry, options.signal);
-      return undefined;
+      const fanout = (body: string, call?: PendingCall) => this.withRetry(() => runScript(this.commands(), 'tidingsFanout', [keys.servers], [Date.now(), body]), options.retry, options.signal, call);
+      if (!options.waitForReply) {
+        await fanout(encodeRpcRequest(message, ctx));
+        return undefined;
+      }
+      // collectReplies (discovery): every live server's inbox gets the call.
+      return this.sendCall(topic, ctx, message, options, fanout);
     }
     const stream = target.server ? new TopicKeys(this.options.keyPrefix, exchange, topic).serverStream(target.server) : this.nextShard(exchange, topic).topicStream;
     if (!options.waitForReply) {
       await this.publishRequest(stream, encodeRpcRequest(message, ctx), undefined, options.retry, options.signal);
       return undefined;
     }
+    const deadline = options.timeout !== undefined ? Date.now() + options.timeout : undefined;
+    return this.sendCall(topic, ctx, message, options, (body, call) => this.publishRequest(stream, body, deadline, options.retry, options.signal, call));
+  }
+
+  /** A call: registers it, then `deliver`s the request. It resolves on its reply; a failed write retries the same body or fails the call. */
+  private sendCall(topic: string, ctx: Context, message: DriverMessage, options: SendOptions, deliver: (body: string, call: PendingCall) => Promise<unknown>): Promise<unknown> {
     const replyQueue = this.ensureReplies();
     const msgId = newHexId();
     const body = encodeRpcRequest(message, ctx, { msgId, replyQueue, callMonitorTimeout: options.callMonitorTimeout });
-    const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal });
-    const deadline = options.timeout !== undefined ? Date.now() + options.timeout : undefined;
-    // The call resolves on its reply; a failed write retries the same body or fails the call.
-    this.publishRequest(stream, body, deadline, options.retry, options.signal, call).then(
+    const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal, collectReplies: options.collectReplies });
+    deliver(body, call).then(
       () => call.setUndelivered(undefined),
       (err: unknown) => call.fail(err instanceof MessagingError ? err : new MessageDeliveryFailure(String(err), { cause: err })),
     );
@@ -246,7 +260,10 @@ export class RedisDriver extends BaseDriver implements ReplySender {
 
   /** @internal The shared command connection (created on first use). */
   commands(): RedisClient {
-    this.cmd ??= createClient(this.options, 'commands', this.logger);
+    if (!this.cmd) {
+      this.cmd = createClient(this.options, 'commands', this.logger);
+      this.cmd.on('error', (err: Error) => this.noteConnectionError(err));
+    }
     return this.cmd;
   }
 

@@ -133,4 +133,22 @@ describe('PendingReplies', () => {
     expect(warnings).toMatchObject([{ msg: 'Dropping a malformed reply', fields: { queue: 'reply_1', bytes: 15 } }]);
     expect(JSON.stringify(logger.records)).not.toContain('SECRET');
   });
+
+  it('collectReplies gathers every final reply until the deadline, then resolves with them', async () => {
+    const { replies } = registry();
+    const call = replies.register('m1', { topic: 't', timeout: 1000, callMonitorTimeout: 10, collectReplies: true });
+    replies.accept({ _msg_id: 'm1', result: 'a', failure: null, ending: true });
+    replies.accept({ _msg_id: 'm1', result: null, failure: null, ending: false }); // a heartbeat: not a reply
+    replies.accept({ _msg_id: 'm1', result: null, failure: serializeFailure(new TypeError('no')), ending: true });
+    replies.accept({ _msg_id: 'm1', result: null, failure: null, ending: true });
+    await vi.advanceTimersByTimeAsync(999);
+    expect(call.isOver).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    const got = (await call.promise) as Array<{ ok: boolean; result?: unknown; error?: Error }>;
+    expect(got.map((r) => (r.ok ? r.result : r.error))).toEqual(['a', expect.any(TypeError), null]);
+    expect(replies.size).toBe(0);
+    // Replies after the window are dropped.
+    replies.accept({ _msg_id: 'm1', result: 'late', failure: null, ending: true });
+    expect(got).toHaveLength(3);
+  });
 });
