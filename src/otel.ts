@@ -13,7 +13,6 @@ import {
   trace,
   type Attributes,
   type Context as OtelContext,
-  type Counter,
   type Histogram,
   type Link,
   type Meter,
@@ -22,7 +21,7 @@ import {
   type TextMapPropagator,
   type Tracer,
   type TracerProvider,
-  type UpDownCounter,
+  type ObservableResult,
 } from '@opentelemetry/api';
 import { RemoteError } from './errors.js';
 import { isPlainObject } from './json-check.js';
@@ -39,17 +38,42 @@ interface Instruments {
   readonly tracer: Tracer;
   readonly propagator: Pick<TextMapPropagator, 'inject' | 'extract'>;
   readonly operationDuration: Histogram;
-  readonly sent: Counter;
-  readonly consumed: Counter;
+  readonly sent: Tally;
+  readonly consumed: Tally;
   readonly processDuration: Histogram;
-  readonly inFlight: UpDownCounter;
-  readonly requeues: Counter;
+  readonly inFlight: Tally;
+  readonly requeues: Tally;
 }
 
-/** Span name and attributes of one destination and operation, built once and shared by every span and data point. */
+/**
+ * Span name and attributes of one destination and operation, built once and shared by every span
+ * and data point; the attributes with an `error.type` are built once per error class.
+ */
 interface Described {
   readonly name: string;
   readonly attributes: Attributes;
+  readonly withError: Map<string, Attributes>;
+}
+
+/**
+ * A counter kept in plain numbers per attribute set and reported when the meter collects (an
+ * observable instrument): a synchronous OpenTelemetry counter hashes its attributes on every
+ * `add()`, four times per call, which made metrics most of the instrumentation's cost.
+ */
+class Tally {
+  private readonly counts = new Map<Attributes, number>();
+
+  constructor(meter: Meter, name: string, description: string, upDown = false) {
+    const instrument = upDown ? meter.createObservableUpDownCounter(name, { description }) : meter.createObservableCounter(name, { description });
+    instrument.addCallback((result: ObservableResult) => {
+      for (const [attributes, value] of this.counts) result.observe(value, attributes);
+    });
+  }
+
+  /** Adds `value` under `attributes` (a frozen object shared by every data point of the series). */
+  add(value: number, attributes: Attributes): void {
+    this.counts.set(attributes, (this.counts.get(attributes) ?? 0) + value);
+  }
 }
 
 /**
@@ -63,11 +87,11 @@ export function createOtelMiddleware(options: InstrumentationOptions, system: st
     tracer: tracerProvider.getTracer(SCOPE),
     propagator: (options.propagator as TextMapPropagator | undefined) ?? propagation,
     operationDuration: meter.createHistogram(OTEL_METRICS.operationDuration, { unit: 's', description: 'Duration of a call, cast or notification send' }),
-    sent: meter.createCounter(OTEL_METRICS.sentMessages, { description: 'Requests and notifications sent' }),
-    consumed: meter.createCounter(OTEL_METRICS.consumedMessages, { description: 'Requests and notifications received' }),
+    sent: new Tally(meter, OTEL_METRICS.sentMessages, 'Requests and notifications sent'),
+    consumed: new Tally(meter, OTEL_METRICS.consumedMessages, 'Requests and notifications received'),
     processDuration: meter.createHistogram(OTEL_METRICS.processDuration, { unit: 's', description: 'Duration of handling a request or notification' }),
-    inFlight: meter.createUpDownCounter(OTEL_METRICS.callsInFlight, { description: 'RPC calls waiting for their reply' }),
-    requeues: meter.createCounter(OTEL_METRICS.requeues, { description: 'Notifications a handler asked to requeue' }),
+    inFlight: new Tally(meter, OTEL_METRICS.callsInFlight, 'RPC calls waiting for their reply', true),
+    requeues: new Tally(meter, OTEL_METRICS.requeues, 'Notifications a handler asked to requeue'),
   };
   return Object.freeze({
     rpcClient: Object.freeze([rpcClientMiddleware(o, system)]),
@@ -142,7 +166,7 @@ function rpcServerMiddleware(o: Instruments, system: string): RpcServerMiddlewar
           return result;
         },
         (error: unknown) => {
-          o.processDuration.record(seconds(began), withError(processed.attributes, failed(span, error)));
+          o.processDuration.record(seconds(began), withError(processed, failed(span, error)));
           span.end();
           throw error;
         },
@@ -197,7 +221,7 @@ function listenerMiddleware(o: Instruments, system: string): ListenerMiddleware 
       let d = byEndpoint.get(inv.endpoint);
       if (d === undefined) {
         const base = operation(system, undefined, 'process', 'process');
-        d = { name: `process ${inv.endpoint}.${inv.priority}`, attributes: Object.freeze({ ...base.attributes, 'tidings.listener.endpoint': inv.endpoint, 'tidings.notification.priority': inv.priority }) };
+        d = { name: `process ${inv.endpoint}.${inv.priority}`, attributes: Object.freeze({ ...base.attributes, 'tidings.listener.endpoint': inv.endpoint, 'tidings.notification.priority': inv.priority }), withError: new Map() };
         byEndpoint.set(inv.endpoint, d);
       }
       const items = inv.items;
@@ -231,7 +255,7 @@ function listenerMiddleware(o: Instruments, system: string): ListenerMiddleware 
           return result;
         },
         (error: unknown) => {
-          o.processDuration.record(seconds(began), withError(handled.attributes, failed(span, error)));
+          o.processDuration.record(seconds(began), withError(handled, failed(span, error)));
           o.requeues.add(items.length, handled.attributes);
           span.end();
           throw error;
@@ -245,7 +269,7 @@ function listenerMiddleware(o: Instruments, system: string): ListenerMiddleware 
 function operation(system: string, destination: string | undefined, type: 'send' | 'process', name: string): Described {
   const attributes: Attributes = { 'messaging.system': system, 'messaging.operation.type': type, 'messaging.operation.name': name };
   if (destination !== undefined) attributes['messaging.destination.name'] = destination;
-  return { name: destination ? `${name} ${destination}` : name, attributes: Object.freeze(attributes) };
+  return { name: destination ? `${name} ${destination}` : name, attributes: Object.freeze(attributes), withError: new Map() };
 }
 
 /** A copy of a plain-object context with the trace context written in; any other context is left as it is. */
@@ -262,7 +286,7 @@ function extract(o: Instruments, wire: Readonly<Context> | unknown): OtelContext
 }
 
 function sent(o: Instruments, d: Described, began: number, isCall: boolean, errorType: string | undefined): void {
-  const attributes = withError(d.attributes, errorType);
+  const attributes = withError(d, errorType);
   o.operationDuration.record(seconds(began), attributes);
   o.sent.add(1, attributes);
   if (isCall) o.inFlight.add(-1, d.attributes);
@@ -283,9 +307,18 @@ function errorType(error: unknown): string {
   return '_OTHER';
 }
 
-function withError(attributes: Attributes, errorType: string | undefined): Attributes {
-  return errorType === undefined ? attributes : { ...attributes, 'error.type': errorType };
+/** `d`'s attributes, with `error.type` when there is one (built once per error class, so tallies key on the same object). */
+function withError(d: Described, errorType: string | undefined): Attributes {
+  if (errorType === undefined) return d.attributes;
+  // Error classes come from the wire (remote errors): past a bound, new ones count as `_OTHER`.
+  const type = d.withError.has(errorType) || d.withError.size < MAX_ERROR_TYPES ? errorType : '_OTHER';
+  let attributes = d.withError.get(type);
+  if (attributes === undefined) d.withError.set(type, (attributes = Object.freeze({ ...d.attributes, 'error.type': type })));
+  return attributes;
 }
+
+/** Error classes remembered per destination and operation. */
+const MAX_ERROR_TYPES = 64;
 
 function seconds(began: number): number {
   return (performance.now() - began) / 1000;
