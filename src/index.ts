@@ -15,6 +15,7 @@ export {
   type TransportKind,
   type TransportURLSource,
 } from './transport.js';
+export { CLOSE_DEFAULTS, type CloseOptions } from './lifecycle.js';
 export { silentLogger, createConsoleLogger, createMemoryLogger, type Logger, type LogLevel, type LogFields, type MemoryLogger } from './logger.js';
 export {
   toLogger,
