@@ -290,7 +290,7 @@ describe('await using', () => {
     const log: string[] = [];
     const topic = uniqueName('topic');
     const url = 'memory:///' + uniqueName('vh');
-    const client = getRpcClient(await rpcTransport(url), { topic, timeout: 5 });
+    const client = getRpcClient(await rpcTransport(url), { topic }, { timeout: 5000 });
     {
       await using t = await getRpcTransport(url);
       logCleanup(t, log);
