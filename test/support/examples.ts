@@ -13,6 +13,7 @@ export const EXPECTED: Record<string, RegExp[]> = {
   'notifications-pools.ts': [/^pool billing: billing-1 got \d, billing-2 got \d \(4 in total\)$/m, /^pool audit: audit-1 got 4$/m, /^notifications-pools done$/m],
   'batch-listener.ts': [/^received 25 samples in \d+ batches: /m, /^batch-listener done$/m],
   'typed-client.ts': [/^apples in stock: 3$/m, /^take 5 -> OutOfStock: only 1 apple left$/m, /^typed-client done$/m],
+  'graceful-shutdown.ts': [/^SIGTERM: closing with 3 request\(s\) in flight$/m, /^closed: 3 request\(s\) finished$/m, /^a\.png resized$/m, /^graceful-shutdown done$/m],
 };
 
 /** Runs `examples/<file>` with tsx against `url`, whatever the caller's environment says. */
