@@ -195,8 +195,9 @@ export class RpcServer {
    * Ends the server from any state, never rejecting with InvalidState: `stop()`, then `wait()`
    * within `options.deadlineMs`. Past the deadline it releases the subscription anyway and
    * rejects with MessagingTimeout saying how many requests were still running. Requests are
-   * acknowledged on receipt (at most once, as oslo), so those are not redelivered: they run on,
-   * and their replies are sent while the transport is open. Idempotent: a call while one is
+   * acknowledged on receipt (at most once, as oslo), so none is redelivered: running ones go on,
+   * and their replies are sent while the transport is open; ones received and still waiting for
+   * an executor slot are dropped (their callers time out). Idempotent: a call while one is
    * under way returns its promise; a call on a server that is not started resolves at once.
    * Rejects with InvalidArgument for a bad `deadlineMs`.
    */

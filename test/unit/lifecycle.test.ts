@@ -7,7 +7,7 @@ import { getNotificationTransport, getRpcTransport, type Transport } from '../..
 import { getRpcClient } from '../../src/rpc/client.js';
 import { getRpcServer, type RpcServer } from '../../src/rpc/server.js';
 import { Notifier } from '../../src/notify/notifier.js';
-import { getNotificationListener, type NotificationListener } from '../../src/notify/listener.js';
+import { getBatchNotificationListener, getNotificationListener, type NotificationListener } from '../../src/notify/listener.js';
 import { deferred, uniqueName, waitFor, type Deferred } from '../../src/testing/wait.js';
 
 const transports: Transport[] = [];
@@ -245,6 +245,39 @@ describe('NotificationListener.close()', () => {
     await blocked.wait();
     await other.close();
     expect(first).toEqual(['ev.kept']);
+  });
+
+  it.each([
+    ['a listener', false],
+    ['a batch listener', true],
+  ])('%s whose executor is full releases at the deadline; the held-back notification goes back too', async (_name, batch) => {
+    const t = await notifyTransport();
+    const topic = uniqueName('topic');
+    const release = gate();
+    const endpoint = {
+      async info() {
+        await release.promise;
+      },
+    };
+    const blocked = batch
+      ? getBatchNotificationListener(t, [{ topic }], [endpoint], { executorSize: 1, batchSize: 1, batchTimeout: 10 })
+      : getNotificationListener(t, [{ topic }], [endpoint], { executorSize: 1 });
+    await blocked.start();
+    const notifier = new Notifier(t, { topics: [topic], publisherId: 'p' });
+    await notifier.info({}, 'ev', { id: 1 });
+    await notifier.info({}, 'ev', { id: 2 });
+    await waitFor(() => blocked.inFlight === 1);
+    // The second one waits for the executor's only slot: stop() cannot finish, close() must not wait for it.
+    await expect(blocked.close({ deadlineMs: 20 })).rejects.toThrow(MessagingTimeout);
+
+    const ids: number[] = [];
+    const other = getNotificationListener(t, [{ topic }], [{ info: (_c: unknown, _p: unknown, _e: unknown, payload: { id: number }) => void ids.push(payload.id) }]);
+    await other.start();
+    await waitFor(() => ids.length === 2);
+    expect(ids.sort()).toEqual([1, 2]);
+    release.resolve();
+    await blocked.wait();
+    await other.close();
   });
 
   it('resolves from every state and never throws InvalidState', async () => {
