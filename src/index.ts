@@ -17,6 +17,7 @@ export {
 } from './transport.js';
 export { OTEL_METRICS, type InstrumentationOptions, type TracerProviderLike, type MeterProviderLike, type PropagatorLike } from './instrumentation.js';
 export type { TransportHealth, HealthError } from './driver/base-driver.js';
+export { CLOSE_DEFAULTS, type CloseOptions } from './lifecycle.js';
 export { silentLogger, createConsoleLogger, createMemoryLogger, type Logger, type LogLevel, type LogFields, type MemoryLogger } from './logger.js';
 export {
   toLogger,

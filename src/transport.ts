@@ -1,6 +1,7 @@
 // The only module that knows driver names: URL scheme -> lazy import() of the driver, so a
 // user of one broker never loads another broker's library.
-import { DriverLoadFailure, InvalidArgument, InvalidTransportURL } from './errors.js';
+import { DriverLoadFailure, InvalidArgument, InvalidTransportURL, MessagingTimeout } from './errors.js';
+import { closeDeadline, type Closeable, type CloseOptions } from './lifecycle.js';
 import { silentLogger, type Logger } from './logger.js';
 import { toLogger, type LoggerLike } from './logger-adapters.js';
 import { TransportURL } from './transport-url.js';
@@ -110,6 +111,9 @@ export class Transport {
   /** Middlewares every façade on this transport runs outside its own (frozen; empty lists when none). */
   readonly middleware: Required<TransportMiddleware>;
   private cleaned?: Promise<void>;
+  private closing?: Promise<void>;
+  /** Servers and listeners started on this transport and not ended yet, in start order. */
+  private readonly open = new Set<Closeable>();
 
   constructor(
     /** `rpc` or `notification`: which getter opened it. */
@@ -140,6 +144,61 @@ export class Transport {
   cleanup(): Promise<void> {
     this.cleaned ??= this.driver.cleanup();
     return this.cleaned;
+  }
+
+  /**
+   * Ends everything on the transport, in order: every RpcServer and NotificationListener started
+   * on it and not ended yet is closed (all stop taking messages at once, then drain), then
+   * `cleanup()`. One deadline, `options.deadlineMs`, covers every drain; past it each
+   * subscription is released anyway, the connections are still closed, and `close()` rejects
+   * with MessagingTimeout saying how many handlers were still running. The connections' own
+   * closing is not under the deadline. Idempotent: later calls return the first call's promise.
+   * Rejects with InvalidArgument for a bad `deadlineMs`.
+   */
+  close(options?: CloseOptions): Promise<void> {
+    let deadlineMs: number;
+    try {
+      deadlineMs = closeDeadline(options);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    this.closing ??= this.closeAll(deadlineMs);
+    return this.closing;
+  }
+
+  /** `await using transport = await getRpcTransport(...)` closes it with the default deadline. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /**
+   * Called by a server or listener when it starts, so `close()` ends it first.
+   * @internal
+   */
+  track(part: Closeable): void {
+    this.open.add(part);
+  }
+
+  /**
+   * Called by a server or listener once it has ended (after `wait()`, or a `close()` past its deadline).
+   * @internal
+   */
+  untrack(part: Closeable): void {
+    this.open.delete(part);
+  }
+
+  private async closeAll(deadlineMs: number): Promise<void> {
+    const parts = [...this.open];
+    const outcomes = await Promise.allSettled(parts.map((part) => part.close({ deadlineMs })));
+    // Counted before cleanup(): handlers the deadline left running have not finished yet.
+    const running = parts.reduce((sum, part) => sum + part.inFlight, 0);
+    await this.cleanup();
+    const failures = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as unknown] : []));
+    const other = failures.find((err) => !(err instanceof MessagingTimeout));
+    if (other !== undefined) throw other;
+    if (failures.length > 0) {
+      throw new MessagingTimeout(`${this.toString()} did not drain within ${deadlineMs} ms: ${running} handler(s) still running in ${failures.length} of ${parts.length} servers and listeners; their subscriptions were released and the transport cleaned up`);
+    }
   }
 
   /** `Transport<rpc memory://>`, with the URL redacted. */

@@ -279,7 +279,8 @@ export abstract class BaseDriver {
    * Releases every listener, connection and timer. Pending calls reject (MessagingTimeout or
    * MessageDeliveryFailure), never hang. Idempotent. After cleanup every method rejects with
    * `InvalidState`. Listeners are cleaned up first (they hand what they received to their
-   * callbacks and give unsettled messages back), then the driver's `close()`.
+   * callbacks, unless a callback holds them back, and give unsettled messages back), then the
+   * driver's `close()`.
    */
   cleanup(): Promise<void> {
     this.cleaning ??= (async () => {

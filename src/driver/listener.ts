@@ -21,7 +21,12 @@ export interface Listener<M extends ReceivedMessage = ReceivedMessage> {
    * the callback, then resolves. Idempotent.
    */
   stop(): Promise<void>;
-  /** Releases broker resources; call after `stop()`. Idempotent. */
+  /**
+   * Releases broker resources; call after `stop()` has resolved to lose nothing. Called while
+   * `stop()` still waits on the callback's back-pressure (a `close()` past its deadline), it
+   * MUST NOT wait for the callback: what was received and not handed to it yet is left
+   * unsettled, so the broker gets it back. Idempotent.
+   */
   cleanup(): Promise<void>;
 }
 
@@ -57,6 +62,10 @@ export class PollStyleListenerAdapter<M extends ReceivedMessage = ReceivedMessag
   private loop?: Promise<void>;
   private stopping?: Promise<void>;
   private wakeBackoff?: () => void;
+  /** Set by cleanup(): stop() no longer hands what the source holds to the callback. */
+  private released = false;
+  /** The source's stop(), as called by stop(). */
+  private sourceStopped?: Promise<void>;
   private readonly logger: Logger;
   private readonly backoff: { minMs: number; maxMs: number };
 
@@ -83,18 +92,21 @@ export class PollStyleListenerAdapter<M extends ReceivedMessage = ReceivedMessag
   }
 
   async cleanup(): Promise<void> {
-    await this.stop();
+    this.released = true;
+    this.stop().catch(() => undefined);
+    await this.sourceStopped;
     await this.source.cleanup();
   }
 
   private async doStop(): Promise<void> {
     this.running = false;
-    await this.source.stop();
+    this.sourceStopped = this.source.stop();
+    await this.sourceStopped;
     this.wakeBackoff?.();
     await this.loop;
     // Deliver what was already taken from the broker: a stopped listener loses nothing.
     if (!this.callback) return;
-    for (let i = 0; i < 100_000; i++) {
+    for (let i = 0; i < 100_000 && !this.released; i++) {
       let batch: M[];
       try {
         batch = await this.source.poll({ timeout: 0, batchSize: this.options.batchSize ?? 1, batchTimeout: 0 });
@@ -102,7 +114,7 @@ export class PollStyleListenerAdapter<M extends ReceivedMessage = ReceivedMessag
         this.logError('poll failed while draining a stopped listener', { err });
         return;
       }
-      if (batch.length === 0) return;
+      if (batch.length === 0 || this.released) return;
       await this.invoke(batch);
     }
   }

@@ -61,6 +61,8 @@ class PushListener<M extends ReceivedMessage> implements Listener<M>, ListenerSi
   private busy = false;
   private stopping?: Promise<void>;
   private idle?: () => void;
+  /** The source's stop(), as called by stop(). */
+  private sourceStopped?: Promise<void>;
 
   constructor(
     private readonly source: PushSource<M>,
@@ -100,12 +102,17 @@ class PushListener<M extends ReceivedMessage> implements Listener<M>, ListenerSi
   }
 
   async cleanup(): Promise<void> {
-    await this.stop();
+    this.stop().catch(() => undefined);
+    await this.sourceStopped;
+    // Not delivered after a cleanup (a close() past its deadline): unsettled, so the broker redelivers them.
+    this.backlog = [];
+    this.head = 0;
     await this.source.cleanup();
   }
 
   private async doStop(): Promise<void> {
-    await this.source.stop();
+    this.sourceStopped = this.source.stop();
+    await this.sourceStopped;
     if (this.callback === undefined) return;
     if (this.busy || this.head < this.backlog.length) await new Promise<void>((resolve) => (this.idle = resolve));
   }

@@ -8,6 +8,7 @@ import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { Target, validateNotificationTarget, type TargetInit } from '../target.js';
 import type { Serializer } from '../serializer.js';
 import { BoundedExecutor } from '../executor.js';
+import { closeDeadline, withinDeadline, type CloseOptions } from '../lifecycle.js';
 import type { Transport } from '../transport.js';
 import type { IncomingMessage } from '../driver/incoming-message.js';
 import type { Listener } from '../driver/listener.js';
@@ -72,6 +73,7 @@ type State = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' | 'waiting
  * A running subscription. Lifecycle: `start()` → `stop()` → `wait()`, after which it may be
  * started again; out of order (`stop()` before `start()`, `wait()` before `stop()`, `start()`
  * after `stop()` without `wait()`) rejects with InvalidState. Repeating a step is harmless.
+ * `close()` (or `await using`) does all of the ending in one call, from any state.
  */
 export class NotificationListener {
   /** The targets (topics) subscribed to. */
@@ -91,6 +93,7 @@ export class NotificationListener {
   private starting?: Promise<void>;
   private stopping?: Promise<void>;
   private waiting?: Promise<void>;
+  private closing?: Promise<void>;
   private listener?: Listener<IncomingMessage>;
   private readonly executor: BoundedExecutor;
   private readonly dispatcher: NotificationDispatcher;
@@ -163,6 +166,11 @@ export class NotificationListener {
     return this.state === 'running';
   }
 
+  /** Handlers (batches, for a batch listener) running right now. */
+  get inFlight(): number {
+    return this.executor.running;
+  }
+
   /** Subscribes; resolves once a notification sent afterwards will be received. */
   start(): Promise<void> {
     if (this.state === 'starting' || this.state === 'running') return this.starting!;
@@ -171,6 +179,7 @@ export class NotificationListener {
     this.state = 'starting';
     this.stopping = undefined;
     this.waiting = undefined;
+    this.transport.track(this);
     this.starting = this.subscribe();
     return this.starting;
   }
@@ -201,6 +210,7 @@ export class NotificationListener {
       if (this.state === 'starting') {
         this.state = 'idle';
         this.starting = undefined;
+        this.transport.untrack(this);
       }
       if (err instanceof MessagingError) throw err;
       throw new ServerListenError(`Could not start the notification listener: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
@@ -229,6 +239,48 @@ export class NotificationListener {
       this.listener = undefined;
       this.starting = undefined;
       this.state = 'idle';
+      this.transport.untrack(this);
+    }
+  }
+
+  /**
+   * Ends the listener from any state, never rejecting with InvalidState: `stop()`, then `wait()`
+   * within `options.deadlineMs`. Past the deadline it releases the broker subscription anyway,
+   * so notifications still unsettled go back to the broker (another listener of the pool gets
+   * them; a driver may first give running handlers its `shutdown_timeout_ms` to settle), and
+   * rejects with MessagingTimeout saying how many handlers were still running. Idempotent: a
+   * call while one is under way returns its promise; a call on a listener that is not started
+   * resolves at once. Rejects with InvalidArgument for a bad `deadlineMs`.
+   */
+  close(options?: CloseOptions): Promise<void> {
+    let deadlineMs: number;
+    try {
+      deadlineMs = closeDeadline(options);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    this.closing ??= this.closeWithin(deadlineMs).finally(() => (this.closing = undefined));
+    return this.closing;
+  }
+
+  /** `await using listener = getNotificationListener(...)` closes it with the default deadline. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  private async closeWithin(deadlineMs: number): Promise<void> {
+    if (this.state === 'idle') return;
+    const graceful = this.stop().then(() => this.wait());
+    await withinDeadline(graceful, deadlineMs, () => this.release(), () => `Notification listener did not drain within ${deadlineMs} ms: ${this.inFlight} handler(s) still running; its subscription was released`);
+  }
+
+  /** Past the deadline: unsettled notifications go back to the broker; wait() finishes later. */
+  private async release(): Promise<void> {
+    this.transport.untrack(this);
+    try {
+      await this.listener?.cleanup();
+    } catch (err) {
+      this.logger.error('listener cleanup failed', { err });
     }
   }
 

@@ -10,6 +10,7 @@ import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import type { Serializer } from '../serializer.js';
 import { Target, validateServerTarget, type TargetInit } from '../target.js';
 import { BoundedExecutor } from '../executor.js';
+import { closeDeadline, withinDeadline, type CloseOptions } from '../lifecycle.js';
 import type { Transport } from '../transport.js';
 import type { RpcIncomingMessage } from '../driver/incoming-message.js';
 import type { Listener } from '../driver/listener.js';
@@ -84,6 +85,7 @@ type State = 'idle' | 'starting' | 'running' | 'stopping' | 'waiting';
 /**
  * Lifecycle: `start()` → `stop()` → `wait()`, then `start()` again if wanted. Out-of-order
  * calls reject with InvalidState; repeated calls of the current step return the same promise.
+ * `close()` (or `await using`) does all of the ending in one call, from any state.
  */
 export class RpcServer {
   /** What the server listens on: `topic` (shared), `topic.server` (direct) and the topic's fanout. */
@@ -101,6 +103,7 @@ export class RpcServer {
   private starting?: Promise<void>;
   private stopping?: Promise<void>;
   private waiting?: Promise<void>;
+  private closing?: Promise<void>;
 
   constructor(
     /** The transport the server listens on. */
@@ -144,6 +147,7 @@ export class RpcServer {
     if (this.state !== 'idle') return Promise.reject(new InvalidState(`start() called while the server is ${this.state}; call wait() after stop() before restarting`));
     this.state = 'starting';
     this.stopping = this.waiting = undefined;
+    this.transport.track(this);
     this.starting = this.doStart().then(
       () => {
         this.state = 'running';
@@ -152,6 +156,7 @@ export class RpcServer {
       (err: unknown) => {
         this.state = 'idle';
         this.starting = undefined;
+        this.transport.untrack(this);
         throw err;
       },
     );
@@ -191,8 +196,60 @@ export class RpcServer {
       }
       this.listener = undefined;
       this.state = 'idle';
+      this.transport.untrack(this);
     })();
     return this.waiting;
+  }
+
+  /**
+   * Ends the server from any state, never rejecting with InvalidState: `stop()`, then `wait()`
+   * within `options.deadlineMs`. Past the deadline it releases the subscription anyway and
+   * rejects with MessagingTimeout saying how many requests were still running. Requests are
+   * acknowledged on receipt (at most once, as oslo), so none is redelivered: running ones go on,
+   * and their replies are sent while the transport is open; ones received and still waiting for
+   * an executor slot are dropped (their callers time out). Idempotent: a call while one is
+   * under way returns its promise; a call on a server that is not started resolves at once.
+   * Rejects with InvalidArgument for a bad `deadlineMs`.
+   */
+  close(options?: CloseOptions): Promise<void> {
+    let deadlineMs: number;
+    try {
+      deadlineMs = closeDeadline(options);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    this.closing ??= this.closeWithin(deadlineMs).finally(() => (this.closing = undefined));
+    return this.closing;
+  }
+
+  /** `await using server = getRpcServer(...)` closes it with the default deadline. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  private async closeWithin(deadlineMs: number): Promise<void> {
+    if (this.state === 'idle') return;
+    const graceful = (async () => {
+      try {
+        await this.starting;
+      } catch {
+        return; // a server that failed to start holds nothing
+      }
+      if (this.state === 'idle') return;
+      await this.stop();
+      await this.wait();
+    })();
+    await withinDeadline(graceful, deadlineMs, () => this.release(), () => `RpcServer on ${this.target.toString()} did not drain within ${deadlineMs} ms: ${this.inFlight} request(s) still running; its subscription was released`);
+  }
+
+  /** Past the deadline: give the broker back what was not handed to a handler; wait() finishes later. */
+  private async release(): Promise<void> {
+    this.transport.untrack(this);
+    try {
+      await this.listener?.cleanup();
+    } catch (err) {
+      this.logger.error('listener cleanup failed', { err });
+    }
   }
 
   private async doStart(): Promise<void> {

@@ -15,6 +15,7 @@ export const EXPECTED: Record<string, RegExp[]> = {
   'middleware-auth.ts': [/^whoami with a token: alice$/m, /^whoami without a token -> Unauthorized: whoami: missing or unknown auth_token$/m, /^refusal is an Unauthorized: true$/m, /^middleware-auth done$/m],
   'health-check.ts': [/^GET \/healthz -> 200$/m, /^transport: \{"connected":true,"blocked":false,"reconnecting":false\}$/m, /^servers: worker-1$/m, /^health-check done$/m],
   'typed-client.ts': [/^apples in stock: 3$/m, /^take 5 -> OutOfStock: only 1 apple left$/m, /^typed-client done$/m],
+  'graceful-shutdown.ts': [/^SIGTERM: closing with 3 request\(s\) in flight$/m, /^closed: 3 request\(s\) finished$/m, /^a\.png resized$/m, /^graceful-shutdown done$/m],
 };
 
 /** Runs `examples/<file>` with tsx against `url`, whatever the caller's environment says. */
