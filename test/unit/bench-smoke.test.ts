@@ -14,6 +14,8 @@ import { REDIS_URL, requireRedis } from '../support/brokers.js';
 import { SCENARIOS } from '../../bench/scenarios.js';
 import { percentile, runBench } from '../../bench/harness.js';
 import { loadBaselines } from '../../bench/baselines.js';
+import { MODES, OPS, measure } from '../../bench/cost.js';
+import * as tidings from '../../src/index.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
@@ -87,6 +89,16 @@ describe('bench harness', () => {
     expect(out.find((l) => l.startsWith('cast '))).toMatch(/\s2000\s+\d+\.\d\d\s+1000\s+\d+\.\d\d\s+\d+\.\d\s+\d+\.\d\d$/);
     expect(report.scenarios.cast.cpuUsPerOp).toBeGreaterThan(0);
     expect(report.scenarios.cast.osloCpuRatio).toBeCloseTo(report.scenarios.cast.cpuUsPerOp! / report.scenarios.cast.osloBaseline!.cpuUsPerOp!, 1);
+  });
+
+  it('bench/cost.ts measures every feature mode for calls and notifications on memory://', async () => {
+    for (const mode of MODES) {
+      for (const op of OPS) {
+        const m = await measure(tidings, 'memory://', mode, op, 20, 5);
+        expect(m.ops, `${mode} ${op}`).toBe(20);
+        expect(m.elapsedMs, `${mode} ${op}`).toBeGreaterThan(0);
+      }
+    }
   });
 
   it('loads both baseline kinds for RabbitMQ URLs and none for memory://', async () => {
@@ -199,11 +211,13 @@ describe('bench harness', () => {
     expect(report.durationMs).toBe(5000);
   });
 
-  it('--kafka-mock starts the test broker and measures a Kafka scenario beside its raw kafkajs baseline; --kafka-client needs it', async () => {
+  it('--kafka-mock starts the test broker and measures Kafka scenarios beside raw kafkajs (and, for notifications, kafkajs writing oslo\'s format); --kafka-client needs it', async () => {
     const out: string[] = [];
-    const report = await main(['--kafka-mock', '--count', '5', '--scenarios', 'cast'], (line) => out.push(line));
+    const report = await main(['--kafka-mock', '--count', '5', '--scenarios', 'cast,notify-publish'], (line) => out.push(line));
     expect(report!.url).toMatch(/^kafka:\/\/127\.0\.0\.1:\d+,127\.0\.0\.1:\d+,127\.0\.0\.1:\d+\/\?/);
     expect(report!.scenarios.cast).toMatchObject({ ops: 5, baseline: { ops: 5 } });
+    expect(report!.scenarios.cast.osloBaseline).toBeUndefined();
+    expect(report!.scenarios['notify-publish']).toMatchObject({ ops: 5, baseline: { ops: 5 }, osloBaseline: { ops: 5 } });
     await expect(main(['--kafka-client', 'platformatic', '--url', 'memory://'], () => {})).rejects.toThrow(/--kafka-client goes with --kafka-mock/);
   }, 120_000);
 });
