@@ -2,6 +2,7 @@
 // OpenTelemetry middlewares (src/otel.ts), so `@opentelemetry/api` is loaded only when asked for.
 import { DriverLoadFailure, InvalidArgument } from './errors.js';
 import { isPlainObject } from './json-check.js';
+import type { BaseDriver } from './driver/base-driver.js';
 import type { TransportMiddleware } from './middleware.js';
 
 /** An OpenTelemetry `TracerProvider` (typed structurally, so this package's types do not need `@opentelemetry/api`). */
@@ -53,10 +54,19 @@ export const OTEL_METRICS = Object.freeze({
   callsInFlight: 'tidings.rpc.client.calls_in_flight',
   /** Counter: notifications a handler asked to requeue (returned REQUEUE or threw). */
   requeues: 'tidings.notify.requeue_requests',
+  /** Counter: messages received that the broker had delivered before (per destination and consumer group). */
+  redeliveries: 'tidings.consumer.redeliveries',
+  /** Counter: messages set aside, with `tidings.dead_letter.reason` `max_deliveries` or `malformed`. */
+  deadLetters: 'tidings.consumer.dead_letters',
+  /** Gauge: messages a consumer group has not read or committed yet, where the broker tells it (Kafka, Redis). */
+  consumerLag: 'tidings.consumer.lag',
 });
 
+/** What the metrics read off a transport's driver when the meter collects. */
+export type ObservedDriver = Pick<BaseDriver, 'deliveryStats' | 'consumerLag'>;
+
 /** What the OpenTelemetry module builds for one transport. */
-export type InstrumentationFactory = (options: InstrumentationOptions, system: string) => Required<TransportMiddleware>;
+export type InstrumentationFactory = (options: InstrumentationOptions, system: string, driver?: ObservedDriver) => Required<TransportMiddleware>;
 
 const KEYS: Record<keyof InstrumentationOptions, string> = {
   tracerProvider: 'getTracer',
@@ -86,10 +96,11 @@ export function checkInstrumentation(value: unknown): InstrumentationOptions | u
 
 /**
  * Imports the OpenTelemetry module (and with it `@opentelemetry/api`) and builds the middlewares
- * for a transport whose `messaging.system` is `system`.
+ * for a transport whose `messaging.system` is `system`; `driver`'s delivery counters and consumer
+ * lag are reported as observable instruments.
  * @throws DriverLoadFailure naming the package to install when `@opentelemetry/api` is missing.
  */
-export async function loadInstrumentation(options: InstrumentationOptions, system: string): Promise<Required<TransportMiddleware>> {
+export async function loadInstrumentation(options: InstrumentationOptions, system: string, driver?: ObservedDriver): Promise<Required<TransportMiddleware>> {
   let factory: InstrumentationFactory;
   try {
     factory = (await import('./otel.js')).createOtelMiddleware;
@@ -98,5 +109,5 @@ export async function loadInstrumentation(options: InstrumentationOptions, syste
     const hint = missing ? `the package "${missing}" is not installed (npm install @opentelemetry/api)` : (err as Error).message;
     throw new DriverLoadFailure(`Could not load OpenTelemetry for the transport's instrumentation option: ${hint}`, { cause: err });
   }
-  return factory(options, system);
+  return factory(options, system, driver);
 }

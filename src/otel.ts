@@ -27,7 +27,7 @@ import { RemoteError } from './errors.js';
 import { isPlainObject } from './json-check.js';
 import type { Target } from './target.js';
 import type { Context } from './driver/types.js';
-import { OTEL_METRICS, type InstrumentationOptions } from './instrumentation.js';
+import { OTEL_METRICS, type InstrumentationOptions, type ObservedDriver } from './instrumentation.js';
 import type { ListenerInvocation, ListenerMiddleware, NotifierInvocation, NotifierMiddleware, RpcClientInvocation, RpcClientMiddleware, RpcServerInvocation, RpcServerMiddleware, TransportMiddleware } from './middleware.js';
 import { NotificationResult, wireContextOf, type NotificationHandlerResult } from './notify/dispatcher.js';
 
@@ -80,7 +80,7 @@ class Tally {
  * Builds the OpenTelemetry middlewares of one transport (`loadInstrumentation` imports this module).
  * `system` is the `messaging.system` value (`rabbitmq`, `redis`, `kafka`, `memory`...).
  */
-export function createOtelMiddleware(options: InstrumentationOptions, system: string): Required<TransportMiddleware> {
+export function createOtelMiddleware(options: InstrumentationOptions, system: string, driver?: ObservedDriver): Required<TransportMiddleware> {
   const tracerProvider = (options.tracerProvider as TracerProvider | undefined) ?? trace.getTracerProvider();
   const meter: Meter = ((options.meterProvider as MeterProvider | undefined) ?? metrics.getMeterProvider()).getMeter(SCOPE);
   const o: Instruments = {
@@ -93,6 +93,7 @@ export function createOtelMiddleware(options: InstrumentationOptions, system: st
     inFlight: new Tally(meter, OTEL_METRICS.callsInFlight, 'RPC calls waiting for their reply', true),
     requeues: new Tally(meter, OTEL_METRICS.requeues, 'Notifications a handler asked to requeue'),
   };
+  if (driver !== undefined) observeDriver(meter, system, driver);
   return Object.freeze({
     rpcClient: Object.freeze([rpcClientMiddleware(o, system)]),
     rpcServer: Object.freeze([rpcServerMiddleware(o, system)]),
@@ -263,6 +264,32 @@ function listenerMiddleware(o: Instruments, system: string): ListenerMiddleware 
       );
     },
   };
+}
+
+/**
+ * Redeliveries, dead letters and consumer lag, read off the driver when the meter collects. The
+ * driver is held weakly: a transport dropped by its user is not kept alive by its metrics.
+ */
+function observeDriver(meter: Meter, system: string, driver: ObservedDriver): void {
+  const ref = new WeakRef(driver);
+  const attributes = (address: string, pool: string | undefined): Attributes => {
+    const a: Attributes = { 'messaging.system': system, 'messaging.destination.name': address };
+    if (pool !== undefined) a['messaging.consumer.group.name'] = pool;
+    return a;
+  };
+  meter.createObservableCounter(OTEL_METRICS.redeliveries, { description: 'Messages received that the broker had delivered before' }).addCallback((result) => {
+    for (const c of ref.deref()?.deliveryStats.snapshot() ?? []) if (c.redeliveries > 0) result.observe(c.redeliveries, attributes(c.address, c.pool));
+  });
+  meter.createObservableCounter(OTEL_METRICS.deadLetters, { description: 'Messages set aside after maxDeliveries or as malformed' }).addCallback((result) => {
+    for (const c of ref.deref()?.deliveryStats.snapshot() ?? []) {
+      if (c.deadLettered > 0) result.observe(c.deadLettered, { ...attributes(c.address, c.pool), 'tidings.dead_letter.reason': 'max_deliveries' });
+      if (c.malformed > 0) result.observe(c.malformed, { ...attributes(c.address, c.pool), 'tidings.dead_letter.reason': 'malformed' });
+    }
+  });
+  meter.createObservableGauge(OTEL_METRICS.consumerLag, { description: 'Messages a consumer group has not read or committed yet' }).addCallback(async (result) => {
+    const lags = (await ref.deref()?.consumerLag().catch(() => [])) ?? [];
+    for (const l of lags) result.observe(l.lag, attributes(l.address, l.pool));
+  });
 }
 
 /** Span name (`<operation> <destination>`, per the messaging conventions) and attributes, frozen. */

@@ -270,7 +270,6 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
   if (typeof mod?.createDriver !== 'function') {
     throw new DriverLoadFailure(`The driver module registered for ${JSON.stringify(parsed.driver)} has no createDriver() function (${parsed.toString()})`);
   }
-  if (instrumentation) middleware = outermost(await loadInstrumentation(instrumentation, MESSAGING_SYSTEM[parsed.driver] ?? parsed.driver), middleware);
   const logger = baseLogger.child({ driver: parsed.driver, transport: kind, url: parsed.toString() });
   logger.info('transport URL chosen', source === 'env' ? { source, envVar: TRANSPORT_URL_ENV } : { source });
   const driver: unknown = mod.createDriver({
@@ -285,6 +284,8 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
   if (!(driver instanceof BaseDriver)) {
     throw new DriverLoadFailure(`The createDriver() of the driver registered for ${JSON.stringify(parsed.driver)} returned something that is not a BaseDriver (${parsed.toString()}); extend BaseDriver from tidings/driver`);
   }
+  // The driver has not connected yet (drivers connect lazily): nothing to undo if this fails.
+  if (instrumentation) middleware = outermost(await loadInstrumentation(instrumentation, MESSAGING_SYSTEM[parsed.driver] ?? parsed.driver, driver), middleware);
   return new Transport(kind, driver, baseLogger, middleware);
 }
 

@@ -5,6 +5,7 @@ import { redactUrlsIn, type TransportURL } from '../transport-url.js';
 import { AbortError, InvalidArgument, InvalidState, NotSupportedError } from '../errors.js';
 import { requireCapability, type DriverCapabilities } from './capabilities.js';
 import type { DeadLetterStore } from './dead-letters.js';
+import { DeliveryStats, type ConsumerLag, type LagSource } from './delivery-stats.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from './incoming-message.js';
 import type { Listener } from './listener.js';
 import { listenToPushSource, type PushSource } from './push-listener.js';
@@ -118,6 +119,14 @@ export abstract class BaseDriver {
   abstract readonly name: string;
   /** What this driver supports; see `requireFeatures`. */
   abstract readonly capabilities: DriverCapabilities;
+
+  /**
+   * Redeliveries, dead letters and malformed messages counted by this driver's listeners since it
+   * was created, per address (read by the OpenTelemetry metrics). A driver passes it to its
+   * inbound pipelines and counts its own dead letters in it.
+   */
+  readonly deliveryStats = new DeliveryStats();
+  private readonly lagSources = new Set<LagSource>();
 
   /** The transport URL; `toString()` is redacted. */
   readonly url: TransportURL;
@@ -379,6 +388,25 @@ export abstract class BaseDriver {
    */
   deadLetters(): DeadLetterStore {
     throw new NotSupportedError(`The ${this.name} driver keeps no dead letters: it rejects a malformed message and redelivers a requeued one without a delivery limit`);
+  }
+
+  /**
+   * How far this driver's open notification listeners are behind, per address and pool, where the
+   * broker tells it (Kafka: high watermark minus the group's committed offset; Redis: the group's
+   * `lag`). Empty on drivers whose broker does not tell (RabbitMQ: see the queue depth instead).
+   */
+  async consumerLag(): Promise<ConsumerLag[]> {
+    const open: LagSource[] = [];
+    for (const source of this.lagSources) {
+      if (source.closed) this.lagSources.delete(source);
+      else open.push(source);
+    }
+    return (await Promise.all(open.map((s) => s.lag()))).flat();
+  }
+
+  /** Registers a listener for {@link consumerLag} until it is closed. */
+  protected reportLag(source: LagSource): void {
+    this.lagSources.add(source);
   }
 
   /** The exchange a target resolves to. */

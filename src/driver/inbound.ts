@@ -3,6 +3,7 @@
 // classes. A driver feeds raw bodies with its own delivery handle and settles what it is told.
 import type { Logger, LogFields } from '../logger.js';
 import { DuplicateMessageChecker } from './dedup.js';
+import type { DeliveryStats } from './delivery-stats.js';
 import { decodeBody } from './envelope.js';
 import type { ReceivedMessage } from './incoming-message.js';
 import { NotificationMessage, RpcMessage, type ReplySender } from './messages.js';
@@ -29,6 +30,17 @@ export interface DeliverySettler<D> {
   reject(delivery: D, generation: number): void;
   /** Where the delivery came from, for the malformed-message log line (never the body). */
   describe(delivery: D): LogFields;
+  /**
+   * How often the broker delivered it, counting this delivery: 1 the first time. A broker that
+   * only flags a redelivery without counting (RabbitMQ classic queues) reports 2. Without it
+   * every delivery counts as a first one.
+   */
+  deliveries?(delivery: D): number;
+  /**
+   * The oslo address it was consumed from (`<topic>.<priority>`, `<topic>`...), for the
+   * redelivery and malformed-message counters. @default `'unknown'`
+   */
+  address?(delivery: D): string;
 }
 
 /** What an inbound pipeline is built with. */
@@ -39,6 +51,10 @@ export interface InboundOptions<D> {
   readonly logger: Logger;
   /** Ids remembered for duplicate suppression. */
   readonly dedupWindow: number;
+  /** The driver's counters of redeliveries and malformed messages (`BaseDriver.deliveryStats`). */
+  readonly stats?: DeliveryStats;
+  /** The pool (consumer group) of a notification listener, for the counters. */
+  readonly pool?: string;
 }
 
 /** Shared by both pipelines: decoding and the malformed-message rule. */
@@ -49,11 +65,26 @@ abstract class Inbound<D> {
   protected readonly logger: Logger;
   /** Recently seen `_unique_id`s. */
   protected readonly dedup: DuplicateMessageChecker;
+  private readonly stats?: DeliveryStats;
+  private readonly pool?: string;
 
   constructor(options: InboundOptions<D>) {
     this.settler = options.settler;
     this.logger = options.logger;
     this.dedup = new DuplicateMessageChecker(options.dedupWindow);
+    this.stats = options.stats;
+    this.pool = options.pool;
+  }
+
+  /** How often `delivery` was delivered (1 the first time); a redelivery is counted. */
+  protected deliveries(delivery: D): number {
+    const n = this.settler.deliveries?.(delivery) ?? 1;
+    if (n > 1) this.stats?.redelivered(this.addressOf(delivery), this.pool);
+    return n;
+  }
+
+  private addressOf(delivery: D): string {
+    return this.settler.address?.(delivery) ?? 'unknown';
   }
 
   /** `parse(decoded body)`, or undefined after rejecting (never requeueing) and logging a malformed one. */
@@ -69,6 +100,7 @@ abstract class Inbound<D> {
   /** Rejects (never requeues) a message that cannot be dispatched and logs why; the listener goes on. */
   private rejectMalformed(delivery: D, generation: number, body: Uint8Array | string, err: unknown): void {
     this.settler.reject(delivery, generation);
+    this.stats?.deadLettered(this.addressOf(delivery), 'malformed', this.pool);
     this.logger.warn('Rejecting a malformed message (not requeued)', {
       ...this.settler.describe(delivery),
       bytes: body.length,
@@ -97,7 +129,7 @@ export class RpcInbound<D> extends Inbound<D> {
       this.logger.debug('Dropping a duplicate RPC message', { uniqueId: id });
       return undefined;
     }
-    return new RpcMessage(request, delivery, this.replies, this.logger);
+    return new RpcMessage(request, delivery, this.replies, this.logger, this.deliveries(delivery));
   }
 }
 
@@ -146,7 +178,7 @@ export class NotificationInbound<D> extends Inbound<D> {
       this.inFlight.add(id);
     }
     this.unsettledCount++;
-    return new NotificationMessage(parsed, delivery, generation, this);
+    return new NotificationMessage(parsed, delivery, generation, this, this.deliveries(delivery));
   }
 
   /** @internal */

@@ -12,7 +12,18 @@ export abstract class ReceivedMessage {
     readonly ctx: Context,
     /** The message's unique id (`_unique_id` or the notification `message_id`) when known. */
     readonly msgId?: string,
+    /**
+     * How often the broker delivered it, counting this delivery: 1 the first time, more after a
+     * requeue, a crashed consumer or a lost connection. RabbitMQ classic queues only flag a
+     * redelivery (2); quorum queues, Redis, Kafka and memory:// count.
+     */
+    readonly deliveryCount = 1,
   ) {}
+
+  /** True when the broker delivered it before (to this or another consumer): a handler may have run. */
+  get redelivered(): boolean {
+    return this.deliveryCount > 1;
+  }
 
   /**
    * Tells the broker the message is done with. MUST be idempotent; after the first of

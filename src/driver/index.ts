@@ -19,3 +19,4 @@ export * from './messages.js';
 export * from './options.js';
 export * from './push-listener.js';
 export * from './dead-letters.js';
+export * from './delivery-stats.js';

@@ -30,8 +30,9 @@ export class RpcMessage<D = unknown> extends RpcIncomingMessage {
     private readonly delivery: D,
     private readonly replies: ReplySender,
     private readonly logger: Logger,
+    deliveryCount = 1,
   ) {
-    super(parsed.ctx, parsed.uniqueId);
+    super(parsed.ctx, parsed.uniqueId, deliveryCount);
     this.request = parsed.request;
     this.msgIdOfCall = parsed.msgId;
     this.replyQueue = parsed.replyQueue;
@@ -91,8 +92,9 @@ export class NotificationMessage<D = unknown> extends IncomingMessage {
     /** The subscription (channel) it came from, as the driver gave it. */
     readonly generation: number,
     private readonly inbound: NotificationInbound<D>,
+    deliveryCount = 1,
   ) {
-    super(parsed.ctx, parsed.messageId);
+    super(parsed.ctx, parsed.messageId, deliveryCount);
     this.notification = parsed.notification;
     this.uniqueId = parsed.uniqueId;
   }

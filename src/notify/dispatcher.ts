@@ -36,6 +36,16 @@ export interface NotificationMetadata {
   readonly messageId: string | undefined;
   /** The priority, lower-case. */
   readonly priority: string;
+  /**
+   * True when the broker delivered this notification before (a requeue, a crashed member, a lost
+   * connection): a handler may already have acted on it, so a handler with side effects can check.
+   */
+  readonly redelivered: boolean;
+  /**
+   * How often it was delivered, this delivery included (1 the first time). RabbitMQ classic
+   * queues only flag a redelivery (2); quorum queues, Redis, Kafka and memory:// count.
+   */
+  readonly deliveryCount: number;
   /** The driver's raw broker message. */
   unwrap(): unknown;
 }
@@ -66,6 +76,14 @@ class ReceivedMetadata implements NotificationMetadata {
 
   get priority(): string {
     return this.#priority;
+  }
+
+  get redelivered(): boolean {
+    return this.#incoming.redelivered;
+  }
+
+  get deliveryCount(): number {
+    return this.#incoming.deliveryCount;
   }
 
   /** A function, so that `const { unwrap } = metadata` keeps working. */

@@ -91,6 +91,8 @@ export async function runEventRoute(route: EventRoute, item: NotificationBatchIt
     timestamp: m.timestamp,
     messageId: m.messageId,
     priority: m.priority,
+    redelivered: m.redelivered,
+    deliveryCount: m.deliveryCount,
     unwrap: m.unwrap,
     eventType: item.eventType,
     publisherId: item.publisherId,

@@ -8,6 +8,12 @@ import { getRpcClient } from '../../src/rpc/client.js';
 import { getRpcServer } from '../../src/rpc/server.js';
 import { uniqueName } from '../../src/testing/wait.js';
 import { assertNotifyTrace, assertRpcTrace, createOtelHarness, isChildOf, type OtelHarness } from '../support/otel.js';
+import { assertDeliveryMetrics } from '../support/delivery-metrics.js';
+import { getMemoryBroker } from '../../src/testing/memory.js';
+import { Target } from '../../src/target.js';
+import { getNotificationListener } from '../../src/notify/listener.js';
+import { OTEL_METRICS } from '../../src/instrumentation.js';
+import { waitFor } from '../../src/testing/wait.js';
 
 const transports: Transport[] = [];
 let o: OtelHarness | undefined;
@@ -31,6 +37,26 @@ describe('OpenTelemetry instrumentation (memory://)', () => {
   it('traces notifier -> listener (parent) and batch listener (links), and counts requeues', async () => {
     o = createOtelHarness();
     await assertNotifyTrace(o, route());
+  });
+
+  it('counts a redelivery (the handler sees redelivered and deliveryCount); no lag on memory://', async () => {
+    o = createOtelHarness();
+    await assertDeliveryMetrics(o, { url: `memory:///${uniqueName('t-otel')}`, transports });
+  });
+
+  it('counts a malformed notification as a dead letter with reason malformed, and the listener goes on', async () => {
+    o = createOtelHarness();
+    const vhost = uniqueName('t-otel');
+    const t = await getNotificationTransport(`memory:///${vhost}`, { instrumentation: o.instrumentation });
+    transports.push(t);
+    const topic = uniqueName('t');
+    const got: string[] = [];
+    const listener = getNotificationListener(t, [new Target({ topic })], [{ info: (_c: unknown, _p: unknown, eventType: string) => void got.push(eventType) }]);
+    await listener.start();
+    getMemoryBroker(vhost).publishRaw('openstack', `${topic}.info`, '{"not": "a notification"');
+    await waitFor(async () => (await o!.total(OTEL_METRICS.deadLetters, { 'messaging.destination.name': `${topic}.info`, 'tidings.dead_letter.reason': 'malformed' })) === 1, { message: 'malformed counted' });
+    await listener.stop();
+    await listener.wait();
   });
 
   it('makes the caller\'s active span the parent of the call span', async () => {

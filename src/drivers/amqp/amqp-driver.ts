@@ -186,7 +186,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     const n = ++this.listenerCount;
     const logger = this.logger.child({ listener: n, kind, ...fields });
     const conn = new AmqpConnection(`listener:${n}`, this.options, logger, this.events);
-    const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this);
+    const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this, this.deliveryStats, fields.pool as string | undefined);
     return this.openListener(source, () => source.start(), { ...options, prefetchSize: this.options.prefetchCount, logger });
   }
 

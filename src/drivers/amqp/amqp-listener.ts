@@ -5,6 +5,7 @@ import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
 import { InboundPushSource, type ListenerKind } from '../../driver/inbound.js';
 import type { ReceivedMessage } from '../../driver/incoming-message.js';
 import type { NotificationMessage, ReplySender } from '../../driver/messages.js';
+import type { DeliveryStats } from '../../driver/delivery-stats.js';
 import type { Logger } from '../../logger.js';
 import { withRetry } from '../../retry.js';
 import { AckBatcher } from './ack-batcher.js';
@@ -33,8 +34,10 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     private readonly options: ResolvedAmqpOptions,
     private readonly logger: Logger,
     replies: ReplySender,
+    stats: DeliveryStats,
+    pool?: string,
   ) {
-    super(kind, { logger, dedupWindow: options.dedupWindow, replies });
+    super(kind, { logger, dedupWindow: options.dedupWindow, replies, stats, pool });
   }
 
   /** Declares and consumes; resolves once subscribed. Retries connection failures (oslo: forever). */
@@ -113,6 +116,17 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
 
   describe(raw: ConsumeMessage): Record<string, unknown> {
     return { exchange: raw.fields.exchange, routingKey: raw.fields.routingKey, deliveryTag: raw.fields.deliveryTag };
+  }
+
+  deliveries(raw: ConsumeMessage): number {
+    if (!raw.fields.redelivered) return 1;
+    // Quorum queues count the earlier deliveries; classic queues only flag a redelivery.
+    const earlier: unknown = raw.properties.headers?.['x-delivery-count'];
+    return typeof earlier === 'number' && earlier > 0 ? earlier + 1 : 2;
+  }
+
+  address(raw: ConsumeMessage): string {
+    return raw.fields.routingKey;
   }
 
   private queueNames(): string[] {

@@ -110,6 +110,12 @@ export interface KafkaClientAdapter {
    * topic that does not exist (or holds nothing) gives none.
    */
   readTopic(topic: string): Promise<IncomingRecord[]>;
+  /**
+   * How far `groupId` is behind on each of `topics`: the sum over partitions of the high
+   * watermark minus the group's committed offset (the low watermark where it committed none).
+   * Topics that do not exist are left out.
+   */
+  groupLag(groupId: string, topics: readonly string[]): Promise<Map<string, number>>;
   /** Starts a group consumer; resolves once the member joined its group and has an assignment. */
   consume(settings: ConsumerSettings, handlers: ConsumerHandlers): Promise<KafkaConsumerHandle>;
   /**
@@ -152,4 +158,10 @@ export function recordKey(choice: ResolvedKafkaOptions['key'], notification: Rec
   if (choice === 'event') return typeof notification.event_type === 'string' ? notification.event_type : undefined;
   const key = choice(notification, topic);
   return typeof key === 'string' ? key : undefined;
+}
+
+/** Records `groupId` has not committed on one partition: `end - committed`, or `end - start` without a commit. */
+export function partitionLag(start: bigint, end: bigint, committed: bigint | undefined): number {
+  const from = committed === undefined || committed < 0n ? start : committed;
+  return end > from ? Number(end - from) : 0;
 }

@@ -85,7 +85,8 @@ export class KafkaDriver extends BaseDriver {
     const group = options.pool ?? this.options.consumerGroup;
     const n = ++this.listenerCount;
     const logger = this.logger.child({ listener: n, group });
-    const source = new KafkaNotificationListener(this.conn, topics, group, this.options, logger);
+    const source = new KafkaNotificationListener(this.conn, topics, group, this.options, logger, this.deliveryStats);
+    this.reportLag(source);
     return this.openListener(source, () => source.subscribe(), { ...options, prefetchSize: this.options.maxPollRecords, logger });
   }
 

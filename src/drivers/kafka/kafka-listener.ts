@@ -3,6 +3,7 @@
 // committed once handled (batched, never past a record still being handled). A delivery's
 // generation is the group generation (one per rebalance) it was read in.
 import { requeueReason } from '../../driver/dead-letters.js';
+import type { ConsumerLag, DeliveryStats } from '../../driver/delivery-stats.js';
 import { NotificationInbound, type DeliverySettler } from '../../driver/inbound.js';
 import type { IncomingMessage } from '../../driver/incoming-message.js';
 import type { NotificationMessage } from '../../driver/messages.js';
@@ -51,8 +52,9 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     readonly group: string,
     private readonly options: ResolvedKafkaOptions,
     private readonly logger: Logger,
+    private readonly stats?: DeliveryStats,
   ) {
-    this.inbound = new NotificationInbound({ settler: this, logger, dedupWindow: options.dedupWindow });
+    this.inbound = new NotificationInbound({ settler: this, logger, dedupWindow: options.dedupWindow, stats, pool: group });
     this.retryTopics = new Map(topics.map((t) => [t, retryTopic(t, group)]));
   }
 
@@ -118,7 +120,10 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     this.conn
       .produce({ topic, key: record.key ?? undefined, value, headers })
       .then(
-        () => this.settle(record, generation),
+        () => {
+          if (dead) this.stats?.deadLettered(delivery.originalTopic, 'max_deliveries', this.group);
+          this.settle(record, generation);
+        },
         (err: unknown) => this.logger.error('Could not re-publish a requeued notification; it is read again after the next rebalance', { topic, partition: record.partition, offset: record.offset, err }),
       );
   }
@@ -130,6 +135,26 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
 
   describe(delivery: KafkaDelivery): Record<string, unknown> {
     return { topic: delivery.record.topic, partition: delivery.record.partition, offset: delivery.record.offset, group: this.group };
+  }
+
+  deliveries(delivery: KafkaDelivery): number {
+    return delivery.deliveries;
+  }
+
+  address(delivery: KafkaDelivery): string {
+    return delivery.originalTopic;
+  }
+
+  /** True once cleaned up. */
+  get closed(): boolean {
+    return this.cleaning !== undefined;
+  }
+
+  /** How far the group is behind on each topic it reads (retry topics counted with their topic). */
+  async lag(): Promise<ConsumerLag[]> {
+    const client = await this.conn.getClient();
+    const byTopic = await client.groupLag(this.group, [...this.topics, ...this.retryTopics.values()]);
+    return this.topics.map((topic) => ({ address: topic, pool: this.group, lag: (byTopic.get(topic) ?? 0) + (byTopic.get(this.retryTopics.get(topic)!) ?? 0) }));
   }
 
   private onRebalance(): void {

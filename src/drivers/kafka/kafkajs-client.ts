@@ -19,6 +19,7 @@ import {
 import { ConnectionError, InvalidArgument } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { Assignment, ConsumerHandlers, ConsumerSettings, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle, KafkaReaderHandle, OutgoingRecord, CommitOffset, ReaderSettings } from './client.js';
+import { partitionLag } from './client.js';
 import { isUnsupportedApi, toMessagingError } from './errors.js';
 import { startReader } from './kafkajs-reader.js';
 import type { ResolvedKafkaOptions } from './options.js';
@@ -139,6 +140,26 @@ class KafkajsClient implements KafkaClientAdapter {
       throw toMessagingError(err, `Could not create the topics ${missing.join(', ')}`);
     }
     for (const t of missing) this.known.add(t);
+  }
+
+  async groupLag(groupId: string, topics: readonly string[]): Promise<Map<string, number>> {
+    const admin = await this.getAdmin();
+    const lag = new Map<string, number>();
+    try {
+      const existing = new Set(await admin.listTopics());
+      const present = topics.filter((t) => existing.has(t));
+      if (present.length === 0) return lag;
+      const committed = await admin.fetchOffsets({ groupId, topics: present });
+      for (const topic of present) {
+        const positions = new Map(committed.find((c) => c.topic === topic)?.partitions.map((p) => [p.partition, BigInt(p.offset)]));
+        let sum = 0;
+        for (const o of await admin.fetchTopicOffsets(topic)) sum += partitionLag(BigInt(o.low), BigInt(o.high), positions.get(o.partition));
+        lag.set(topic, sum);
+      }
+    } catch (err) {
+      throw toMessagingError(err, `Could not read the offsets of group ${groupId}`);
+    }
+    return lag;
   }
 
   async readTopic(topic: string): Promise<IncomingRecord[]> {

@@ -18,6 +18,7 @@ import {
 import { NotSupportedError, ConnectionError, type MessagingError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { Assignment, CommitOffset, ConsumerHandlers, ConsumerSettings, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle, KafkaReaderHandle, OutgoingRecord, ReaderSettings } from './client.js';
+import { partitionLag } from './client.js';
 import { isUnsupportedApi, toMessagingError } from './errors.js';
 import type { ResolvedKafkaOptions } from './options.js';
 
@@ -131,6 +132,31 @@ class PlatformaticClient implements KafkaClientAdapter {
       throw platformaticError(err, `Could not create the topics ${missing.join(', ')}`);
     }
     for (const t of missing) this.known.add(t);
+  }
+
+  async groupLag(groupId: string, topics: readonly string[]): Promise<Map<string, number>> {
+    const admin = this.getAdmin();
+    const lag = new Map<string, number>();
+    try {
+      const existing = new Set(await admin.listTopics());
+      const present = topics.filter((t) => existing.has(t));
+      if (present.length === 0) return lag;
+      const meta = await admin.metadata({ topics: present });
+      const request = (timestamp: bigint) => ({
+        topics: present.map((name) => ({ name, partitions: Array.from({ length: meta.topics.get(name)?.partitionsCount ?? 0 }, (_, partitionIndex) => ({ partitionIndex, timestamp })) })),
+      });
+      const [low, high, [group]] = await Promise.all([admin.listOffsets(request(EARLIEST)), admin.listOffsets(request(LATEST)), admin.listConsumerGroupOffsets({ groups: [{ groupId, topics: present.map((name) => ({ name, partitionIndexes: [...Array(meta.topics.get(name)?.partitionsCount ?? 0).keys()] })) }] })]);
+      for (const topic of present) {
+        const starts = new Map(low.find((t) => t.name === topic)?.partitions.map((p) => [p.partitionIndex, p.offset]));
+        const positions = new Map(group?.topics.find((t) => t.name === topic)?.partitions.map((p) => [p.partitionIndex, p.committedOffset]));
+        let sum = 0;
+        for (const p of high.find((t) => t.name === topic)?.partitions ?? []) sum += partitionLag(starts.get(p.partitionIndex) ?? 0n, p.offset, positions.get(p.partitionIndex));
+        lag.set(topic, sum);
+      }
+    } catch (err) {
+      throw platformaticError(err, `Could not read the offsets of group ${groupId}`);
+    }
+    return lag;
   }
 
   async readTopic(topic: string): Promise<IncomingRecord[]> {

@@ -13,6 +13,8 @@ export interface MemoryDelivery {
   readonly queue: string;
   /** True when the message was handed out before and given back (requeue, consumer closed). */
   readonly redelivered: boolean;
+  /** How often it was handed out, counting this delivery (1 the first time). */
+  readonly deliveries: number;
   /** Per-consumer sequence number used to ack or reject the message. */
   readonly deliveryTag: number;
 }
@@ -36,6 +38,8 @@ interface StoredMessage {
   readonly routingKey: string;
   readonly expiresAt?: number;
   redelivered: boolean;
+  /** Times handed out so far. */
+  deliveries: number;
 }
 
 /** A subscription on one queue (AMQP `basic.consume`). Obtained from `MemoryBroker.consume()`. */
@@ -108,8 +112,9 @@ export class MemoryConsumer {
     const deliveryTag = this.nextTag++;
     if (!this.noAck) this.unacked.set(deliveryTag, message);
     const { body, exchange, routingKey, redelivered } = message;
+    const deliveries = ++message.deliveries;
     try {
-      this.callback({ body, exchange, routingKey, queue: this.queue.name, redelivered, deliveryTag });
+      this.callback({ body, exchange, routingKey, queue: this.queue.name, redelivered, deliveries, deliveryTag });
     } catch {
       // A consumer callback must not throw; the message stays unacked as on a real broker.
     }
@@ -268,14 +273,14 @@ export class MemoryBroker {
     const expiresAt = options.expirationMs === undefined ? undefined : performance.now() + options.expirationMs;
     if (exchangeName === '') {
       const queue = this.queues.get(routingKey);
-      queue?.enqueue({ body, exchange: '', routingKey, expiresAt, redelivered: false });
+      queue?.enqueue({ body, exchange: '', routingKey, expiresAt, redelivered: false, deliveries: 0 });
       return queue ? 1 : 0;
     }
     const exchange = this.exchanges.get(exchangeName);
     const queues = exchange?.bindings.get(exchange.fanout ? '' : routingKey);
     if (!queues) return 0;
     // Each queue gets its own record: redelivered/requeue state is per queue, as on a broker.
-    for (const queue of queues) queue.enqueue({ body, exchange: exchangeName, routingKey, expiresAt, redelivered: false });
+    for (const queue of queues) queue.enqueue({ body, exchange: exchangeName, routingKey, expiresAt, redelivered: false, deliveries: 0 });
     return queues.size;
   }
 

@@ -96,7 +96,7 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
   private startListener<M extends ReceivedMessage>(kind: ListenerKind, fields: LogFields, declare: () => ListenerQueues, options: ListenOptions): Promise<Listener<M>> {
     const { prefetchCount, dedupWindow } = this.options;
     const logger = this.logger.child({ listener: kind, ...fields });
-    const source = new MemoryListener<M>(kind, { broker: this.broker, logger, prefetchCount, dedupWindow, replies: this, declare });
+    const source = new MemoryListener<M>(kind, { broker: this.broker, logger, prefetchCount, dedupWindow, replies: this, declare, stats: this.deliveryStats, pool: fields.pool as string | undefined });
     return this.openListener(source, () => source.subscribe(), { ...options, prefetchSize: prefetchCount });
   }
 

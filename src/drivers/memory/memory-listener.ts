@@ -2,6 +2,7 @@
 // through the shared inbound pipeline into the listener.
 import { InboundPushSource, type ListenerKind } from '../../driver/inbound.js';
 import type { ReceivedMessage } from '../../driver/incoming-message.js';
+import type { DeliveryStats } from '../../driver/delivery-stats.js';
 import type { ReplySender } from '../../driver/messages.js';
 import type { Logger } from '../../logger.js';
 import type { MemoryBroker, MemoryConsumer, MemoryDelivery } from './memory-broker.js';
@@ -15,6 +16,10 @@ export interface MemoryListenerOptions {
   readonly prefetchCount: number;
   readonly dedupWindow: number;
   readonly replies: ReplySender;
+  /** The driver's delivery counters. */
+  readonly stats: DeliveryStats;
+  /** The pool of a notification listener. */
+  readonly pool?: string;
   /** Declares and binds the listener's queues; called when it subscribes. */
   readonly declare: () => ListenerQueues;
 }
@@ -73,6 +78,14 @@ export class MemoryListener<M extends ReceivedMessage> extends InboundPushSource
 
   describe(delivery: MemoryDelivery): Record<string, unknown> {
     return { queue: delivery.queue, exchange: delivery.exchange, routingKey: delivery.routingKey };
+  }
+
+  deliveries(delivery: MemoryDelivery): number {
+    return delivery.deliveries;
+  }
+
+  address(delivery: MemoryDelivery): string {
+    return delivery.routingKey;
   }
 
   private settled(ok: boolean, what: string, delivery: MemoryDelivery): boolean {

@@ -6,7 +6,7 @@ import type { Socket } from 'node:net';
 import { hostname } from 'node:os';
 import { BaseDriver, type ConnectionState, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
 import type { DriverCapabilities } from '../../driver/capabilities.js';
-import { newReplyAddress } from '../../driver/addressing.js';
+import { fanoutAddress, newReplyAddress, notificationAddress, serverAddress, topicAddress } from '../../driver/addressing.js';
 import { decodeBody, newHexId } from '../../driver/envelope.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
 import type { DeadLetterStore } from '../../driver/dead-letters.js';
@@ -151,9 +151,9 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const inbox = main.inbox(newHexId());
     const ownStream = main.serverStream(target.server as string);
     const streams: StreamSpec[] = [
-      ...shards.map((k) => ({ key: k.topicStream, topic: k, createAt: '0' as const })),
-      { key: ownStream, topic: main, createAt: '0', ownStream: true },
-      { key: inbox, topic: main, createAt: '0' },
+      ...shards.map((k) => ({ key: k.topicStream, topic: k, address: topicAddress(topic), createAt: '0' as const })),
+      { key: ownStream, topic: main, address: serverAddress(topic, target.server as string), createAt: '0', ownStream: true },
+      { key: inbox, topic: main, address: fanoutAddress(topic), createAt: '0' },
     ];
     return this.startListener<RpcIncomingMessage>('rpc', streams, SERVER_GROUP, consumer, options, { servers: main.servers, inbox, serverStreams: main.serverStreams, ownStream });
   }
@@ -169,7 +169,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
         const key = keys.notificationStream(priority);
         if (seen.has(key)) continue;
         seen.add(key);
-        streams.push({ key, topic: keys, createAt });
+        streams.push({ key, topic: keys, address: notificationAddress(target.topic as string, priority), createAt });
       }
     }
     const consumer = `${this.instance}:${++this.listenerCount}`;
@@ -311,10 +311,12 @@ export class RedisDriver extends BaseDriver implements ReplySender {
       commands: () => this.commands(),
       newReader: (name: string) => createClient(this.options, `reader:${name}`, logger),
       replies: this,
+      stats: this.deliveryStats,
     };
     // A batch larger than the prefetch may still fill: the listener holds up to a whole batch.
     const limit = Math.max(this.options.prefetchCount, options.batchSize ?? 1);
     const source = new RedisListener<M>(kind, deps, streams, group, consumer, registration, limit);
+    if (kind === 'notification') this.reportLag(source);
     return this.openListener(source, () => this.withRetry(() => source.start(), -1), { ...options, prefetchSize: limit, logger });
   }
 

@@ -4,13 +4,14 @@
 import { requeueReason } from '../../driver/dead-letters.js';
 import { NotificationInbound, RpcInbound, type DeliverySettler } from '../../driver/inbound.js';
 import type { ReceivedMessage } from '../../driver/incoming-message.js';
+import type { ConsumerLag, DeliveryStats } from '../../driver/delivery-stats.js';
 import type { ReplySender } from '../../driver/messages.js';
 import type { ListenerSink, PushSource } from '../../driver/push-listener.js';
 import type { Logger } from '../../logger.js';
 import { closeClient, runScript, type RedisClient } from './connection.js';
 import { isBusyGroup, isNoGroup, toMessagingError } from './errors.js';
 import type { ResolvedRedisOptions } from './options.js';
-import { BODY_FIELD, DEADLINE_FIELD, hashTagOf, type TopicKeys } from './topology.js';
+import { BODY_FIELD, DEADLINE_FIELD, hashTagOf, poolOfGroup, type TopicKeys } from './topology.js';
 
 /** A delivered stream entry: what settles it, and what `unwrap()` gives. */
 /** How often one idle pool is reported again, ms. */
@@ -29,6 +30,8 @@ export interface RedisDelivery {
 export interface StreamSpec {
   readonly key: string;
   readonly topic: TopicKeys;
+  /** The oslo address it carries (`<topic>.<priority>`, `<topic>`, `<topic>.<server>`), for the counters. */
+  readonly address: string;
   /** Where a group created by this listener starts: `0` (everything kept) or `$` (from now on). */
   /** Where the group starts when this listener creates it: `0`, `$` or an entry id. */
   readonly createAt: string;
@@ -45,6 +48,8 @@ export interface ListenerDeps {
   /** A new connection for one blocking reader. */
   newReader(name: string): RedisClient;
   readonly replies: ReplySender;
+  /** The driver's delivery counters. */
+  readonly stats: DeliveryStats;
 }
 
 /** An RPC server's entry in its topic's live-server hash, its fanout inbox and its own stream. */
@@ -99,7 +104,7 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
     /** The most unsettled notifications held at once: the prefetch, or a larger batch size. */
     private readonly limit = deps.options.prefetchCount,
   ) {
-    const pipeline = { settler: this, logger: deps.logger, dedupWindow: deps.options.dedupWindow };
+    const pipeline = { settler: this, logger: deps.logger, dedupWindow: deps.options.dedupWindow, stats: deps.stats, pool: poolOfGroup(group) };
     if (kind === 'rpc') this.rpc = new RpcInbound({ ...pipeline, replies: deps.replies });
     else this.notifications = new NotificationInbound(pipeline);
     for (const s of streams) this.byKey.set(s.key, s);
@@ -203,6 +208,35 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
 
   describe(d: RedisDelivery): Record<string, unknown> {
     return { stream: d.stream, id: d.id, group: this.group };
+  }
+
+  deliveries(d: RedisDelivery): number {
+    return d.deliveries;
+  }
+
+  address(d: RedisDelivery): string {
+    return this.byKey.get(d.stream)?.address ?? d.stream;
+  }
+
+  /** True once cleaned up. */
+  get closed(): boolean {
+    return this.cleaning !== undefined;
+  }
+
+  /** The group's `lag` (Redis 7: entries not read by the group yet) per topic, summed over its shards. */
+  async lag(): Promise<ConsumerLag[]> {
+    const cmd = this.deps.commands();
+    const byTopic = new Map<string, number>();
+    await Promise.all(
+      this.streams.map(async (s) => {
+        const groups = (await cmd.call('XINFO', 'GROUPS', s.key).catch(() => [])) as unknown[][];
+        const fields = groups.find((g) => g[g.indexOf('name') + 1] === this.group) ?? [];
+        const lag = Number(fields[fields.indexOf('lag') + 1] ?? 0);
+        byTopic.set(s.address, (byTopic.get(s.address) ?? 0) + (Number.isFinite(lag) ? lag : 0));
+      }),
+    );
+    const pool = poolOfGroup(this.group);
+    return [...byTopic].map(([address, lag]) => ({ address, pool, lag }));
   }
 
   /** Notifications received and not settled yet. */
@@ -340,13 +374,15 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
         for (const s of this.streams) {
           const room = prefetchCount - this.inflight.size;
           if (this.stopped || room <= 0) break;
-          const got = await runScript<[string, string[], number][]>(cmd, 'tidingsClaim', [s.key, s.topic.deadLetters, s.topic.errors], [this.group, this.consumer, leaseMs, room, maxDeliveries, Date.now()]);
+          const got = await runScript<[string, string[], number, 1?][]>(cmd, 'tidingsClaim', [s.key, s.topic.deadLetters, s.topic.errors], [this.group, this.consumer, leaseMs, room, maxDeliveries, Date.now()]);
+          const claimed = got.filter(([, , , dead]) => dead !== 1);
+          for (let i = claimed.length; i < got.length; i++) this.deps.stats.deadLettered(s.address, 'max_deliveries', poolOfGroup(this.group));
           if (this.stopped) {
             // Not ours to handle any more: make them claimable again at once.
-            for (const [id] of got) await runScript(cmd, 'tidingsRequeue', [s.key, s.topic.errors], [this.group, this.consumer, id, leaseMs, '']).catch(() => undefined);
+            for (const [id] of claimed) await runScript(cmd, 'tidingsRequeue', [s.key, s.topic.errors], [this.group, this.consumer, id, leaseMs, '']).catch(() => undefined);
             break;
           }
-          for (const [id, fields, n] of got) this.onEntry(s.key, id, fields, n);
+          for (const [id, fields, n] of claimed) this.onEntry(s.key, id, fields, n);
         }
       } catch (err) {
         this.logger.warn('Could not claim expired leases', { group: this.group, err: toMessagingError(err, 'claim failed') });

@@ -18,6 +18,11 @@ export function poolGroup(pool: string | undefined): string {
   return pool === undefined ? DEFAULT_GROUP : `pool:${pool}`;
 }
 
+/** The pool a group belongs to (undefined for the default and the servers' group). */
+export function poolOfGroup(group: string): string | undefined {
+  return group.startsWith('pool:') ? group.slice('pool:'.length) : undefined;
+}
+
 /** Hash slots of a Redis Cluster. */
 const SLOTS = 16384;
 

@@ -7,9 +7,12 @@ import type { ReceivedMessage } from '../../../src/driver/incoming-message.js';
 import type { ListenerSink } from '../../../src/driver/push-listener.js';
 import { decodeBody } from '../../../src/driver/envelope.js';
 import { encodeNotification, encodeRpcRequest } from '../../../src/driver/wire.js';
+import { DeliveryStats } from '../../../src/driver/delivery-stats.js';
 
 interface FakeDelivery {
   tag: number;
+  /** Deliveries so far, this one included. @default 1 */
+  n?: number;
 }
 
 function fakeSettler(ackWorks = true) {
@@ -19,6 +22,8 @@ function fakeSettler(ackWorks = true) {
     requeue: (d, g) => void log.push(`requeue ${d.tag}@${g}`),
     reject: (d, g) => void log.push(`reject ${d.tag}@${g}`),
     describe: (d) => ({ tag: d.tag }),
+    deliveries: (d) => d.n ?? 1,
+    address: () => 'topic.info',
   };
   return { settler, log };
 }
@@ -79,6 +84,41 @@ describe('RpcInbound', () => {
     expect(log).toEqual(['ack 1@0', 'ack 2@0']);
     const failing = new RpcInbound({ settler: fakeSettler(false).settler, logger: createMemoryLogger(), dedupWindow: 16, replies: replies().sender });
     expect(failing.receive(encodeRpcRequest({ method: 'm' }, {}), { tag: 1 })).toBeUndefined();
+  });
+});
+
+describe('delivery counts', () => {
+  it('a message carries how often it was delivered; redeliveries and malformed messages are counted per address and pool', () => {
+    const { settler } = fakeSettler();
+    const stats = new DeliveryStats();
+    const inbound = new NotificationInbound({ settler, logger: createMemoryLogger(), dedupWindow: 16, stats, pool: 'workers' });
+    const first = inbound.receive(notification({ message_id: 'a', _unique_id: 'u1' }), { tag: 1 })!;
+    expect(first.deliveryCount).toBe(1);
+    expect(first.redelivered).toBe(false);
+    const again = inbound.receive(notification({ message_id: 'b', _unique_id: 'u2' }), { tag: 2, n: 3 })!;
+    expect(again.deliveryCount).toBe(3);
+    expect(again.redelivered).toBe(true);
+    expect(inbound.receive('{not json', { tag: 3 })).toBeUndefined();
+    expect(stats.snapshot()).toEqual([{ address: 'topic.info', pool: 'workers', redeliveries: 1, deadLettered: 0, malformed: 1 }]);
+  });
+
+  it('an RPC request carries its delivery count too; without stats nothing is counted', () => {
+    const { settler } = fakeSettler();
+    const inbound = new RpcInbound({ settler, logger: createMemoryLogger(), dedupWindow: 16, replies: replies().sender });
+    const msg = inbound.receive(encodeRpcRequest({ method: 'm', args: {} }, {}), { tag: 1, n: 2 })!;
+    expect(msg.redelivered).toBe(true);
+    expect(msg.deliveryCount).toBe(2);
+  });
+
+  it('dead letters by reason, kept apart per pool', () => {
+    const stats = new DeliveryStats();
+    stats.deadLettered('t.info', 'max_deliveries', 'a');
+    stats.deadLettered('t.info', 'max_deliveries', 'a');
+    stats.deadLettered('t.info', 'malformed');
+    expect(stats.snapshot()).toEqual([
+      { address: 't.info', pool: 'a', redeliveries: 0, deadLettered: 2, malformed: 0 },
+      { address: 't.info', redeliveries: 0, deadLettered: 0, malformed: 1 },
+    ]);
   });
 });
 
@@ -147,6 +187,12 @@ class FakeSource extends InboundPushSource<ReceivedMessage, FakeDelivery> {
   }
   describe(d: FakeDelivery) {
     return { tag: d.tag };
+  }
+  deliveries(): number {
+    return 1;
+  }
+  address(): string {
+    return 'topic';
   }
 }
 

@@ -61,7 +61,8 @@ return n`,
   /**
    * KEYS: stream, dead letters, errors. ARGV: group, consumer, min idle ms, count, max deliveries, now.
    * Claims entries whose lease expired (or that were requeued) for this consumer and returns
-   * them as {id, fields, deliveries}; one that was already delivered max times is dead-lettered.
+   * them as {id, fields, deliveries}; one that was already delivered max times is dead-lettered
+   * and returned as {id, {}, deliveries, 1}.
    */
   tidingsClaim: {
     numberOfKeys: 3,
@@ -75,6 +76,7 @@ for _, p in ipairs(pending) do
   local id, owner, n = p[1], p[2], p[4]
   if max > 0 and n >= max then
     deadletter(stream, KEYS[2], KEYS[3], group, id, owner, n, '', now)
+    out[#out + 1] = {id, {}, n, 1}
   else
     local c = redis.call('XCLAIM', stream, group, me, ARGV[3], id)
     if c[1] then
