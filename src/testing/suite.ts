@@ -11,6 +11,7 @@ import { malformedTests } from './malformed.js';
 import { notifyTests } from './notify.js';
 import { rpcNotSupportedTests, rpcTests } from './rpc.js';
 import { rpcDispatchTests } from './rpc-dispatch.js';
+import { wireFeatureTests } from './wire-features.js';
 
 export type { ConformanceSubject } from './harness.js';
 
@@ -42,5 +43,6 @@ export function runConformanceSuite(subject: ConformanceSubject): void {
     malformedTests(env);
     contractTests(env);
     healthTests(env);
+    wireFeatureTests(env);
   });
 }
