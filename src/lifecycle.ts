@@ -44,6 +44,33 @@ export function closeDeadline(options: CloseOptions | undefined): number {
 }
 
 /**
+ * The `close()` of a façade, once: validates the deadline (a bad one rejects with
+ * InvalidArgument), and a call while one is under way gets that one's promise. With `again`, a
+ * finished close may run again (a server or listener can be started again); without it, every
+ * later call gets the first call's promise (a transport).
+ * @internal
+ */
+export class CloseOnce {
+  private running?: Promise<void>;
+
+  constructor(
+    private readonly run: (deadlineMs: number) => Promise<void>,
+    private readonly again: boolean,
+  ) {}
+
+  close(options: CloseOptions | undefined): Promise<void> {
+    let deadlineMs: number;
+    try {
+      deadlineMs = closeDeadline(options);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    this.running ??= this.again ? this.run(deadlineMs).finally(() => (this.running = undefined)) : this.run(deadlineMs);
+    return this.running;
+  }
+}
+
+/**
  * Resolves when `graceful` does within `deadlineMs`. Otherwise awaits `release()` (which must
  * not throw) and rejects with MessagingTimeout built from `describe()`. `graceful` rejecting
  * rejects at once, with its error.

@@ -1,7 +1,7 @@
 // The only module that knows driver names: URL scheme -> lazy import() of the driver, so a
 // user of one broker never loads another broker's library.
 import { DriverLoadFailure, InvalidArgument, InvalidTransportURL, MessagingTimeout } from './errors.js';
-import { closeDeadline, type Closeable, type CloseOptions } from './lifecycle.js';
+import { CloseOnce, type Closeable, type CloseOptions } from './lifecycle.js';
 import { silentLogger, type Logger } from './logger.js';
 import { toLogger, type LoggerLike } from './logger-adapters.js';
 import { TransportURL } from './transport-url.js';
@@ -111,7 +111,7 @@ export class Transport {
   /** Middlewares every façade on this transport runs outside its own (frozen; empty lists when none). */
   readonly middleware: Required<TransportMiddleware>;
   private cleaned?: Promise<void>;
-  private closing?: Promise<void>;
+  private readonly closer = new CloseOnce((deadlineMs) => this.closeAll(deadlineMs), false);
   /** Servers and listeners started on this transport and not ended yet, in start order. */
   private readonly open = new Set<Closeable>();
 
@@ -156,14 +156,7 @@ export class Transport {
    * Rejects with InvalidArgument for a bad `deadlineMs`.
    */
   close(options?: CloseOptions): Promise<void> {
-    let deadlineMs: number;
-    try {
-      deadlineMs = closeDeadline(options);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    this.closing ??= this.closeAll(deadlineMs);
-    return this.closing;
+    return this.closer.close(options);
   }
 
   /** `await using transport = await getRpcTransport(...)` closes it with the default deadline. */

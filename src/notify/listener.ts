@@ -8,7 +8,7 @@ import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import { Target, validateNotificationTarget, type TargetInit } from '../target.js';
 import type { Serializer } from '../serializer.js';
 import { BoundedExecutor } from '../executor.js';
-import { closeDeadline, withinDeadline, type CloseOptions } from '../lifecycle.js';
+import { CloseOnce, withinDeadline, type CloseOptions } from '../lifecycle.js';
 import type { Transport } from '../transport.js';
 import type { IncomingMessage } from '../driver/incoming-message.js';
 import type { Listener } from '../driver/listener.js';
@@ -93,7 +93,7 @@ export class NotificationListener {
   private starting?: Promise<void>;
   private stopping?: Promise<void>;
   private waiting?: Promise<void>;
-  private closing?: Promise<void>;
+  private readonly closer = new CloseOnce((deadlineMs) => this.closeWithin(deadlineMs), true);
   private listener?: Listener<IncomingMessage>;
   private readonly executor: BoundedExecutor;
   private readonly dispatcher: NotificationDispatcher;
@@ -253,14 +253,7 @@ export class NotificationListener {
    * resolves at once. Rejects with InvalidArgument for a bad `deadlineMs`.
    */
   close(options?: CloseOptions): Promise<void> {
-    let deadlineMs: number;
-    try {
-      deadlineMs = closeDeadline(options);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    this.closing ??= this.closeWithin(deadlineMs).finally(() => (this.closing = undefined));
-    return this.closing;
+    return this.closer.close(options);
   }
 
   /** `await using listener = getNotificationListener(...)` closes it with the default deadline. */

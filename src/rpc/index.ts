@@ -1,20 +1,18 @@
-// The RPC façade: client, server, dispatcher, access policies and endpoint types.
+// The RPC façade: client, server, dispatcher, access policies and endpoint types, as the package
+// exports them (src/index.ts re-exports all of it).
 export { getRpcClient, RpcClient, RPC_CLIENT_DEFAULTS, type RpcClientOptions, type RpcPrepareOptions, type RpcCallOptions, type RpcCastOptions } from './client.js';
 export { getRpcServer, RpcServer, RPC_SERVER_DEFAULTS, type RpcServerOptions, type RpcServerEvents, type RpcDispatchInfo } from './server.js';
 export { RPC_DISCOVER_DEFAULTS, type RpcPingOptions, type RpcDiscoverOptions, type DiscoveredServer } from './discovery.js';
-export { RpcDispatcher, DEFAULT_ENDPOINT_TARGET, PING_METHOD, PING_DETAIL_ARG, type RpcDispatcherOptions, type DispatchOutcome } from './dispatcher.js';
+export { RpcDispatcher, type RpcDispatcherOptions, type DispatchOutcome } from './dispatcher.js';
 export {
   DefaultRpcAccessPolicy,
   LegacyRpcAccessPolicy,
   ExplicitRpcAccessPolicy,
   expose,
-  isExposed,
-  lookupEndpointMethod,
   type RpcAccessPolicy,
 } from './access-policy.js';
 export {
   expectedExceptions,
-  isExpectedError,
   type RpcMeta,
   type EndpointMethod,
   type UntypedApi,

@@ -10,7 +10,7 @@ import { toLogger, type LoggerLike } from '../logger-adapters.js';
 import type { Serializer } from '../serializer.js';
 import { Target, validateServerTarget, type TargetInit } from '../target.js';
 import { BoundedExecutor } from '../executor.js';
-import { closeDeadline, withinDeadline, type CloseOptions } from '../lifecycle.js';
+import { CloseOnce, withinDeadline, type CloseOptions } from '../lifecycle.js';
 import type { Transport } from '../transport.js';
 import type { RpcIncomingMessage } from '../driver/incoming-message.js';
 import type { Listener } from '../driver/listener.js';
@@ -103,7 +103,7 @@ export class RpcServer {
   private starting?: Promise<void>;
   private stopping?: Promise<void>;
   private waiting?: Promise<void>;
-  private closing?: Promise<void>;
+  private readonly closer = new CloseOnce((deadlineMs) => this.closeWithin(deadlineMs), true);
 
   constructor(
     /** The transport the server listens on. */
@@ -212,14 +212,7 @@ export class RpcServer {
    * Rejects with InvalidArgument for a bad `deadlineMs`.
    */
   close(options?: CloseOptions): Promise<void> {
-    let deadlineMs: number;
-    try {
-      deadlineMs = closeDeadline(options);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    this.closing ??= this.closeWithin(deadlineMs).finally(() => (this.closing = undefined));
-    return this.closing;
+    return this.closer.close(options);
   }
 
   /** `await using server = getRpcServer(...)` closes it with the default deadline. */

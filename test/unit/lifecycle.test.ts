@@ -60,6 +60,20 @@ function logCleanup(t: Transport, log: string[]): void {
   });
 }
 
+/** close() while stop() is under way, and after stop() and wait(): both resolve. */
+async function closeWhileStoppingAndAfterWait(make: () => Pick<RpcServer, 'start' | 'stop' | 'wait' | 'close'>): Promise<void> {
+  const stopping = make();
+  await stopping.start();
+  void stopping.stop();
+  await stopping.close();
+
+  const waited = make();
+  await waited.start();
+  await waited.stop();
+  await waited.wait();
+  await waited.close();
+}
+
 describe('Transport.close()', () => {
   it('stops the server, lets the running request finish and reply, then cleans up', async () => {
     const url = 'memory:///' + uniqueName('vh');
@@ -155,16 +169,7 @@ describe('RpcServer.close()', () => {
     await running.start();
     await running.close();
 
-    const stopping = make();
-    await stopping.start();
-    void stopping.stop();
-    await stopping.close();
-
-    const waited = make();
-    await waited.start();
-    await waited.stop();
-    await waited.wait();
-    await waited.close();
+    await closeWhileStoppingAndAfterWait(make);
 
     const failed = getRpcServer(t, { topic: uniqueName('topic') }, [{}]); // no server: start() fails
     await expect(failed.start()).rejects.toThrow();
@@ -297,16 +302,7 @@ describe('NotificationListener.close()', () => {
     expect(both[0]).toBe(both[1]);
     await Promise.all(both);
 
-    const stopping = make();
-    await stopping.start();
-    void stopping.stop();
-    await stopping.close();
-
-    const waited = make();
-    await waited.start();
-    await waited.stop();
-    await waited.wait();
-    await waited.close();
+    await closeWhileStoppingAndAfterWait(make);
 
     await running.start();
     expect(running.running).toBe(true);
