@@ -60,6 +60,19 @@ function logCleanup(t: Transport, log: string[]): void {
   });
 }
 
+/** A slow server with one cast running in it, held until `release` resolves. */
+async function slowCastRunning(): Promise<{ server: RpcServer; log: string[]; release: Deferred<void> }> {
+  const t = await rpcTransport();
+  const topic = uniqueName('topic');
+  const log: string[] = [];
+  const release = gate();
+  const server = slowServer(t, topic, log, release);
+  await server.start();
+  void getRpcClient(t, { topic }).cast({}, 'slow', {});
+  await waitFor(() => server.inFlight === 1);
+  return { server, log, release };
+}
+
 /** close() while stop() is under way, and after stop() and wait(): both resolve. */
 async function closeWhileStoppingAndAfterWait(make: () => Pick<RpcServer, 'start' | 'stop' | 'wait' | 'close'>): Promise<void> {
   const stopping = make();
@@ -186,14 +199,7 @@ describe('RpcServer.close()', () => {
   });
 
   it('is idempotent while under way, and a second close after a timeout waits again', async () => {
-    const t = await rpcTransport();
-    const topic = uniqueName('topic');
-    const log: string[] = [];
-    const release = gate();
-    const server = slowServer(t, topic, log, release);
-    await server.start();
-    void getRpcClient(t, { topic }).cast({}, 'slow', {});
-    await waitFor(() => server.inFlight === 1);
+    const { server, log, release } = await slowCastRunning();
     const first = server.close({ deadlineMs: 10 });
     expect(server.close()).toBe(first);
     await expect(first).rejects.toThrow(/RpcServer on .* did not drain within 10 ms: 1 request\(s\) still running/);
@@ -205,14 +211,7 @@ describe('RpcServer.close()', () => {
   });
 
   it('deadlineMs Infinity waits as long as the handler runs', async () => {
-    const t = await rpcTransport();
-    const topic = uniqueName('topic');
-    const log: string[] = [];
-    const release = gate();
-    const server = slowServer(t, topic, log, release);
-    await server.start();
-    void getRpcClient(t, { topic }).cast({}, 'slow', {});
-    await waitFor(() => server.inFlight === 1);
+    const { server, log, release } = await slowCastRunning();
     const closing = server.close({ deadlineMs: Infinity });
     await waitFor(() => log.includes('server stopped'));
     release.resolve();
