@@ -160,8 +160,8 @@ interface OneRun {
 }
 
 /** The command line of a child process measuring one run (see `--one`). */
-function childArgs(run: OneRun): string[] {
-  const args = [process.execPath, '--import', TSX, fileURLToPath(import.meta.url), '--one', `${run.mode}:${run.op}`, '--url', run.url, '--count', String(run.count), '--warmup', String(run.warmup)];
+function childArgs(run: OneRun, v8Flags: readonly string[] = []): string[] {
+  const args = [process.execPath, ...v8Flags, '--import', TSX, fileURLToPath(import.meta.url), '--one', `${run.mode}:${run.op}`, '--url', run.url, '--count', String(run.count), '--warmup', String(run.warmup)];
   if (run.src) args.push('--src', run.src);
   return args;
 }
@@ -183,7 +183,9 @@ function runInChild(run: OneRun): number {
  * on stdin after each. Start-up, module loading and warm-up JIT work are left out.
  */
 async function instructionsPerOp(run: OneRun): Promise<number> {
-  const child = spawn('valgrind', ['--tool=callgrind', '--callgrind-out-file=/dev/null', ...childArgs(run), '--handshake'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+  // V8's compiler and GC threads would add their instructions whenever they happen to run:
+  // everything on the main thread, so that the same code counts the same.
+  const child = spawn('valgrind', ['--tool=callgrind', '--callgrind-out-file=/dev/null', ...childArgs(run, ['--single-threaded']), '--handshake'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
   const control = (...args: string[]) => execFileSync('callgrind_control', [...args, String(child.pid)], { encoding: 'utf8' });
