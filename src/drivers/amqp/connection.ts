@@ -1,5 +1,6 @@
 // One logical AMQP connection across reconnects: host failover, oslo's backoff, heartbeats,
-// TCP noDelay, TLS, connection.blocked, and hooks that restore channels/consumers on reopen.
+// TCP noDelay, TLS, connection.blocked, hooks that restore channels/consumers on reopen, and one
+// socket write per pass of amqplib's muxer.
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { connect, credentials, type ChannelModel, type Options, type SocketOptions } from 'amqplib';
