@@ -21,18 +21,22 @@ export class DuplicateMessageChecker {
 
   /** Records an id; the oldest id falls out of the window when it is full. */
   add(id: string): void {
-    if (this.seen.has(id)) return;
-    const old = this.ring[this.next];
-    if (old !== undefined) this.seen.delete(old);
-    this.ring[this.next] = id;
-    this.seen.add(id);
-    this.next = (this.next + 1) % this.size;
+    if (!this.seen.has(id)) this.insert(id);
   }
 
   /** Returns true (and records nothing) when `id` was already seen; otherwise records it. */
   checkAndAdd(id: string): boolean {
     if (this.seen.has(id)) return true;
-    this.add(id);
+    this.insert(id);
     return false;
+  }
+
+  /** Records an id known to be new (one Set lookup per message instead of two). */
+  private insert(id: string): void {
+    const old = this.ring[this.next];
+    if (old !== undefined) this.seen.delete(old);
+    this.ring[this.next] = id;
+    this.seen.add(id);
+    this.next = (this.next + 1) % this.size;
   }
 }

@@ -17,7 +17,7 @@ import { abortableSleep, retryAfterFirst } from '../../retry.js';
 import { AmqpListener } from './amqp-listener.js';
 import { AmqpConnection, type DriverEventEmitter } from './connection.js';
 import { resolveOptions, type ResolvedAmqpOptions } from './options.js';
-import { Publisher } from './publisher.js';
+import { Publisher, type PublishOptions } from './publisher.js';
 import { ReplyWaiter } from './reply-waiter.js';
 import { notificationSpecs, PublishTopology, rpcServerSpecs, type Declaration } from './topology.js';
 
@@ -78,10 +78,13 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
   private listenerCount = 0;
   /** Aborted by cleanup(): publish retries and reply resends stop waiting at once. */
   private readonly closing = new AbortController();
+  /** Every reply is published with these (one object for all). */
+  private readonly replyOptions: PublishOptions;
 
   constructor(init: DriverInit) {
     super(init);
     this.options = resolveOptions(init.url, init.options);
+    this.replyOptions = Object.freeze({ mandatory: this.options.directMandatoryFlag });
     this.conn = new AmqpConnection('publisher', this.options, this.logger, this.events);
     this.publisher = new Publisher(this.conn, this.options, this.logger);
     this.topology = new PublishTopology(this.options);
@@ -120,8 +123,9 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     }
     const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal, collectReplies: options.collectReplies });
     // The call resolves on its reply without waiting for the request's confirm (a reply proves
-    // delivery); a failed confirm still retries the same body or fails the call.
-    this.publish({
+    // delivery); a failed confirm still retries the same body or fails the call. A first attempt
+    // that is confirmed leaves nothing to record, so only a failure builds the retry.
+    const req: PublishRequest = {
       decl,
       routingKey,
       content,
@@ -131,9 +135,12 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
       call,
       before: waiter.ensureConsuming,
       ready: waiter.isConsuming,
-    }).then(
-      () => call.setUndelivered(undefined),
-      (err) => call.fail(err instanceof MessagingError ? err : new MessageDeliveryFailure(String(err), { cause: err })),
+    };
+    this.publishOnce(req).catch((error: unknown) =>
+      this.retryPublish(req, error).then(
+        () => call.setUndelivered(undefined),
+        (err) => call.fail(err instanceof MessagingError ? err : new MessageDeliveryFailure(String(err), { cause: err })),
+      ),
     );
     return call.promise;
   }
@@ -192,9 +199,14 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
 
   /** Declares what the message needs (cached per connection) and publishes it, retrying per `retry`. */
   private publish(req: PublishRequest): Promise<void> {
+    return this.publishOnce(req).catch((error: unknown) => this.retryPublish(req, error));
+  }
+
+  /** The retries of `req` after its first attempt failed with `error`. */
+  private retryPublish(req: PublishRequest, error: unknown): Promise<void> {
     const o = this.options;
     return retryAfterFirst(
-      this.publishOnce(req),
+      Promise.reject(error),
       () => this.publishOnce(req),
       () => ({
         retry: req.retry,
@@ -211,8 +223,9 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
 
   private publishOnce(req: PublishRequest): Promise<void> {
     if (req.call?.isOver) return Promise.reject(new AbortError('The call is over; not publishing its request again'));
+    // `req` carries the publish options (expiration, signal, call) itself: no object per attempt.
     if ((!req.before || req.ready?.()) && this.publisher.isDeclared(req.decl)) {
-      return this.publisher.publish(req.decl.exchange.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal, call: req.call });
+      return this.publisher.publish(req.decl.exchange.name, req.routingKey, req.content, req);
     }
     return this.publishSlow(req);
   }
@@ -220,39 +233,48 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
   private async publishSlow(req: PublishRequest): Promise<void> {
     if (req.before) await req.before();
     await this.publisher.ensureDeclared(req.decl);
-    await this.publisher.publish(req.decl.exchange.name, req.routingKey, req.content, { expiration: req.expiration, signal: req.signal, call: req.call });
+    await this.publisher.publish(req.decl.exchange.name, req.routingKey, req.content, req);
   }
 
   /**
    * @internal Sends a reply (mandatory, to the default exchange). A missing reply queue is retried
    * every 250 ms up to `missingConsumerRetryTimeout`, then remembered as obsolete. Never throws.
    */
-  async sendReply(replyQueue: string, msgId: string, body: string): Promise<void> {
+  sendReply(replyQueue: string, msgId: string, body: string): Promise<void> {
     if (this.obsoleteReplyQueues.has(replyQueue)) {
       this.logger.debug('Dropping a reply to an obsolete reply queue', { replyQueue, msgId });
-      return;
+      return Promise.resolve();
     }
     const content = Buffer.from(body);
     const deadline = Date.now() + this.options.missingConsumerRetryTimeout;
+    if (this.conn.isClosed) return this.resendReply(replyQueue, msgId, content, deadline, new InvalidState('The transport was cleaned up'));
+    // The usual reply is confirmed at the first attempt: no async function or loop for it.
+    return this.publisher.publish('', replyQueue, content, this.replyOptions).catch((err: unknown) => this.resendReply(replyQueue, msgId, content, deadline, err));
+  }
+
+  /** sendReply after its first attempt failed with `failed`: retries while that makes sense. Never throws. */
+  private async resendReply(replyQueue: string, msgId: string, content: Buffer, deadline: number, failed: unknown): Promise<void> {
+    let err = failed;
     for (let attempt = 1; ; attempt++) {
+      const missing = err instanceof MessageUndeliverable;
+      const retriable = missing || (err instanceof MessagingError && err.retriable);
+      if (!retriable || Date.now() >= deadline) {
+        if (missing) this.obsoleteReplyQueues.add(replyQueue);
+        this.logger.warn(missing ? 'The reply queue is gone; dropping the reply' : 'Could not send a reply', { replyQueue, msgId, err });
+        return;
+      }
+      try {
+        await abortableSleep(missing ? 250 : Math.min(this.conn.retryDelay(attempt), Math.max(0, deadline - Date.now())), this.closing.signal);
+      } catch {
+        this.logger.debug('Transport cleaned up; reply not sent', { replyQueue, msgId });
+        return;
+      }
       try {
         if (this.conn.isClosed) throw new InvalidState('The transport was cleaned up');
-        await this.publisher.publish('', replyQueue, content, { mandatory: this.options.directMandatoryFlag });
+        await this.publisher.publish('', replyQueue, content, this.replyOptions);
         return;
-      } catch (err) {
-        const missing = err instanceof MessageUndeliverable;
-        const retriable = missing || (err instanceof MessagingError && err.retriable);
-        if (!retriable || Date.now() >= deadline) {
-          if (missing) this.obsoleteReplyQueues.add(replyQueue);
-          this.logger.warn(missing ? 'The reply queue is gone; dropping the reply' : 'Could not send a reply', { replyQueue, msgId, err });
-          return;
-        }
-        try {
-          await abortableSleep(missing ? 250 : Math.min(this.conn.retryDelay(attempt), Math.max(0, deadline - Date.now())), this.closing.signal);
-        } catch {
-          this.logger.debug('Transport cleaned up; reply not sent', { replyQueue, msgId });
-          return;
-        }
+      } catch (e) {
+        err = e;
       }
     }
   }

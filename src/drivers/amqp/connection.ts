@@ -1,5 +1,6 @@
 // One logical AMQP connection across reconnects: host failover, oslo's backoff, heartbeats,
-// TCP noDelay, TLS, connection.blocked, and hooks that restore channels/consumers on reopen.
+// TCP noDelay, TLS, connection.blocked, hooks that restore channels/consumers on reopen, and one
+// socket write per pass of amqplib's muxer.
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { connect, credentials, type ChannelModel, type Options, type SocketOptions } from 'amqplib';
@@ -192,6 +193,7 @@ export class AmqpConnection {
       await model.close().catch(() => undefined);
       throw new InvalidState('The AMQP connection was closed (transport cleaned up)');
     }
+    coalesceWrites(model);
     const generation = ++this.generation;
     const info = { connection: this.role, host: hostLabel, generation };
     model.on('error', (err: Error) => this.logger.warn('AMQP connection error', { connection: this.role, host: hostLabel, err }));
@@ -329,4 +331,31 @@ function shuffle<T>(list: T[]): void {
     const j = Math.floor(Math.random() * (i + 1));
     [list[i], list[j]] = [list[j], list[i]];
   }
+}
+
+/** Shape of amqplib's internals that coalesceWrites relies on (checked at run time). */
+interface MuxedConnection {
+  connection?: { stream?: { cork?: () => void; uncork?: () => void }; muxer?: { _readIncoming?: () => void } };
+}
+
+/**
+ * amqplib's muxer writes every frame it takes from the channels' buffers to the socket with its
+ * own `write()`, one syscall each (4 per RPC call on this path). Corking the socket around one
+ * muxer pass sends the same bytes in the same order with one `writev`. Nothing changes when
+ * amqplib's internals are not the expected shape.
+ */
+function coalesceWrites(model: ChannelModel): void {
+  const conn = (model as unknown as MuxedConnection).connection;
+  const stream = conn?.stream;
+  const muxer = conn?.muxer;
+  const read = muxer?._readIncoming;
+  if (!stream || !muxer || typeof read !== 'function' || typeof stream.cork !== 'function' || typeof stream.uncork !== 'function') return;
+  muxer._readIncoming = function readCorked(this: unknown): void {
+    stream.cork!();
+    try {
+      read.call(this);
+    } finally {
+      stream.uncork!();
+    }
+  };
 }

@@ -99,18 +99,25 @@ export class Publisher {
   }
 
   private write(ch: ConfirmChannel, exchange: string, routingKey: string, content: Buffer, opts: PublishOptions): Promise<void> {
+    const mandatory = opts.mandatory === true;
     let props: Options.Publish = PLAIN_PROPS;
     if (opts.expiration !== undefined) {
-      props = this.expirationProps(opts.expiration, opts.mandatory === true);
-    } else if (opts.mandatory) {
+      props = this.expirationProps(opts.expiration, mandatory);
+    } else if (mandatory) {
       props = MANDATORY_PROPS;
     }
     return new Promise<void>((resolve, reject) => {
-      const rec: InFlight = { resolve, reject, deadline: this.options.publishTimeout > 0 ? Date.now() + this.options.publishTimeout : Infinity };
-      if (opts.mandatory) {
-        rec.content = content;
-        rec.routingKey = routingKey;
-        rec.exchange = exchange;
+      // One shape for every record (requests and replies), so settle() stays monomorphic.
+      const rec: InFlight = {
+        resolve,
+        reject,
+        deadline: this.options.publishTimeout > 0 ? Date.now() + this.options.publishTimeout : Infinity,
+        returned: false,
+        content: mandatory ? content : undefined,
+        routingKey: mandatory ? routingKey : undefined,
+        exchange: mandatory ? exchange : undefined,
+      };
+      if (mandatory) {
         const list = this.mandatory.get(routingKey);
         if (list) list.push(rec);
         else this.mandatory.set(routingKey, [rec]);

@@ -12,6 +12,8 @@ import { transientQueue } from './topology.js';
 export class ReplyWaiter {
   /** Created once, reused for the transport's lifetime (oslo `reply_<uuid hex>`). */
   readonly queue = newReplyAddress();
+  /** Where a malformed reply came from, for its log line (one object, not one per reply). */
+  private readonly logFields = Object.freeze({ queue: this.queue });
   private channel?: Channel;
   private channelGeneration = -1;
   private settingUp?: Promise<void>;
@@ -105,6 +107,6 @@ export class ReplyWaiter {
     } catch {
       // channel closing: the reply is redelivered or lost with it
     }
-    this.pending.acceptBody(raw.content, { queue: this.queue });
+    this.pending.acceptBody(raw.content, this.logFields);
   }
 }
