@@ -16,6 +16,7 @@ import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { deleteQueues, rpcQueues } from './support/amqp-admin.js';
 import { PyProcess, requireOsloMessaging, startPy } from './support/python.js';
+import { createOtelHarness } from '../support/otel.js';
 
 /** A local class registered for Python's builtins.ValueError, to check typed rebuilding. */
 class ValueError extends Error {
@@ -59,6 +60,20 @@ describe('interop: tidings RPC client -> Python oslo.messaging RPC server', () =
     expect(result.args).toEqual(args);
     expect(result.ctx).toEqual({ ...ctx, client_timeout: null });
     expect(['s1', 's2']).toContain(result.server);
+  });
+
+  it('OpenTelemetry: the W3C keys tidings injects reach the Python server untouched, with the call span\'s trace and span ids', async () => {
+    const o = createOtelHarness();
+    const traced = await getRpcTransport(RABBIT_URL, { instrumentation: o.instrumentation });
+    try {
+      const client = getRpcClient(traced, { topic }, { timeout: 15_000 });
+      const result = (await client.call({ user_id: 'u-trace' }, 'echo', {})) as { ctx: Record<string, unknown> };
+      const span = o.span(`call ${topic}`).spanContext();
+      expect(result.ctx).toEqual({ user_id: 'u-trace', traceparent: `00-${span.traceId}-${span.spanId}-01`, client_timeout: null });
+    } finally {
+      await traced.cleanup();
+      await o.shutdown();
+    }
   });
 
   it('call to one server: every call lands on that server', async () => {
