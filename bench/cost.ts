@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline';
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { context } from '@opentelemetry/api';
+import { context, propagation, trace, type Histogram, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AggregationTemporality, MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter } from '@opentelemetry/sdk-metrics';
@@ -25,7 +25,7 @@ const TSX = fileURLToPath(new URL('../node_modules/tsx/dist/esm/index.mjs', impo
 /** Calls and notifications in flight, as in the main bench. */
 const WINDOW = 16;
 
-export const MODES = ['off', 'middleware', 'schemas', 'otel-context', 'otel'] as const;
+export const MODES = ['off', 'middleware', 'schemas', 'otel-context', 'otel-floor', 'otel'] as const;
 export type Mode = (typeof MODES)[number];
 export const OPS = ['call', 'notify'] as const;
 export type Op = (typeof OPS)[number];
@@ -38,6 +38,10 @@ const HELP = `Usage: npx tsx bench/cost.ts [--url <url>] [--count N] [--rounds N
   schemas     the call's arguments and result checked by a zod contract on both sides
   otel-context  only OpenTelemetry's AsyncLocalStorage context manager enabled, no instrumentation:
               what any OpenTelemetry set-up costs the process, before tidings does anything
+  otel-floor  no instrumentation: a hand-written middleware does only the SDK work OpenTelemetry's
+              conventions ask of a call or notification (a span on each side, the W3C context
+              injected and extracted, the server span active, one duration histogram per side):
+              the floor any instrumentation with this SDK pays
   otel        instrumentation with the OpenTelemetry SDK (batch span processor and a metric reader
               exporting to nowhere, AsyncLocalStorage context manager, W3C propagator)
   --instructions   also count instructions per operation under callgrind (slow: small counts)
@@ -75,10 +79,53 @@ function otelOptions(): { tracerProvider: BasicTracerProvider; meterProvider: Me
 
 const passThrough = { before: () => {} };
 
+/**
+ * The least SDK work the conventions ask of one operation, written by hand as transport
+ * middlewares (`otel-floor`): a span per side, the W3C context injected on send and extracted on
+ * receipt, the receiving span active while the handler runs, one duration histogram per side with
+ * the same four attributes tidings uses. No counters, no error handling, no caching.
+ */
+function otelFloor(): Record<string, unknown> {
+  const o = otelOptions();
+  propagation.setGlobalPropagator(o.propagator);
+  const tracer: Tracer = o.tracerProvider.getTracer('floor');
+  const meter = o.meterProvider.getMeter('floor');
+  const sent: Histogram = meter.createHistogram('floor.send.duration');
+  const handled: Histogram = meter.createHistogram('floor.process.duration');
+  const attributes = { 'messaging.system': 'x', 'messaging.operation.type': 'send', 'messaging.operation.name': 'call', 'messaging.destination.name': 'topic' };
+  const send = {
+    async wrap(inv: { ctx: Record<string, unknown> }, next: () => Promise<unknown>) {
+      const span = tracer.startSpan('send', { attributes });
+      const carrier = { ...inv.ctx };
+      propagation.inject(trace.setSpan(context.active(), span), carrier);
+      inv.ctx = carrier;
+      const began = performance.now();
+      const result = await next();
+      sent.record(performance.now() - began, attributes);
+      span.end();
+      return result;
+    },
+  };
+  const receive = {
+    async wrap(inv: { wireContext?: unknown; items?: Array<{ ctx: unknown }> }, next: () => Promise<unknown>) {
+      const carrier = (inv.wireContext ?? inv.items?.[0]?.ctx ?? {}) as Record<string, unknown>;
+      const parent = propagation.extract(context.active(), carrier);
+      const span = tracer.startSpan('process', { attributes }, parent);
+      const began = performance.now();
+      const result = await context.with(trace.setSpan(parent, span), next);
+      handled.record(performance.now() - began, attributes);
+      span.end();
+      return result;
+    },
+  };
+  return { middleware: { rpcClient: [send], rpcServer: [receive], notifier: [send], listener: [receive] } };
+}
+
 /** Transport options of a mode: where the middleware and the instrumentation come in. */
 function transportOptions(mode: Mode): Record<string, unknown> {
   if (mode === 'middleware') return { middleware: { rpcClient: [passThrough], rpcServer: [passThrough], notifier: [passThrough], listener: [passThrough] } };
   if (mode === 'otel') return { instrumentation: otelOptions() };
+  if (mode === 'otel-floor') return otelFloor();
   if (mode === 'otel-context') enableContextManager();
   return {};
 }
