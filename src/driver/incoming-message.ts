@@ -15,7 +15,8 @@ export abstract class ReceivedMessage {
     /**
      * How often the broker delivered it, counting this delivery: 1 the first time, more after a
      * requeue, a crashed consumer or a lost connection. RabbitMQ classic queues only flag a
-     * redelivery (2); quorum queues, Redis, Kafka and memory:// count.
+     * redelivery (2); quorum queues, Redis and memory:// count; Kafka counts requeues (the retry
+     * topic carries the count), not a record read again after a rebalance.
      */
     readonly deliveryCount = 1,
   ) {}

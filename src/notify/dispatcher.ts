@@ -43,7 +43,8 @@ export interface NotificationMetadata {
   readonly redelivered: boolean;
   /**
    * How often it was delivered, this delivery included (1 the first time). RabbitMQ classic
-   * queues only flag a redelivery (2); quorum queues, Redis, Kafka and memory:// count.
+   * queues only flag a redelivery (2); quorum queues, Redis and memory:// count; Kafka counts
+   * requeues (the retry topic carries the count), not a record read again after a rebalance.
    */
   readonly deliveryCount: number;
   /** The driver's raw broker message. */

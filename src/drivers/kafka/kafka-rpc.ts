@@ -248,11 +248,6 @@ export class KafkaRpcServer implements PushSource<RpcIncomingMessage>, DeliveryS
     return { topic: delivery.record.topic, partition: delivery.record.partition, offset: delivery.record.offset, group: delivery.group };
   }
 
-  /** Requests are committed on receipt and never read again by the group: always a first delivery. */
-  deliveries(): number {
-    return 1;
-  }
-
   address(delivery: KafkaRpcDelivery): string {
     return delivery.record.topic;
   }

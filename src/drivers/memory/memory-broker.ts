@@ -37,8 +37,7 @@ interface StoredMessage {
   readonly exchange: string;
   readonly routingKey: string;
   readonly expiresAt?: number;
-  redelivered: boolean;
-  /** Times handed out so far. */
+  /** Times handed out so far: more than once means given back (requeue, consumer closed) and redelivered. */
   deliveries: number;
 }
 
@@ -74,7 +73,7 @@ export class MemoryConsumer {
     return true;
   }
 
-  /** Rejects one delivery; with `requeue` it goes back to the head of the queue, marked redelivered. */
+  /** Rejects one delivery; with `requeue` it goes back to the head of the queue and comes again redelivered. */
   reject(deliveryTag: number, requeue: boolean): boolean {
     const message = this.unacked.get(deliveryTag);
     if (!message) return false;
@@ -111,10 +110,10 @@ export class MemoryConsumer {
   deliver(message: StoredMessage): void {
     const deliveryTag = this.nextTag++;
     if (!this.noAck) this.unacked.set(deliveryTag, message);
-    const { body, exchange, routingKey, redelivered } = message;
+    const { body, exchange, routingKey } = message;
     const deliveries = ++message.deliveries;
     try {
-      this.callback({ body, exchange, routingKey, queue: this.queue.name, redelivered, deliveries, deliveryTag });
+      this.callback({ body, exchange, routingKey, queue: this.queue.name, redelivered: deliveries > 1, deliveries, deliveryTag });
     } catch {
       // A consumer callback must not throw; the message stays unacked as on a real broker.
     }
@@ -147,10 +146,7 @@ export class MemoryQueue {
   /** Settled messages coming back from a consumer: to the head of the queue (in order) or dropped. */
   giveBack(messages: StoredMessage[], requeue: boolean): void {
     if (requeue) {
-      for (let i = messages.length - 1; i >= 0; i--) {
-        messages[i].redelivered = true;
-        this.ready.unshift(messages[i]);
-      }
+      for (let i = messages.length - 1; i >= 0; i--) this.ready.unshift(messages[i]);
       this.requeued += messages.length;
     } else {
       this.rejected += messages.length;
@@ -273,14 +269,14 @@ export class MemoryBroker {
     const expiresAt = options.expirationMs === undefined ? undefined : performance.now() + options.expirationMs;
     if (exchangeName === '') {
       const queue = this.queues.get(routingKey);
-      queue?.enqueue({ body, exchange: '', routingKey, expiresAt, redelivered: false, deliveries: 0 });
+      queue?.enqueue({ body, exchange: '', routingKey, expiresAt, deliveries: 0 });
       return queue ? 1 : 0;
     }
     const exchange = this.exchanges.get(exchangeName);
     const queues = exchange?.bindings.get(exchange.fanout ? '' : routingKey);
     if (!queues) return 0;
-    // Each queue gets its own record: redelivered/requeue state is per queue, as on a broker.
-    for (const queue of queues) queue.enqueue({ body, exchange: exchangeName, routingKey, expiresAt, redelivered: false, deliveries: 0 });
+    // Each queue gets its own record: delivery counts and requeue state are per queue, as on a broker.
+    for (const queue of queues) queue.enqueue({ body, exchange: exchangeName, routingKey, expiresAt, deliveries: 0 });
     return queues.size;
   }
 

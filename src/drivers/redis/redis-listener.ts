@@ -375,8 +375,11 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
           const room = prefetchCount - this.inflight.size;
           if (this.stopped || room <= 0) break;
           const got = await runScript<[string, string[], number, 1?][]>(cmd, 'tidingsClaim', [s.key, s.topic.deadLetters, s.topic.errors], [this.group, this.consumer, leaseMs, room, maxDeliveries, Date.now()]);
-          const claimed = got.filter(([, , , dead]) => dead !== 1);
-          for (let i = claimed.length; i < got.length; i++) this.deps.stats.deadLettered(s.address, 'max_deliveries', poolOfGroup(this.group));
+          const claimed: typeof got = [];
+          for (const entry of got) {
+            if (entry[3] === 1) this.deps.stats.deadLettered(s.address, 'max_deliveries', poolOfGroup(this.group));
+            else claimed.push(entry);
+          }
           if (this.stopped) {
             // Not ours to handle any more: make them claimable again at once.
             for (const [id] of claimed) await runScript(cmd, 'tidingsRequeue', [s.key, s.topic.errors], [this.group, this.consumer, id, leaseMs, '']).catch(() => undefined);
