@@ -55,6 +55,8 @@ export interface Stats {
   cpuUsPerOp?: number;
   p50Ms?: number;
   p99Ms?: number;
+  /** With several rounds: ops/s of every round this side ran, the warm-up first (the median of the rest is reported). */
+  roundsOpsPerSec?: number[];
 }
 
 /** A scenario's tidings figures (absent in a `baselinesOnly` run) and its baselines'. */
@@ -217,7 +219,7 @@ async function measureRounds(sides: ReadonlyArray<[Side, ScenarioFn]>, rounds: n
   const out: Partial<Record<Side, Stats>> = {};
   for (const [side, all] of runs) {
     const kept = (all.length > 1 ? all.slice(1) : all).sort((a, b) => a.opsPerSec - b.opsPerSec);
-    out[side] = kept[Math.floor((kept.length - 1) / 2)];
+    out[side] = all.length > 1 ? { ...kept[Math.floor((kept.length - 1) / 2)], roundsOpsPerSec: all.map((s) => s.opsPerSec) } : kept[0];
   }
   return out;
 }

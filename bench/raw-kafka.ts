@@ -31,6 +31,9 @@ import { BATCH_SIZE, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureConcurre
 /** Consumer settings matching tidings' short-join bench URL (SHORT_GROUP_QUERY). */
 const CONSUMER = { sessionTimeout: 6000, heartbeatInterval: 500, rebalanceTimeout: 10_000, maxWaitTimeInMs: 200 } as const;
 
+/** How long a raw consumer may take to join its group (the mock's joins take seconds). */
+const JOIN_DEADLINE_MS = 60_000;
+
 const body = (i: number) => JSON.stringify({ i, text: PAYLOAD_TEXT });
 
 /** How the notification scenarios write and read a record. */
@@ -79,15 +82,25 @@ async function withKafka(ctx: BenchContext, run: (c: Clients) => Promise<Measure
   }
 }
 
-/** Connects, subscribes from the beginning and runs `eachBatch`; resolves once the group was joined. */
+/**
+ * Connects, subscribes from the beginning and runs `eachBatch`; resolves once the group was joined.
+ * As tidings' consumers do, a consumer that crashed without kafkajs restarting it (the mock answers
+ * a SyncGroup that lost a race with two members joining at once with INVALID_REQUEST) is run again;
+ * a join that never comes fails the run instead of hanging it.
+ */
 async function startConsumer(c: Consumer, topic: string, eachBatch: (p: EachBatchPayload) => Promise<void>): Promise<void> {
   let joined!: () => void;
   const join = new Promise<void>((resolve) => (joined = resolve));
+  const config = { autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 8, eachBatch };
   c.on(c.events.GROUP_JOIN, () => joined());
+  c.on(c.events.CRASH, (e) => {
+    if (!e.payload.restart) setTimeout(() => void c.connect().then(() => c.run(config)).catch(() => undefined), 1000).unref();
+  });
   await c.connect();
   await c.subscribe({ topic, fromBeginning: true });
-  await c.run({ autoCommit: false, eachBatchAutoResolve: false, partitionsConsumedConcurrently: 8, eachBatch });
-  await join;
+  await c.run(config);
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([join, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`bench: raw kafkajs consumer of ${topic} did not join its group within ${JOIN_DEADLINE_MS} ms`)), JOIN_DEADLINE_MS)))]).finally(() => clearTimeout(timer));
 }
 
 /** A consumer that decodes and handles each record, then commits what it handled (once per batch, or per `chunk` records). */

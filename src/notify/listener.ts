@@ -69,6 +69,9 @@ export const BATCH_NOTIFICATION_LISTENER_DEFAULTS = Object.freeze({
 
 type State = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' | 'waiting';
 
+/** What a handled notification asks to requeue when it asks for nothing (no Map per message). */
+const NO_REQUEUES: ReadonlyMap<IncomingMessage, unknown> = new Map();
+
 /**
  * A running subscription. Lifecycle: `start()` → `stop()` → `wait()`, after which it may be
  * started again; out of order (`stop()` before `start()`, `wait()` before `stop()`, `start()`
@@ -300,12 +303,12 @@ export class NotificationListener {
   private async processBatch(messages: IncomingMessage[]): Promise<void> {
     const startedAt = performance.now();
     // Each message to requeue, with the handler error that asked for it (the driver records it in its dead letters).
-    let requeues: Map<IncomingMessage, unknown>;
+    let requeues: ReadonlyMap<IncomingMessage, unknown>;
     if (this.dispatcher instanceof BatchNotificationDispatcher) {
       requeues = await this.dispatcher.dispatchBatchWithReasons(messages);
     } else {
       const outcome = await this.dispatcher.dispatchWithReason(messages[0]);
-      requeues = new Map(outcome.result === NotificationResult.REQUEUE ? [[messages[0], outcome.reason]] : []);
+      requeues = outcome.result === NotificationResult.REQUEUE ? new Map([[messages[0], outcome.reason]]) : NO_REQUEUES;
     }
     let requeued = 0;
     for (const m of messages) {

@@ -42,6 +42,9 @@ describe('bench harness', () => {
     expect(report.rounds).toBe(5);
     // Rounds 2-5 only: tidings 40, 10, 20, 30 ms -> median run 30 ms (lower middle by ops/s); raw 100, 300, 200, 400 ms -> 300 ms.
     expect(report.scenarios.x).toMatchObject({ opsPerSec: Math.round(10_000 / 30), baseline: { opsPerSec: Math.round(10_000 / 300) } });
+    // Every round's rate is kept, the warm-up first, for a report of the spread.
+    expect(report.scenarios.x.roundsOpsPerSec).toEqual(elapsed.tidings.map((ms) => Math.round(10_000 / ms)));
+    expect(report.scenarios.x.baseline?.roundsOpsPerSec).toEqual(elapsed.raw.map((ms) => Math.round(10_000 / ms)));
   });
 
   it('registers the scenarios the issue asks for', () => {

@@ -24,9 +24,17 @@ export interface KafkaDelivery {
   readonly originalTopic: string;
 }
 
-export class KafkaNotificationListener implements PushSource<IncomingMessage>, DeliverySettler<KafkaDelivery> {
+/** A delivery with where its offset is tracked: settling it looks nothing up. */
+interface TrackedDelivery extends KafkaDelivery {
+  /** The record's offset, parsed once. */
+  readonly offset: bigint;
+  /** Its partition's offsets in the generation it was read in. */
+  readonly offsets: PartitionOffsets;
+}
+
+export class KafkaNotificationListener implements PushSource<IncomingMessage>, DeliverySettler<TrackedDelivery> {
   private sink?: ListenerSink<IncomingMessage>;
-  private readonly inbound: NotificationInbound<KafkaDelivery>;
+  private readonly inbound: NotificationInbound<TrackedDelivery>;
   private consumer?: KafkaConsumerHandle;
   private generation = 0;
   /** Offsets of the current generation by `topic\0partition`. */
@@ -54,7 +62,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     private readonly logger: Logger,
     private readonly stats?: DeliveryStats,
   ) {
-    this.inbound = new NotificationInbound({ settler: this, logger, dedupWindow: options.dedupWindow, stats, pool: group });
+    this.inbound = new NotificationInbound<TrackedDelivery>({ settler: this, logger, dedupWindow: options.dedupWindow, stats, pool: group });
     this.retryTopics = new Map(topics.map((t) => [t, retryTopic(t, group)]));
   }
 
@@ -98,11 +106,11 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     await this.consumer?.close();
   }
 
-  ack(delivery: KafkaDelivery, generation: number): boolean {
-    return this.settle(delivery.record, generation);
+  ack(delivery: TrackedDelivery, generation: number): boolean {
+    return this.settle(delivery, generation);
   }
 
-  requeue(delivery: KafkaDelivery, generation: number, reason?: unknown): void {
+  requeue(delivery: TrackedDelivery, generation: number, reason?: unknown): void {
     // Requeueing re-publishes (a retry topic, or the dead letters) and commits past the original,
     // so one message never blocks its partition; the original stays uncommitted until the copy is stored.
     const { record } = delivery;
@@ -122,15 +130,15 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
       .then(
         () => {
           if (dead) this.stats?.deadLettered(delivery.originalTopic, 'max_deliveries', this.group);
-          this.settle(record, generation);
+          this.settle(delivery, generation);
         },
         (err: unknown) => this.logger.error('Could not re-publish a requeued notification; it is read again after the next rebalance', { topic, partition: record.partition, offset: record.offset, err }),
       );
   }
 
-  reject(delivery: KafkaDelivery, generation: number): void {
+  reject(delivery: TrackedDelivery, generation: number): void {
     // Malformed: committed past, never retried (the inbound pipeline logged it).
-    this.settle(delivery.record, generation);
+    this.settle(delivery, generation);
   }
 
   describe(delivery: KafkaDelivery): Record<string, unknown> {
@@ -193,7 +201,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
   /** Takes back what was received and not handed to the callback yet; the broker gives it again. */
   private withdrawBuffered(): number {
     const stale = this.sink?.withdraw(() => true) ?? [];
-    for (const m of stale) this.inbound.abandon(m as NotificationMessage<KafkaDelivery>);
+    for (const m of stale) this.inbound.abandon(m as NotificationMessage<TrackedDelivery>);
     return stale.length;
   }
 
@@ -201,19 +209,26 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     if (this.stopped || this.rebalancing) return;
     const generation = this.generation;
     const beforeDispatch = this.options.commitMode === 'before-dispatch';
+    // A batch is one partition's records: its offsets and carried position are looked up once.
+    let offsets: PartitionOffsets | undefined;
+    let done: bigint | undefined;
+    let key = '';
     for (const record of records) {
-      const offsets = this.offsetsOf(record.topic, record.partition);
+      if (offsets === undefined || record.partition !== records[0].partition || record.topic !== records[0].topic) {
+        key = `${record.topic}\0${record.partition}`;
+        offsets = this.offsetsOf(key);
+        done = this.carried.get(key);
+      }
       const offset = BigInt(record.offset);
       offsets.track(offset);
-      const done = this.carried.get(`${record.topic}\0${record.partition}`);
+      const delivery = deliveryOf(record, offset, offsets);
       if (done !== undefined && offset < done) {
         // Settled here in an earlier generation; its commit had not gone through.
-        this.settle(record, generation);
+        this.settle(delivery, generation);
         continue;
       }
-      const delivery = deliveryOf(record);
       const message = this.inbound.receive(record.value ?? '', delivery, generation);
-      if (beforeDispatch) this.settle(record, generation);
+      if (beforeDispatch) this.settle(delivery, generation);
       if (message !== undefined) this.sink!.deliver(message);
     }
     if (this.inbound.unsettled >= this.options.maxPollRecords && !this.stopped) {
@@ -221,20 +236,20 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     }
   }
 
-  private offsetsOf(topic: string, partition: number): PartitionOffsets {
-    const key = `${topic}\0${partition}`;
+  private offsetsOf(key: string): PartitionOffsets {
     let offsets = this.partitions.get(key);
     if (!offsets) this.partitions.set(key, (offsets = new PartitionOffsets()));
     return offsets;
   }
 
-  /** Marks the record done in its generation and schedules a commit; false for another generation's record. */
-  private settle(record: IncomingRecord, generation: number): boolean {
+  /** Marks the delivery done in its generation and schedules a commit; false for another generation's delivery. */
+  private settle(delivery: TrackedDelivery, generation: number): boolean {
     if (generation !== this.generation) {
+      const { record } = delivery;
       this.logger.debug('Not committing a record of an earlier group generation (a new owner reads it again)', { topic: record.topic, partition: record.partition, offset: record.offset });
       return false;
     }
-    if (!this.partitions.get(`${record.topic}\0${record.partition}`)?.settle(BigInt(record.offset))) return false;
+    if (!delivery.offsets.settle(delivery.offset)) return false;
     if (this.inbound.unsettled < this.options.maxPollRecords) this.wakeRoomWaiters();
     this.scheduleCommit();
     return true;
@@ -307,8 +322,8 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
 }
 
 /** The delivery of a record: a retry copy carries its delivery count and original topic in headers. */
-function deliveryOf(record: IncomingRecord): KafkaDelivery {
+function deliveryOf(record: IncomingRecord, offset: bigint, offsets: PartitionOffsets): TrackedDelivery {
   const count = Number(record.headers[HEADERS.deliveries]);
   const original = record.headers[HEADERS.originalTopic];
-  return { record, deliveries: Number.isInteger(count) && count > 0 ? count + 1 : 1, originalTopic: original ?? record.topic };
+  return { record, offset, offsets, deliveries: Number.isInteger(count) && count > 0 ? count + 1 : 1, originalTopic: original ?? record.topic };
 }
