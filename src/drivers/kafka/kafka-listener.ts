@@ -207,18 +207,20 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
 
   private onRecords(records: readonly IncomingRecord[]): Promise<void> | void {
     if (this.stopped || this.rebalancing) return;
+    if (records.length > 0) this.receive(records);
+    if (this.inbound.unsettled >= this.options.maxPollRecords && !this.stopped) {
+      return new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+    }
+  }
+
+  /** Hands out one partition's records (ConsumerHandlers.onRecords): its offsets and carried position are looked up once. */
+  private receive(records: readonly IncomingRecord[]): void {
     const generation = this.generation;
     const beforeDispatch = this.options.commitMode === 'before-dispatch';
-    // A batch is one partition's records: its offsets and carried position are looked up once.
-    let offsets: PartitionOffsets | undefined;
-    let done: bigint | undefined;
-    let key = '';
+    const key = `${records[0].topic}\0${records[0].partition}`;
+    const offsets = this.offsetsOf(key);
+    const done = this.carried.get(key);
     for (const record of records) {
-      if (offsets === undefined || record.partition !== records[0].partition || record.topic !== records[0].topic) {
-        key = `${record.topic}\0${record.partition}`;
-        offsets = this.offsetsOf(key);
-        done = this.carried.get(key);
-      }
       const offset = BigInt(record.offset);
       offsets.track(offset);
       const delivery = deliveryOf(record, offset, offsets);
@@ -230,9 +232,6 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
       const message = this.inbound.receive(record.value ?? '', delivery, generation);
       if (beforeDispatch) this.settle(delivery, generation);
       if (message !== undefined) this.sink!.deliver(message);
-    }
-    if (this.inbound.unsettled >= this.options.maxPollRecords && !this.stopped) {
-      return new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     }
   }
 
