@@ -1,6 +1,7 @@
 // Delivery rules of the Kafka driver on the Kafka test broker (librdkafka's mock cluster, 3
-// brokers): commits after the handler, requeue through the group's retry topic, dead letters
-// after maxDeliveries, malformed records committed past, per-key order, oslo's record format.
+// brokers): commits after the handler, requeue through the group's retry topic (read by a group of
+// its own), dead letters after maxDeliveries, malformed records committed past, per-key order,
+// oslo's record format.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
@@ -83,6 +84,11 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
     await waitFor(() => retried.length === 1, { timeoutMs: 20_000, message: 'one record on the retry topic' });
     expect(retried[0].headers).toMatchObject({ 'x-tidings-deliveries': '1', 'x-tidings-original-topic': `${topic}.info` });
     expect(deliveries).toEqual([7, 7]);
+    // The retry topic is read by a group of its own, so the group's consumer of the busy topic
+    // never fetches its (nearly always empty) partitions; each group commits what it handled.
+    await waitFor(async () => (await kafka.raw.committed(`${group}.retry`, `${topic}.info.retry.${group}`)) === 1, { timeoutMs: 20_000, message: 'the retry group committed the retried record' });
+    await waitFor(async () => (await kafka.raw.committed(group, `${topic}.info`)) === 1, { timeoutMs: 20_000, message: 'the pool committed past the original' });
+    expect(await kafka.raw.committed(group, `${topic}.info.retry.${group}`)).toBe(0);
   });
 
   it('after maxDeliveries a notification goes to <topic>.dlq with why, and is not delivered again', async () => {

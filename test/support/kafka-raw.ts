@@ -55,6 +55,18 @@ export class RawKafka {
     return out;
   }
 
+  /** The offsets `groupId` committed on `topic`, summed over its partitions (a partition without a commit counts 0). */
+  async committed(groupId: string, topic: string): Promise<number> {
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      const [offsets] = await admin.fetchOffsets({ groupId, topics: [topic] });
+      return (offsets?.partitions ?? []).reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
   async close(): Promise<void> {
     await Promise.all(this.consumers.map((c) => c.disconnect().catch(() => undefined)));
     await this.producer?.then((p) => p.disconnect()).catch(() => undefined);

@@ -1,7 +1,9 @@
-// A notification listener on one consumer group: records of `<topic>.<priority>` and of the
-// group's retry topics go through the shared inbound pipeline to the listener; offsets are
-// committed once handled (batched, never past a record still being handled). A delivery's
-// generation is the group generation (one per rebalance) it was read in.
+// A notification listener on one consumer group: records of `<topic>.<priority>` go through the
+// shared inbound pipeline to the listener; offsets are committed once handled (batched, never past
+// a record still being handled). A delivery's generation is the group generation (one per
+// rebalance) it was read in. The group's retry topics are read by a second consumer of the same
+// kind in a group of their own (`retryGroup`): they are empty nearly always, and in the main
+// consumer every fetch of a busy topic would carry their partitions too.
 import { requeueReason } from '../../driver/dead-letters.js';
 import type { ConsumerLag, DeliveryStats } from '../../driver/delivery-stats.js';
 import { NotificationInbound, type DeliverySettler } from '../../driver/inbound.js';
@@ -13,7 +15,7 @@ import type { Assignment, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandl
 import type { KafkaConnection } from './connection.js';
 import { PartitionOffsets } from './offset-tracker.js';
 import type { ResolvedKafkaOptions } from './options.js';
-import { deadLetterTopic, HEADERS, retryTopic } from './topology.js';
+import { deadLetterTopic, HEADERS, retryGroup, retryTopic } from './topology.js';
 
 /** What the listener hands the inbound pipeline as the delivery handle (`unwrap()` returns it). */
 export interface KafkaDelivery {
@@ -49,8 +51,14 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
   private roomWaiters: Array<() => void> = [];
   /** Positions settled in an earlier generation and not known to be committed, by `topic\0partition`. */
   private carried = new Map<string, bigint>();
-  /** Retry topic of each topic this listener reads. */
+  /** Retry topic of each `<topic>.<priority>` topic of the listener. */
   private readonly retryTopics: Map<string, string>;
+  /** The topics this consumer reads: the listener's, or (the retry reader) their retry topics. */
+  private readonly reads: readonly string[];
+  /** The Kafka consumer group of this consumer: `group`, or (the retry reader) `retryGroup(group)`. */
+  private readonly groupId: string;
+  /** The consumer of the retry topics, which hands its records to the same sink (the listener's own reader only). */
+  private readonly retries?: KafkaNotificationListener;
 
   constructor(
     private readonly conn: KafkaConnection,
@@ -61,26 +69,42 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     private readonly options: ResolvedKafkaOptions,
     private readonly logger: Logger,
     private readonly stats?: DeliveryStats,
+    /** `retries`: the retry reader of a listener (made by the listener itself). */
+    role: 'listener' | 'retries' = 'listener',
   ) {
     this.inbound = new NotificationInbound<TrackedDelivery>({ settler: this, logger, dedupWindow: options.dedupWindow, stats, pool: group });
     this.retryTopics = new Map(topics.map((t) => [t, retryTopic(t, group)]));
+    if (role === 'listener') {
+      this.reads = topics;
+      this.groupId = group;
+      this.retries = new KafkaNotificationListener(conn, topics, group, options, logger.child({ retries: true }), stats, 'retries');
+    } else {
+      this.reads = [...this.retryTopics.values()];
+      this.groupId = retryGroup(group);
+    }
   }
 
   attach(sink: ListenerSink<IncomingMessage>): void {
     this.sink = sink;
+    this.retries?.attach(sink);
   }
 
-  /** Makes the topics (or has them auto-created) and joins the group; resolves once assigned. */
+  /** Makes the topics (or has them auto-created) and joins the groups (the listener's and its retry reader's); resolves once assigned. */
   async subscribe(): Promise<void> {
+    await Promise.all([this.join(), this.retries?.subscribe()]);
+  }
+
+  private async join(): Promise<void> {
     const client: KafkaClientAdapter = await this.conn.getClient();
-    const all = [...this.topics, ...this.retryTopics.values()];
-    await client.ensureTopics(all);
+    await client.ensureTopics(this.reads);
+    // A requeued record must never be skipped: the retry reader starts at the beginning of what it has not committed.
+    const fromBeginning = this.retries === undefined || this.options.offsetReset === 'earliest';
     this.consumer = await client.consume(
-      { groupId: this.group, topics: all, fromBeginning: this.options.offsetReset === 'earliest' },
+      { groupId: this.groupId, topics: this.reads, fromBeginning },
       { onRecords: (records) => this.onRecords(records), onAssignment: (assignment) => this.onAssignment(assignment), onRebalance: () => this.onRebalance() },
     );
     if (this.stopped) await this.consumer.close();
-    this.logger.debug('Kafka listener joined its group', { group: this.group, topics: this.topics });
+    this.logger.debug('Kafka listener joined its group', { group: this.groupId, topics: this.reads });
   }
 
   async stop(): Promise<void> {
@@ -88,10 +112,11 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     this.stopped = true;
     this.consumer?.pause();
     this.wakeRoomWaiters();
+    await this.retries?.stop();
   }
 
   cleanup(): Promise<void> {
-    this.cleaning ??= this.doCleanup();
+    this.cleaning ??= Promise.all([this.doCleanup(), this.retries?.cleanup()]).then(() => undefined);
     return this.cleaning;
   }
 
@@ -158,11 +183,11 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     return this.cleaning !== undefined;
   }
 
-  /** How far the group is behind on each topic it reads (retry topics counted with their topic). */
+  /** How far the group is behind on each topic it reads (its retry topic counted with it). */
   async lag(): Promise<ConsumerLag[]> {
     const client = await this.conn.getClient();
-    const byTopic = await client.groupLag(this.group, [...this.topics, ...this.retryTopics.values()]);
-    return this.topics.map((topic) => ({ address: topic, pool: this.group, lag: (byTopic.get(topic) ?? 0) + (byTopic.get(this.retryTopics.get(topic)!) ?? 0) }));
+    const [byTopic, byRetryTopic] = await Promise.all([client.groupLag(this.group, this.topics), client.groupLag(retryGroup(this.group), [...this.retryTopics.values()])]);
+    return this.topics.map((topic) => ({ address: topic, pool: this.group, lag: (byTopic.get(topic) ?? 0) + (byRetryTopic.get(this.retryTopics.get(topic)!) ?? 0) }));
   }
 
   private onRebalance(): void {
@@ -171,7 +196,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     // still accepts commits of this generation, so the new owner does not run it again.
     this.rebalancing = true;
     const withdrawn = this.withdrawBuffered();
-    this.logger.debug('Kafka listener rebalancing', { group: this.group, generation: this.generation, withdrawn });
+    this.logger.debug('Kafka listener rebalancing', { group: this.groupId, generation: this.generation, withdrawn });
     clearTimeout(this.commitTimer);
     this.commitTimer = undefined;
     void this.flushCommits();
@@ -195,12 +220,12 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     this.partitions = new Map();
     if (carried.size > 0) void this.commitCarried(this.generation);
     const withdrawn = this.withdrawBuffered();
-    this.logger.debug('Kafka listener assigned', { group: this.group, generation: this.generation, assignment: Object.fromEntries(assignment), withdrawn });
+    this.logger.debug('Kafka listener assigned', { group: this.groupId, generation: this.generation, assignment: Object.fromEntries(assignment), withdrawn });
   }
 
-  /** Takes back what was received and not handed to the callback yet; the broker gives it again. */
+  /** Takes back what this consumer received and the listener did not hand to the callback yet; the broker gives it again. */
   private withdrawBuffered(): number {
-    const stale = this.sink?.withdraw(() => true) ?? [];
+    const stale = this.sink?.withdraw((m) => this.reads.includes((m as NotificationMessage<TrackedDelivery>).delivery.record.topic)) ?? [];
     for (const m of stale) this.inbound.abandon(m as NotificationMessage<TrackedDelivery>);
     return stale.length;
   }
@@ -286,7 +311,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
       await this.consumer?.commit(offsets);
       if (generation === this.generation) for (const [key, offset] of carried) if (this.carried.get(key) === offset) this.carried.delete(key);
     } catch (err) {
-      this.logger.debug('Could not commit positions carried over from the last generation', { group: this.group, err });
+      this.logger.debug('Could not commit positions carried over from the last generation', { group: this.groupId, err });
     }
   }
 
@@ -308,7 +333,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
       () => {
         if (generation === this.generation) for (const p of points) p.offsets.committedUpTo(p.offset);
       },
-      (err: unknown) => this.logger.debug('Commit failed (the group rebalanced or the broker is away); records are read again from the last commit', { group: this.group, err }),
+      (err: unknown) => this.logger.debug('Commit failed (the group rebalanced or the broker is away); records are read again from the last commit', { group: this.groupId, err }),
     );
     this.committing = committing;
     await committing;

@@ -46,6 +46,15 @@ export function retryTopic(topic: string, group: string): string {
   return safeTopic(`${topic}.retry.${group}`);
 }
 
+/**
+ * The consumer group that reads a group's retry topics: a group of their own, so that the
+ * group's consumers of the busy `<topic>.<priority>` topics do not fetch the (nearly always
+ * empty) retry partitions with every request.
+ */
+export function retryGroup(group: string): string {
+  return `${group}.retry`;
+}
+
 /** Where records end that were delivered `maxDeliveries` times: `<topic>.dlq`. */
 export function deadLetterTopic(topic: string): string {
   return safeTopic(`${topic}.dlq`);
