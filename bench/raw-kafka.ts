@@ -8,8 +8,13 @@
 //   goes out as one `sendBatch` (see Sender).
 // - consume-*: the same windowed producer while consumers in one group (one, two for pooled)
 //   read with `eachBatch`, decode each record and commit after handling it (at-least-once, as
-//   tidings commits after its handler): `resolveOffset` per record and one `commitOffsetsIfNecessary`
-//   per batch; batch mode hands out 100 records at a time (`consume-batch`, batchSize 100).
+//   tidings commits after its handler): `resolveOffset` per record, and what is resolved and not
+//   committed is committed once `commit_interval_ms` of the bench URL passed since the last commit
+//   (tidings' listeners commit on the same interval), asked after each batch, or each 100 records
+//   in batch mode (`consume-batch`, batchSize 100). kafkajs's autoCommit would commit after every
+//   fetched batch (its `autoCommitInterval` only adds commits). Before 2026-11-24 the baselines
+//   called `commitOffsetsIfNecessary()` with autoCommit off, which commits nothing: they never
+//   committed.
 // - cast: the producer sends to a request topic; one consumer in the servers' group handles and
 //   commits; timed until every cast was handled.
 // - call-sequential / call-concurrent: request/reply over two topics. The client sends
@@ -30,6 +35,9 @@ import { BATCH_SIZE, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureConcurre
 
 /** Consumer settings matching tidings' short-join bench URL (SHORT_GROUP_QUERY). */
 const CONSUMER = { sessionTimeout: 6000, heartbeatInterval: 500, rebalanceTimeout: 10_000, maxWaitTimeInMs: 200 } as const;
+
+/** tidings' default `commit_interval_ms`, for a bench URL without one. */
+const DEFAULT_COMMIT_INTERVAL_MS = 100;
 
 /** How long a raw consumer may take to join its group (the mock's joins take seconds). */
 const JOIN_DEADLINE_MS = 60_000;
@@ -54,6 +62,8 @@ function brokersOf(ctx: BenchContext): string[] {
 
 interface Clients {
   kafka: Kafka;
+  /** How often consumers commit what they handled: the bench URL's `commit_interval_ms`, as tidings' listeners. */
+  commitIntervalMs: number;
   producer(): Promise<Sender>;
   consumer(groupId: string, maxWaitTimeInMs?: number): Consumer;
 }
@@ -65,6 +75,7 @@ async function withKafka(ctx: BenchContext, run: (c: Clients) => Promise<Measure
   try {
     return await run({
       kafka,
+      commitIntervalMs: Number(ctx.transportUrl.query.commit_interval_ms ?? DEFAULT_COMMIT_INTERVAL_MS),
       producer: async () => {
         const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: true });
         opened.push(p);
@@ -103,16 +114,26 @@ async function startConsumer(c: Consumer, topic: string, eachBatch: (p: EachBatc
   await Promise.race([join, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`bench: raw kafkajs consumer of ${topic} did not join its group within ${JOIN_DEADLINE_MS} ms`)), JOIN_DEADLINE_MS)))]).finally(() => clearTimeout(timer));
 }
 
-/** A consumer that decodes and handles each record, then commits what it handled (once per batch, or per `chunk` records). */
-async function committingConsumer(c: Consumer, topic: string, onRecord: (value: string) => void, chunk = Infinity): Promise<void> {
-  await startConsumer(c, topic, async ({ batch, resolveOffset, commitOffsetsIfNecessary, heartbeat }) => {
+/**
+ * A consumer that decodes and handles each record and resolves its offset; what is resolved is
+ * committed once `commitIntervalMs` passed since the last commit, asked after each batch (or each
+ * `chunk` records).
+ */
+async function committingConsumer(c: Consumer, topic: string, commitIntervalMs: number, onRecord: (value: string) => void, chunk = Infinity): Promise<void> {
+  let lastCommit = performance.now();
+  await startConsumer(c, topic, async ({ batch, resolveOffset, commitOffsetsIfNecessary, uncommittedOffsets, heartbeat }) => {
+    const commitIfDue = async () => {
+      if (performance.now() - lastCommit < commitIntervalMs) return;
+      lastCommit = performance.now();
+      await commitOffsetsIfNecessary(uncommittedOffsets());
+    };
     let n = 0;
     for (const m of batch.messages) {
       onRecord(m.value?.toString('utf8') ?? '');
       resolveOffset(m.offset);
-      if (++n % chunk === 0) await commitOffsetsIfNecessary();
+      if (++n % chunk === 0) await commitIfDue();
     }
-    await commitOffsetsIfNecessary();
+    await commitIfDue();
     await heartbeat();
   });
 }
@@ -164,7 +185,7 @@ function rawConsume(consumers: number, mode: 'plain' | 'pooled' | 'batch', shape
       // The topic exists before the consumers subscribe (the mock auto-creates it on produce).
       await producer.send(topic, shape.encode(-1));
       let consumed = -1; // the creating record
-      await Promise.all(Array.from({ length: consumers }, () => committingConsumer(k.consumer(group), topic, (v) => (shape.decode(v), consumed++), mode === 'batch' ? BATCH_SIZE : Infinity)));
+      await Promise.all(Array.from({ length: consumers }, () => committingConsumer(k.consumer(group), topic, k.commitIntervalMs, (v) => (shape.decode(v), consumed++), mode === 'batch' ? BATCH_SIZE : Infinity)));
       return measureDelivered(ctx, (i) => producer.send(topic, shape.encode(i)), () => consumed, 'raw notifications consumed');
     });
 }
@@ -195,13 +216,13 @@ function withRawRpc(ctx: BenchContext, run: (call: (i: number) => Promise<unknow
     const [serverOut, clientOut] = await Promise.all([k.producer(), k.producer()]);
     // Both topics exist before anyone subscribes.
     await Promise.all([clientOut.send(requests, '{}'), serverOut.send(replyTo, '{}')]);
-    await committingConsumer(k.consumer(ctx.unique('bench-raw-servers'), MOCK_RPC_MAX_WAIT_MS), requests, (v) => {
+    await committingConsumer(k.consumer(ctx.unique('bench-raw-servers'), MOCK_RPC_MAX_WAIT_MS), requests, k.commitIntervalMs, (v) => {
       const req = JSON.parse(v) as { id?: string; replyTo?: string; args?: unknown };
       if (req.id === undefined || !req.replyTo) return;
       void serverOut.send(req.replyTo, JSON.stringify({ id: req.id, result: req.args }));
     });
     const pending = new Map<string, (v: unknown) => void>();
-    await committingConsumer(k.consumer(ctx.unique('bench-raw-caller'), MOCK_RPC_MAX_WAIT_MS), replyTo, (v) => {
+    await committingConsumer(k.consumer(ctx.unique('bench-raw-caller'), MOCK_RPC_MAX_WAIT_MS), replyTo, k.commitIntervalMs, (v) => {
       const reply = JSON.parse(v) as { id?: string; result?: unknown };
       const resolve = reply.id === undefined ? undefined : pending.get(reply.id);
       if (!resolve) return;
@@ -231,7 +252,7 @@ export const baselines: BaselineSet = {
       const producer = await k.producer();
       await send(producer, topic, -1);
       let handled = -1;
-      await committingConsumer(k.consumer(ctx.unique('bench-raw-servers')), topic, (v) => (JSON.parse(v), handled++));
+      await committingConsumer(k.consumer(ctx.unique('bench-raw-servers')), topic, k.commitIntervalMs, (v) => (JSON.parse(v), handled++));
       await waitUntil(() => handled >= 0, 'raw cast topic read');
       return measureDelivered(ctx, (i) => send(producer, topic, i), () => handled, 'raw casts handled');
     }),
