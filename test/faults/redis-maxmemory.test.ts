@@ -15,7 +15,7 @@ import {
   type Transport,
 } from '../../src/index.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
-import { redisInfo, startRedisServer, type RedisServer } from '../support/redis-servers.js';
+import { redisCommand, redisInfo, startRedisServer, type RedisServer } from '../support/redis-servers.js';
 
 /** Bodies this large fill a few MB in a few hundred sends. */
 const PAD = 'x'.repeat(8 * 1024);
@@ -48,15 +48,20 @@ describe('fault (redis): maxmemory reached with noeviction', () => {
     // Fill Redis with notifications nobody reads yet (the default group keeps them), until a send fails.
     const notifier = new Notifier(t, { publisherId: 'faults.oom', driver: 'messagingv2', topics: [topic] });
     const confirmed: number[] = [];
-    let failure: unknown;
-    for (let seq = 0; seq < 5000 && failure === undefined; seq++) {
-      try {
-        await notifier.info({}, 'oom.test', { seq, pad: PAD });
-        confirmed.push(seq);
-      } catch (err) {
-        failure = err;
+    let seq = 0;
+    const fillUntilRefused = async (): Promise<unknown> => {
+      for (const end = seq + 5000; seq < end; seq++) {
+        try {
+          await notifier.info({}, 'oom.test', { seq, pad: PAD });
+          confirmed.push(seq);
+        } catch (err) {
+          seq++;
+          return err;
+        }
       }
-    }
+      return undefined;
+    };
+    const failure = await fillUntilRefused();
     expect(failure, 'a send failed once maxmemory was reached').toBeInstanceOf(MessageDeliveryFailure);
     expect((failure as MessageDeliveryFailure).message).toMatch(/out of memory.*maxmemory/);
     expect((failure as MessageDeliveryFailure).retriable).toBe(false);
@@ -64,7 +69,14 @@ describe('fault (redis): maxmemory reached with noeviction', () => {
     expect(Number((await redisInfo(server.endpoint, 'memory')).used_memory)).toBeGreaterThan(3 * 1024 * 1024);
 
     // A call fails the same way (a MessageDeliveryFailure, not a MessagingTimeout after 10 s).
-    const callError = await client.call({}, 'echo', { n: 2, pad: PAD }).catch((err: unknown) => err);
+    // Used memory hovers at the limit (client buffers come and go), so a write may get through
+    // right after a refused one: then fill to the limit again and call again, a bounded number of times.
+    let callError: unknown;
+    for (let tries = 0; tries < 10; tries++) {
+      callError = await client.call({}, 'echo', { n: 2, pad: PAD }).catch((err: unknown) => err);
+      if (callError !== 2) break;
+      expect(await fillUntilRefused(), 'a send failed again at the limit').toBeInstanceOf(MessageDeliveryFailure);
+    }
     expect(callError).toBeInstanceOf(MessageDeliveryFailure);
     expect((callError as Error).message).toMatch(/out of memory/);
 
@@ -83,7 +95,14 @@ describe('fault (redis): maxmemory reached with noeviction', () => {
       ],
       {},
     );
-    await listener.start();
+    // The listener starts while Redis refuses every write (the limit well below what is used):
+    // its group exists, and Redis refuses XGROUP CREATE at maxmemory even then.
+    await redisCommand(server.endpoint, ['CONFIG', 'SET', 'maxmemory', '1mb']);
+    try {
+      await listener.start();
+    } finally {
+      await redisCommand(server.endpoint, ['CONFIG', 'SET', 'maxmemory', '4mb']);
+    }
     try {
       await waitFor(() => confirmed.every((s) => received.has(s)), { timeoutMs: 30_000, message: `every confirmed notification delivered (${received.size} of ${confirmed.length})` });
       expect([...received.values()].every((n) => n === 1)).toBe(true);

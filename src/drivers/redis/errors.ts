@@ -30,6 +30,11 @@ export function isBusyGroup(err: unknown): boolean {
   return /^BUSYGROUP/.test(messageOf(err));
 }
 
+/** Redis refused a write at `maxmemory` with a noeviction policy. */
+export function isOutOfMemory(err: unknown): boolean {
+  return /^OOM\b/.test(messageOf(err));
+}
+
 /** True for a blocked command ended by `CLIENT UNBLOCK ... ERROR` or a closed connection. */
 export function isClosedConnection(err: unknown): boolean {
   return /Connection is closed|UNBLOCKED/.test(messageOf(err));
@@ -53,7 +58,7 @@ export function toMessagingError(err: unknown, what: string, client?: object): M
     return new ConnectionError(`${what}: Redis is unreachable (${redactUrlsIn(messageOf(connectErr))})`, { cause: err, retriable: true });
   }
   const text = redactUrlsIn(messageOf(err));
-  if (/^OOM\b/.test(text)) {
+  if (isOutOfMemory(err)) {
     return new MessageDeliveryFailure(`${what}: Redis is out of memory (maxmemory reached with a noeviction policy): ${text}`, { cause: err, retriable: false });
   }
   if (/^(NOPERM|WRONGPASS|NOAUTH)\b/.test(text)) {
