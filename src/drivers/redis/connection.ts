@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions as IoRedisOptions } from 'ioredis';
 import { InvalidArgument } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import { noteConnectionError } from './errors.js';
+import { isBusyGroup, isOutOfMemory, noteConnectionError } from './errors.js';
 import { SCRIPTS, type ScriptName } from './scripts/index.js';
 import type { ResolvedRedisOptions } from './options.js';
 
@@ -88,6 +88,35 @@ export function createClient(options: ResolvedRedisOptions, role: ClientRole, lo
 export function runScript<T = unknown>(client: RedisClient, name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
   const fn = (client as unknown as Record<ScriptName, (...a: (string | number)[]) => Promise<T>>)[name];
   return fn.call(client, ...keys, ...args);
+}
+
+/**
+ * Creates the consumer group `group` of the stream `key` (and the stream) starting after `from`;
+ * resolves when it exists already. At maxmemory Redis refuses XGROUP CREATE even for a group that
+ * exists; XINFO GROUPS (a read, answered there too) tells, so that a listener whose group exists
+ * starts and drains. Any other refusal is thrown as Redis gave it.
+ */
+export async function createGroup(client: RedisClient, key: string, group: string, from: string): Promise<void> {
+  try {
+    await client.xgroup('CREATE', key, group, from, 'MKSTREAM');
+  } catch (err) {
+    if (isBusyGroup(err)) return;
+    if (isOutOfMemory(err) && (await groupExists(client, key, group))) return;
+    throw err;
+  }
+}
+
+/** True when `group` is a consumer group of the stream `key`. */
+async function groupExists(client: RedisClient, key: string, group: string): Promise<boolean> {
+  try {
+    const groups = (await client.xinfo('GROUPS', key)) as unknown[][];
+    return groups.some((g) => {
+      const at = g.indexOf('name');
+      return at >= 0 && g[at + 1] === group;
+    });
+  } catch {
+    return false;
+  }
 }
 
 /** Closes a client: QUIT when connected (pending replies first), else drops the socket. Never throws. */

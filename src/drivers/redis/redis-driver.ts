@@ -18,9 +18,9 @@ import { encodeNotification, encodeRpcRequest } from '../../driver/wire.js';
 import { MessageDeliveryFailure, MessagingError } from '../../errors.js';
 import { abortableSleep, withRetry } from '../../retry.js';
 import type { Target } from '../../target.js';
-import { closeClient, createClient, runScript, type RedisClient } from './connection.js';
+import { closeClient, createClient, createGroup, runScript, type RedisClient } from './connection.js';
 import { RedisDeadLetters } from './dead-letters.js';
-import { isBusyGroup, toMessagingError } from './errors.js';
+import { toMessagingError } from './errors.js';
 import { resolveOptions, type ResolvedRedisOptions } from './options.js';
 import { RedisListener, type ServerRegistration, type StreamSpec } from './redis-listener.js';
 import { BODY_FIELD, DEADLINE_FIELD, DEFAULT_GROUP, poolGroup, replyKey, SERVER_GROUP, TopicKeys, topicShards } from './topology.js';
@@ -326,12 +326,10 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     if (p === true) return Promise.resolve();
     p ??= (async () => {
       try {
-        await this.commands().xgroup('CREATE', stream, DEFAULT_GROUP, '0', 'MKSTREAM');
+        await createGroup(this.commands(), stream, DEFAULT_GROUP, '0');
       } catch (err) {
-        if (!isBusyGroup(err)) {
-          this.declared.delete(stream);
-          throw toMessagingError(err, `Could not create the default group of ${stream}`, this.cmd);
-        }
+        this.declared.delete(stream);
+        throw toMessagingError(err, `Could not create the default group of ${stream}`, this.cmd);
       }
       this.declared.set(stream, true);
     })();

@@ -8,8 +8,8 @@ import type { ConsumerLag, DeliveryStats } from '../../driver/delivery-stats.js'
 import type { ReplySender } from '../../driver/messages.js';
 import type { ListenerSink, PushSource } from '../../driver/push-listener.js';
 import type { Logger } from '../../logger.js';
-import { closeClient, runScript, type RedisClient } from './connection.js';
-import { isBusyGroup, isNoGroup, isOutOfMemory, toMessagingError } from './errors.js';
+import { closeClient, createGroup, runScript, type RedisClient } from './connection.js';
+import { isNoGroup, toMessagingError } from './errors.js';
 import type { ResolvedRedisOptions } from './options.js';
 import { BODY_FIELD, DEADLINE_FIELD, hashTagOf, poolOfGroup, type TopicKeys } from './topology.js';
 
@@ -260,12 +260,8 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
     await Promise.all(
       streams.map(async (s) => {
         try {
-          await cmd.xgroup('CREATE', s.key, this.group, s.createAt, 'MKSTREAM');
+          await createGroup(cmd, s.key, this.group, s.createAt);
         } catch (err) {
-          if (isBusyGroup(err)) return;
-          // At maxmemory Redis refuses XGROUP CREATE even for a group that exists; reading and
-          // acknowledging need no memory, so a listener whose group exists starts and drains.
-          if (isOutOfMemory(err) && (await groupExists(cmd, s.key, this.group))) return;
           throw toMessagingError(err, `Could not create consumer group ${this.group} on ${s.key}`, cmd);
         }
       }),
@@ -507,18 +503,5 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
     } catch (err) {
       this.logger.debug('Could not release the listener on Redis (its leases expire instead)', { err: toMessagingError(err, 'release failed') });
     }
-  }
-}
-
-/** True when `group` is a consumer group of the stream `key` (XINFO GROUPS: a read Redis answers at maxmemory too). */
-async function groupExists(cmd: RedisClient, key: string, group: string): Promise<boolean> {
-  try {
-    const groups = (await cmd.xinfo('GROUPS', key)) as unknown[][];
-    return groups.some((g) => {
-      const at = g.indexOf('name');
-      return at >= 0 && g[at + 1] === group;
-    });
-  } catch {
-    return false;
   }
 }
