@@ -43,6 +43,20 @@ export interface ConformanceSubject {
   publishRaw: (url: string, exchange: string, routingKey: string, body: string) => Promise<void>;
   /** Multiplies waits and time bounds for slow brokers. @default 1 */
   timeScale?: number;
+  /**
+   * Time limit of each test in ms, whatever the vitest config says: some tests start several
+   * servers or wait out a collection window, and on a broker whose group joins take seconds
+   * they need more than vitest's defaults. @default `CONFORMANCE_TEST_TIMEOUT_MS * timeScale`
+   */
+  testTimeout?: number;
+}
+
+/** A test's time limit on a broker of `timeScale` 1 (see `ConformanceSubject.testTimeout`). */
+export const CONFORMANCE_TEST_TIMEOUT_MS = 30_000;
+
+/** The time limit of each of the subject's tests. */
+export function testTimeoutOf(subject: ConformanceSubject): number {
+  return subject.testTimeout ?? Math.round(CONFORMANCE_TEST_TIMEOUT_MS * (subject.timeScale ?? 1));
 }
 
 type Closer = () => Promise<unknown>;
