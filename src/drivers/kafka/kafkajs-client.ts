@@ -1,5 +1,6 @@
 // The kafkajs adapter (the default client): one Kafka instance per transport, a lazy idempotent
 // producer and admin, and one kafkajs consumer per listener with eachBatch and manual commits.
+// Loading it stops kafkajs 2.2's idle timer loop (kafkajs-idle-fix.ts).
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import {
@@ -21,6 +22,7 @@ import type { Logger } from '../../logger.js';
 import type { Assignment, ConsumerHandlers, ConsumerSettings, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle, KafkaReaderHandle, OutgoingRecord, CommitOffset, ReaderSettings } from './client.js';
 import { partitionLag } from './client.js';
 import { isUnsupportedApi, toMessagingError } from './errors.js';
+import { applyKafkajsIdleFix } from './kafkajs-idle-fix.js';
 import { startReader } from './kafkajs-reader.js';
 import type { ResolvedKafkaOptions } from './options.js';
 
@@ -28,6 +30,7 @@ const ACKS = { all: -1, leader: 1, none: 0 } as const;
 
 /** The adapter module's factory (see client.ts). */
 export function createClient(options: ResolvedKafkaOptions, logger: Logger, clientId: string): KafkaClientAdapter {
+  applyKafkajsIdleFix(logger);
   return new KafkajsClient(options, logger, clientId);
 }
 
