@@ -56,7 +56,9 @@ export const CONFORMANCE_TEST_TIMEOUT_MS = 30_000;
 
 /** The time limit of each of the subject's tests. */
 export function testTimeoutOf(subject: ConformanceSubject): number {
-  return subject.testTimeout ?? Math.round(CONFORMANCE_TEST_TIMEOUT_MS * (subject.timeScale ?? 1));
+  const { testTimeout } = subject;
+  if (testTimeout !== undefined && !(Number.isFinite(testTimeout) && testTimeout > 0)) throw new RangeError(`ConformanceSubject.testTimeout must be a positive number of ms, received ${testTimeout}`);
+  return testTimeout ?? Math.round(CONFORMANCE_TEST_TIMEOUT_MS * (subject.timeScale ?? 1));
 }
 
 type Closer = () => Promise<unknown>;
