@@ -1,21 +1,4 @@
 import { configDefaults, defineConfig } from 'vitest/config';
-import { BaseSequencer, type TestSpecification } from 'vitest/node';
-
-/**
- * Longest files first, so that the two workers finish together. vitest orders files by their
- * durations in its cache; a fresh clone (CI) has none and started the Kafka conformance file
- * (about 6 minutes of group joins on the mock) last, leaving one worker idle for minutes. Within
- * each project the broker conformance files go first, Kafka's before the others.
- */
-class LongestFirst extends BaseSequencer {
-  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const rank = (f: TestSpecification) => (/kafka\.conformance\.test\.ts$/.test(f.moduleId) ? 0 : /\.conformance\.test\.ts$/.test(f.moduleId) ? 1 : 2);
-    // Array sort is stable: vitest's order stays within a rank, and its project order stays first.
-    return (await super.sort(files)).sort(
-      (a, b) => a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder || (a.project.name === b.project.name ? rank(a) - rank(b) : 0),
-    );
-  }
-}
 
 export default defineConfig({
   test: {
@@ -25,7 +8,6 @@ export default defineConfig({
     // Two cores: broker-backed files contend for the same RabbitMQ/Redis, keep it modest.
     maxWorkers: 2,
     reporters: ['default'],
-    sequence: { sequencer: LongestFirst },
     projects: [
       {
         extends: true,
