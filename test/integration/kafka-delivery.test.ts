@@ -1,8 +1,9 @@
 // Delivery rules of the Kafka driver on the Kafka test broker (librdkafka's mock cluster, 3
 // brokers): commits after the handler, requeue through the group's retry topic (read by a group of
 // its own), dead letters after maxDeliveries, malformed records committed past, per-key order,
-// oslo's record format.
+// oslo's record format, the handover of partitions whose previous owner committed late.
 import { randomUUID } from 'node:crypto';
+import { AssignerProtocol, type PartitionAssigner } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import {
   createMemoryLogger,
@@ -15,6 +16,7 @@ import {
   type Transport,
 } from '../../src/index.js';
 import { deferred, uniqueName, waitFor } from '../../src/testing/wait.js';
+import { HANDOVER_GRACE_MS } from '../../src/drivers/kafka/kafka-listener.js';
 import { SHORT_GROUP_QUERY, useKafkaMock } from '../support/kafka-raw.js';
 
 type Started = { stop(): Promise<void>; wait(): Promise<void> };
@@ -64,6 +66,55 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
     await waitFor(() => seenBySecond.length === 1, { timeoutMs: 30_000, message: 'the next member got the unfinished message' });
     expect(seenBySecond).toEqual([1]);
     gate.resolve();
+  });
+
+  it("a partition whose previous owner commits only after the rebalance: its records below that commit are not run again", async () => {
+    // The previous owner is a raw kafkajs member that read the records and commits them only once
+    // the new assignment is known (as a member whose commits the broker refused during the
+    // rebalance does), after the new owner has read its start positions. It speaks tidings'
+    // assignment protocol and, as the group leader, hands every partition to the other member.
+    const topic = uniqueName('t');
+    const pool = uniqueName('pool');
+    await kafka.broker.createTopic({ name: `${topic}.info`, partitions: 4 });
+    const record = (id: number) => JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify({ message_id: randomUUID(), publisher_id: 'p', event_type: 'ev', priority: 'INFO', payload: { id }, timestamp: '2026-11-25 00:00:00.000000', _context: {} }) });
+    await kafka.raw.publish(`${topic}.info`, [0, 1, 2, 3, 4, 5, 6, 7].map((id) => ({ partition: id % 4, value: record(id) })));
+    const RAW = Buffer.from('raw-previous-owner');
+    const giveAway: PartitionAssigner = ({ cluster }) => ({
+      name: 'TidingsSubscriptionRoundRobin',
+      version: 0,
+      async assign({ members }) {
+        const others = members.filter((m) => !AssignerProtocol.MemberMetadata.decode(m.memberMetadata)?.userData.equals(RAW));
+        const partitions = cluster.findTopicPartitionMetadata(`${topic}.info`).map((p) => p.partitionId);
+        return members.map((m) => ({
+          memberId: m.memberId,
+          memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 0, assignment: others.length > 0 && m === others[0] ? { [`${topic}.info`]: partitions } : others.length === 0 ? { [`${topic}.info`]: partitions } : {}, userData: Buffer.alloc(0) }),
+        }));
+      },
+      protocol: ({ topics }) => ({ name: 'TidingsSubscriptionRoundRobin', metadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics, userData: RAW }) }),
+    });
+    const previous = kafka.raw.kafka.consumer({ groupId: pool, sessionTimeout: 6000, heartbeatInterval: 500, rebalanceTimeout: 10_000, maxWaitTimeInMs: 200, partitionAssigners: [giveAway] });
+    closers.push(() => previous.disconnect());
+    let joins = 0;
+    let lateCommit: Promise<void> | undefined;
+    previous.on(previous.events.GROUP_JOIN, () => {
+      // Its second generation is the new member's first: it commits past the 8 records a moment later.
+      if (++joins === 2) lateCommit = new Promise((r) => setTimeout(r, 100)).then(() => previous.commitOffsets([0, 1, 2, 3].map((partition) => ({ topic: `${topic}.info`, partition, offset: '2' }))));
+    });
+    await previous.connect();
+    await previous.subscribe({ topic: `${topic}.info`, fromBeginning: true });
+    await previous.run({ autoCommit: false, eachBatch: async () => {} });
+    await waitFor(() => joins === 1, { timeoutMs: 20_000, message: 'the previous owner joined the pool' });
+
+    const t = await transport(url());
+    const handled: number[] = [];
+    await started(getNotificationListener(t, [new Target({ topic })], [{ info: (_c: Context, _p: unknown, _e: string, payload: { id: number }) => void handled.push(payload.id) }], { pool }));
+    await waitFor(() => lateCommit !== undefined, { timeoutMs: 20_000, message: 'the previous owner in the new generation' });
+    await lateCommit;
+    // One record per partition after the handed-over ones: once all four are handled, anything
+    // below them was either handled already or skipped (Kafka keeps order within a partition).
+    await kafka.raw.publish(`${topic}.info`, [0, 1, 2, 3].map((partition) => ({ partition, value: record(100 + partition) })));
+    await waitFor(() => [100, 101, 102, 103].every((id) => handled.includes(id)), { timeoutMs: 30_000, message: `the four later records (handled: ${handled.join(',')})` });
+    expect(handled.filter((id) => id < 100), `records the previous owner committed within ${HANDOVER_GRACE_MS} ms of the rebalance`).toEqual([]);
   });
 
   it('requeue re-publishes to the group retry topic with a delivery count, and the same group reads it again', async () => {

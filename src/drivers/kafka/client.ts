@@ -116,6 +116,11 @@ export interface KafkaClientAdapter {
    * Topics that do not exist are left out.
    */
   groupLag(groupId: string, topics: readonly string[]): Promise<Map<string, number>>;
+  /**
+   * The offsets `groupId` has committed on `partitions` (topic to partition numbers), by
+   * `topic\0partition`; a partition without a committed offset is left out.
+   */
+  committedOffsets(groupId: string, partitions: Assignment): Promise<Map<string, bigint>>;
   /** Starts a group consumer; resolves once the member joined its group and has an assignment. */
   consume(settings: ConsumerSettings, handlers: ConsumerHandlers): Promise<KafkaConsumerHandle>;
   /**

@@ -4,6 +4,14 @@
 // rebalance) it was read in. The group's retry topics are read by a second consumer of the same
 // kind in a group of their own (`retryGroup`): they are empty nearly always, and in the main
 // consumer every fetch of a busy topic would carry their partitions too.
+//
+// Handover: a partition this consumer did not own in the last generation may come from a member
+// whose last commits the broker refused while the group rebalanced (librdkafka's mock refuses
+// commits during a rebalance; kafkajs rejoins without waiting for a listener's commits, so a real
+// broker can refuse a late one too). That member commits them again once the new assignment is
+// known (`carried`), at the moment this one reads its start positions. So records of a newly owned
+// partition are held for HANDOVER_GRACE_MS, the group's committed offsets are read again, and
+// what lies below them (handled by the previous owner) is committed past, not run twice.
 import { requeueReason } from '../../driver/dead-letters.js';
 import type { ConsumerLag, DeliveryStats } from '../../driver/delivery-stats.js';
 import { NotificationInbound, type DeliverySettler } from '../../driver/inbound.js';
@@ -16,6 +24,9 @@ import type { KafkaConnection } from './connection.js';
 import { PartitionOffsets } from './offset-tracker.js';
 import type { ResolvedKafkaOptions } from './options.js';
 import { deadLetterTopic, HEADERS, retryGroup, retryTopic } from './topology.js';
+
+/** How long records of a newly owned partition wait for the previous owner's late commits (see the file comment). */
+export const HANDOVER_GRACE_MS = 500;
 
 /** What the listener hands the inbound pipeline as the delivery handle (`unwrap()` returns it). */
 export interface KafkaDelivery {
@@ -51,6 +62,12 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
   private roomWaiters: Array<() => void> = [];
   /** Positions settled in an earlier generation and not known to be committed, by `topic\0partition`. */
   private carried = new Map<string, bigint>();
+  /** Partitions of the current assignment, by `topic\0partition`. */
+  private owned = new Set<string>();
+  /** Partitions newly owned in this generation whose records wait until `ready` (see the file comment). */
+  private handover?: { readonly generation: number; readonly keys: Set<string>; readonly ready: Promise<void> };
+  /** Committed offsets read after the handover: records below were handled by the previous owner. */
+  private handedOver = new Map<string, bigint>();
   /** Retry topic of each `<topic>.<priority>` topic of the listener. */
   private readonly retryTopics: Map<string, string>;
   /** The topics this consumer reads: the listener's, or (the retry reader) their retry topics. */
@@ -219,6 +236,18 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     this.rebalancing = false;
     this.partitions = new Map();
     if (carried.size > 0) void this.commitCarried(this.generation);
+    const owned = new Set<string>();
+    const fresh = new Map<string, number[]>();
+    for (const [topic, partitions] of assignment) {
+      for (const partition of partitions) {
+        const key = `${topic}\0${partition}`;
+        owned.add(key);
+        if (!this.owned.has(key)) fresh.set(topic, [...(fresh.get(topic) ?? []), partition]);
+      }
+    }
+    this.owned = owned;
+    this.handedOver = new Map();
+    this.handover = fresh.size === 0 ? undefined : { generation: this.generation, keys: new Set([...fresh].flatMap(([topic, ps]) => ps.map((p) => `${topic}\0${p}`))), ready: this.readHandover(this.generation, fresh) };
     const withdrawn = this.withdrawBuffered();
     this.logger.debug('Kafka listener assigned', { group: this.groupId, generation: this.generation, assignment: Object.fromEntries(assignment), withdrawn });
   }
@@ -230,27 +259,49 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     return stale.length;
   }
 
+  /** Waits HANDOVER_GRACE_MS, then reads what the group committed on the newly owned partitions. */
+  private async readHandover(generation: number, partitions: Assignment): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, HANDOVER_GRACE_MS).unref());
+    if (generation !== this.generation || this.stopped) return;
+    try {
+      const committed = await (await this.conn.getClient()).committedOffsets(this.groupId, partitions);
+      if (generation === this.generation) this.handedOver = committed;
+    } catch (err) {
+      // At-least-once still holds: the records are handled from where the consumer started.
+      this.logger.debug('Could not read the committed offsets of newly owned partitions', { group: this.groupId, err });
+    }
+  }
+
   private onRecords(records: readonly IncomingRecord[]): Promise<void> | void {
-    if (this.stopped || this.rebalancing) return;
-    if (records.length > 0) this.receive(records);
+    if (this.stopped || this.rebalancing || records.length === 0) return;
+    const handover = this.handover;
+    const key = `${records[0].topic}\0${records[0].partition}`;
+    if (handover?.keys.has(key)) {
+      // kafkajs hands one partition's batches over one at a time: this partition's next batch waits for this one.
+      return handover.ready.then(() => {
+        handover.keys.delete(key);
+        // After another rebalance the partition's owner reads these records again from the last commit.
+        if (handover.generation === this.generation) return this.onRecords(records);
+      });
+    }
+    this.receive(records, key);
     if (this.inbound.unsettled >= this.options.maxPollRecords && !this.stopped) {
       return new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     }
   }
 
-  /** Hands out one partition's records (ConsumerHandlers.onRecords): its offsets and carried position are looked up once. */
-  private receive(records: readonly IncomingRecord[]): void {
+  /** Hands out one partition's records (ConsumerHandlers.onRecords): its offsets, and the position below which its records were settled already (carried, or handed over), are looked up once. */
+  private receive(records: readonly IncomingRecord[], key: string): void {
     const generation = this.generation;
     const beforeDispatch = this.options.commitMode === 'before-dispatch';
-    const key = `${records[0].topic}\0${records[0].partition}`;
     const offsets = this.offsetsOf(key);
-    const done = this.carried.get(key);
+    const done = laterOf(this.carried.get(key), this.handedOver.get(key));
     for (const record of records) {
       const offset = BigInt(record.offset);
       offsets.track(offset);
       const delivery = deliveryOf(record, offset, offsets);
       if (done !== undefined && offset < done) {
-        // Settled here in an earlier generation; its commit had not gone through.
+        // Settled here in an earlier generation (its commit had not gone through), or by the previous owner.
         this.settle(delivery, generation);
         continue;
       }
@@ -343,6 +394,11 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
       this.scheduleCommit();
     }
   }
+}
+
+/** The later of two positions, either of which may be unknown. */
+function laterOf(a: bigint | undefined, b: bigint | undefined): bigint | undefined {
+  return a === undefined || (b !== undefined && b > a) ? b : a;
 }
 
 /** The delivery of a record: a retry copy carries its delivery count and original topic in headers. */

@@ -165,6 +165,20 @@ class KafkajsClient implements KafkaClientAdapter {
     return lag;
   }
 
+  async committedOffsets(groupId: string, partitions: Assignment): Promise<Map<string, bigint>> {
+    const admin = await this.getAdmin();
+    const out = new Map<string, bigint>();
+    try {
+      for (const { topic, partitions: committed } of await admin.fetchOffsets({ groupId, topics: [...partitions.keys()] })) {
+        const wanted = new Set(partitions.get(topic));
+        for (const p of committed) if (wanted.has(p.partition) && BigInt(p.offset) >= 0n) out.set(`${topic}\0${p.partition}`, BigInt(p.offset));
+      }
+    } catch (err) {
+      throw toMessagingError(err, `Could not read the committed offsets of group ${groupId}`);
+    }
+    return out;
+  }
+
   async readTopic(topic: string): Promise<IncomingRecord[]> {
     const admin = await this.getAdmin();
     let ends: Map<number, bigint>;

@@ -159,6 +159,18 @@ class PlatformaticClient implements KafkaClientAdapter {
     return lag;
   }
 
+  async committedOffsets(groupId: string, partitions: Assignment): Promise<Map<string, bigint>> {
+    const admin = this.getAdmin();
+    const out = new Map<string, bigint>();
+    try {
+      const [group] = await admin.listConsumerGroupOffsets({ groups: [{ groupId, topics: [...partitions].map(([name, indexes]) => ({ name, partitionIndexes: [...indexes] })) }] });
+      for (const t of group?.topics ?? []) for (const p of t.partitions) if (p.committedOffset >= 0n) out.set(`${t.name}\0${p.partitionIndex}`, p.committedOffset);
+    } catch (err) {
+      throw platformaticError(err, `Could not read the committed offsets of group ${groupId}`);
+    }
+    return out;
+  }
+
   async readTopic(topic: string): Promise<IncomingRecord[]> {
     const admin = this.getAdmin();
     const consumer = this.newConsumer(`tidings-reader-${randomUUID()}`);
