@@ -87,7 +87,8 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
         const partitions = cluster.findTopicPartitionMetadata(`${topic}.info`).map((p) => p.partitionId);
         return members.map((m) => ({
           memberId: m.memberId,
-          memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 0, assignment: others.length > 0 && m === others[0] ? { [`${topic}.info`]: partitions } : others.length === 0 ? { [`${topic}.info`]: partitions } : {}, userData: Buffer.alloc(0) }),
+          // Everything to the first other member; to the previous owner while it is alone.
+          memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 0, assignment: m === (others[0] ?? m) ? { [`${topic}.info`]: partitions } : {}, userData: Buffer.alloc(0) }),
         }));
       },
       protocol: ({ topics }) => ({ name: 'TidingsSubscriptionRoundRobin', metadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics, userData: RAW }) }),

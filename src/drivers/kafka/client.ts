@@ -165,6 +165,11 @@ export function recordKey(choice: ResolvedKafkaOptions['key'], notification: Rec
   return typeof key === 'string' ? key : undefined;
 }
 
+/** How the driver keys per-partition state, and `committedOffsets` its result: `topic\0partition`. */
+export function partitionKey(topic: string, partition: number): string {
+  return `${topic}\0${partition}`;
+}
+
 /** Records `groupId` has not committed on one partition: `end - committed`, or `end - start` without a commit. */
 export function partitionLag(start: bigint, end: bigint, committed: bigint | undefined): number {
   const from = committed === undefined || committed < 0n ? start : committed;

@@ -19,7 +19,7 @@ import type { IncomingMessage } from '../../driver/incoming-message.js';
 import type { NotificationMessage } from '../../driver/messages.js';
 import type { ListenerSink, PushSource } from '../../driver/push-listener.js';
 import type { Logger } from '../../logger.js';
-import type { Assignment, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle } from './client.js';
+import { partitionKey, type Assignment, type IncomingRecord, type KafkaClientAdapter, type KafkaConsumerHandle } from './client.js';
 import type { KafkaConnection } from './connection.js';
 import { PartitionOffsets } from './offset-tracker.js';
 import type { ResolvedKafkaOptions } from './options.js';
@@ -237,17 +237,22 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     this.partitions = new Map();
     if (carried.size > 0) void this.commitCarried(this.generation);
     const owned = new Set<string>();
+    const freshKeys = new Set<string>();
     const fresh = new Map<string, number[]>();
     for (const [topic, partitions] of assignment) {
       for (const partition of partitions) {
-        const key = `${topic}\0${partition}`;
+        const key = partitionKey(topic, partition);
         owned.add(key);
-        if (!this.owned.has(key)) fresh.set(topic, [...(fresh.get(topic) ?? []), partition]);
+        if (this.owned.has(key)) continue;
+        freshKeys.add(key);
+        let list = fresh.get(topic);
+        if (!list) fresh.set(topic, (list = []));
+        list.push(partition);
       }
     }
     this.owned = owned;
     this.handedOver = new Map();
-    this.handover = fresh.size === 0 ? undefined : { generation: this.generation, keys: new Set([...fresh].flatMap(([topic, ps]) => ps.map((p) => `${topic}\0${p}`))), ready: this.readHandover(this.generation, fresh) };
+    this.handover = fresh.size === 0 ? undefined : { generation: this.generation, keys: freshKeys, ready: this.readHandover(this.generation, fresh) };
     const withdrawn = this.withdrawBuffered();
     this.logger.debug('Kafka listener assigned', { group: this.groupId, generation: this.generation, assignment: Object.fromEntries(assignment), withdrawn });
   }
@@ -275,7 +280,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
   private onRecords(records: readonly IncomingRecord[]): Promise<void> | void {
     if (this.stopped || this.rebalancing || records.length === 0) return;
     const handover = this.handover;
-    const key = `${records[0].topic}\0${records[0].partition}`;
+    const key = partitionKey(records[0].topic, records[0].partition);
     if (handover?.keys.has(key)) {
       // kafkajs hands one partition's batches over one at a time: this partition's next batch waits for this one.
       return handover.ready.then(() => {

@@ -17,7 +17,7 @@ import { MessageDeliveryFailure, MessagingError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import { withRetry } from '../../retry.js';
 import type { Target } from '../../target.js';
-import type { IncomingRecord, KafkaConsumerHandle, KafkaReaderHandle, OutgoingRecord } from './client.js';
+import { partitionKey, type IncomingRecord, type KafkaConsumerHandle, type KafkaReaderHandle, type OutgoingRecord } from './client.js';
 import type { KafkaConnection } from './connection.js';
 import type { ResolvedKafkaOptions } from './options.js';
 import { safeTopic, withVhost } from './topology.js';
@@ -271,7 +271,7 @@ export class KafkaRpcServer implements PushSource<RpcIncomingMessage>, DeliveryS
     if (group === undefined) return;
     let positions = this.toCommit.get(group);
     if (!positions) this.toCommit.set(group, (positions = new Map()));
-    const key = `${record.topic}\0${record.partition}`;
+    const key = partitionKey(record.topic, record.partition);
     const next = BigInt(record.offset) + 1n;
     if ((positions.get(key) ?? -1n) < next) positions.set(key, next);
     if (this.committing) this.commitAgain = true;

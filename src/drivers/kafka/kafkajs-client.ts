@@ -20,7 +20,7 @@ import {
 import { ConnectionError, InvalidArgument } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { Assignment, ConsumerHandlers, ConsumerSettings, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle, KafkaReaderHandle, OutgoingRecord, CommitOffset, ReaderSettings } from './client.js';
-import { partitionLag } from './client.js';
+import { partitionKey, partitionLag } from './client.js';
 import { isUnsupportedApi, toMessagingError } from './errors.js';
 import { applyKafkajsIdleFix } from './kafkajs-idle-fix.js';
 import { startReader } from './kafkajs-reader.js';
@@ -171,7 +171,10 @@ class KafkajsClient implements KafkaClientAdapter {
     try {
       for (const { topic, partitions: committed } of await admin.fetchOffsets({ groupId, topics: [...partitions.keys()] })) {
         const wanted = new Set(partitions.get(topic));
-        for (const p of committed) if (wanted.has(p.partition) && BigInt(p.offset) >= 0n) out.set(`${topic}\0${p.partition}`, BigInt(p.offset));
+        for (const p of committed) {
+          const offset = BigInt(p.offset);
+          if (wanted.has(p.partition) && offset >= 0n) out.set(partitionKey(topic, p.partition), offset);
+        }
       }
     } catch (err) {
       throw toMessagingError(err, `Could not read the committed offsets of group ${groupId}`);

@@ -4,7 +4,7 @@
 import type { Kafka } from 'kafkajs';
 import { ConnectionError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import type { IncomingRecord, KafkaReaderHandle, ReaderSettings } from './client.js';
+import { partitionKey, type IncomingRecord, type KafkaReaderHandle, type ReaderSettings } from './client.js';
 import { toMessagingError } from './errors.js';
 import type { ResolvedKafkaOptions } from './options.js';
 
@@ -111,7 +111,7 @@ class KafkajsReader implements KafkaReaderHandle {
       list.push({ partition });
     }
     const ends = await this.cluster.fetchTopicsOffset([...byTopic].map(([topic, ps]) => ({ topic, partitions: ps, fromBeginning: false })));
-    for (const { topic, partitions: ps } of ends) for (const p of ps) this.positions.set(`${topic}\0${p.partition}`, p.offset);
+    for (const { topic, partitions: ps } of ends) for (const p of ps) this.positions.set(partitionKey(topic, p.partition), p.offset);
   }
 
   /** The partitions whose leader is `nodeId`, by topic. */
@@ -119,7 +119,7 @@ class KafkajsReader implements KafkaReaderHandle {
     const out = new Map<string, number[]>();
     for (const topic of this.topics) {
       for (const p of this.cluster.findTopicPartitionMetadata(topic)) {
-        if (p.leader !== nodeId || !this.positions.has(`${topic}\0${p.partitionId}`)) continue;
+        if (p.leader !== nodeId || !this.positions.has(partitionKey(topic, p.partitionId))) continue;
         let list = out.get(topic);
         if (!list) out.set(topic, (list = []));
         list.push(p.partitionId);
@@ -151,7 +151,7 @@ class KafkajsReader implements KafkaReaderHandle {
           maxWaitTime: this.maxWaitTime,
           minBytes: 1,
           maxBytes: this.options.maxFetchBytes * 4,
-          topics: [...mine].map(([topic, ps]) => ({ topic, partitions: ps.map((partition) => ({ partition, fetchOffset: this.positions.get(`${topic}\0${partition}`)!, maxBytes: this.options.maxFetchBytes })) })),
+          topics: [...mine].map(([topic, ps]) => ({ topic, partitions: ps.map((partition) => ({ partition, fetchOffset: this.positions.get(partitionKey(topic, partition))!, maxBytes: this.options.maxFetchBytes })) })),
         });
         failures = 0;
         if (this.closed) return;
@@ -182,7 +182,7 @@ class KafkajsReader implements KafkaReaderHandle {
   }
 
   private deliver(topic: string, partition: number, messages: readonly FetchedMessage[]): void {
-    const key = `${topic}\0${partition}`;
+    const key = partitionKey(topic, partition);
     const from = BigInt(this.positions.get(key) ?? '0');
     const records: IncomingRecord[] = [];
     let next = from;

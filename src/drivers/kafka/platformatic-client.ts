@@ -18,7 +18,7 @@ import {
 import { NotSupportedError, ConnectionError, type MessagingError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { Assignment, CommitOffset, ConsumerHandlers, ConsumerSettings, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle, KafkaReaderHandle, OutgoingRecord, ReaderSettings } from './client.js';
-import { partitionLag } from './client.js';
+import { partitionKey, partitionLag } from './client.js';
 import { isUnsupportedApi, toMessagingError } from './errors.js';
 import type { ResolvedKafkaOptions } from './options.js';
 
@@ -164,7 +164,7 @@ class PlatformaticClient implements KafkaClientAdapter {
     const out = new Map<string, bigint>();
     try {
       const [group] = await admin.listConsumerGroupOffsets({ groups: [{ groupId, topics: [...partitions].map(([name, indexes]) => ({ name, partitionIndexes: [...indexes] })) }] });
-      for (const t of group?.topics ?? []) for (const p of t.partitions) if (p.committedOffset >= 0n) out.set(`${t.name}\0${p.partitionIndex}`, p.committedOffset);
+      for (const t of group?.topics ?? []) for (const p of t.partitions) if (p.committedOffset >= 0n) out.set(partitionKey(t.name, p.partitionIndex), p.committedOffset);
     } catch (err) {
       throw platformaticError(err, `Could not read the committed offsets of group ${groupId}`);
     }
