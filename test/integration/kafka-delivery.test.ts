@@ -143,6 +143,59 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
     expect(await kafka.raw.committed(group, `${topic}.info.retry.${group}`)).toBe(0);
   });
 
+  it('requeue_backoff_ms holds a requeued notification until its backoff is over, while later notifications go on', async () => {
+    const backoffMs = 2000;
+    const group = uniqueName('pool');
+    const topic = uniqueName('t');
+    const t = await transport(url(`&requeue_backoff_ms=${backoffMs}`));
+    const seen: Array<{ id: number; at: number }> = [];
+    await started(
+      getNotificationListener(
+        t,
+        [new Target({ topic })],
+        [{ info: (_c: Context, _p: unknown, _e: string, payload: { id: number }) => (seen.push({ id: payload.id, at: Date.now() }), seen.length === 1 ? NotificationResult.REQUEUE : NotificationResult.HANDLED) }],
+        { allowRequeue: true, pool: group },
+      ),
+    );
+    await notifier(t, topic).info({}, 'ev', { id: 7 });
+    await waitFor(() => seen.length === 1, { timeoutMs: 20_000, message: 'the first delivery' });
+    await notifier(t, topic).info({}, 'ev', { id: 8 });
+    await waitFor(() => seen.length === 3, { timeoutMs: 20_000, message: `the later notification and the requeued one (seen: ${JSON.stringify(seen)})` });
+    expect(seen.map((s) => s.id), 'the later notification is not held behind the requeued one').toEqual([7, 8, 7]);
+    expect(seen[2].at - seen[0].at, 'the second delivery waited out the backoff').toBeGreaterThanOrEqual(backoffMs - 5);
+    const retried = await kafka.raw.collect(`${topic}.info.retry.${group}`, uniqueName('raw'));
+    await waitFor(() => retried.length === 1, { timeoutMs: 20_000, message: 'one record on the retry topic' });
+    const notBefore = Number(retried[0].headers['x-tidings-not-before']);
+    expect(notBefore - seen[0].at).toBeGreaterThanOrEqual(backoffMs);
+    expect(notBefore - seen[0].at).toBeLessThan(backoffMs + 1000);
+  });
+
+  it('a listener stopped while it holds a requeued notification for its backoff leaves it to the next member, which waits out the rest', async () => {
+    const backoffMs = 6000;
+    const group = uniqueName('pool');
+    const topic = uniqueName('t');
+    const u = url(`&requeue_backoff_ms=${backoffMs}`);
+    const first: number[] = [];
+    const t1 = await transport(u);
+    const l1 = await started(getNotificationListener(t1, [new Target({ topic })], [{ info: () => (first.push(Date.now()), NotificationResult.REQUEUE) }], { allowRequeue: true, pool: group }));
+    await notifier(t1, topic).info({}, 'ev', { id: 1 });
+    await waitFor(() => first.length === 1, { timeoutMs: 20_000, message: 'the first delivery' });
+    const retried = await kafka.raw.collect(`${topic}.info.retry.${group}`, uniqueName('raw'));
+    await waitFor(() => retried.length === 1, { timeoutMs: 20_000, message: 'the retry copy stored' });
+    await l1.stop();
+    await l1.wait();
+    expect(first, 'the copy was not handled before its backoff was over').toHaveLength(1);
+    const second: number[] = [];
+    const t2 = await transport(u);
+    await started(getNotificationListener(t2, [new Target({ topic })], [{ info: () => void second.push(Date.now()) }], { pool: group }));
+    await waitFor(() => second.length === 1, { timeoutMs: 30_000, message: 'the next member handled the requeued notification' });
+    expect(second[0]).toBeGreaterThanOrEqual(Number(retried[0].headers['x-tidings-not-before']) - 5);
+    // A barrier on the main topic: the copy is not handled a second time.
+    await notifier(t2, topic).info({}, 'ev', { id: 2 });
+    await waitFor(() => second.length === 2, { timeoutMs: 20_000, message: 'the barrier notification' });
+    expect(second).toHaveLength(2);
+  });
+
   it('after maxDeliveries a notification goes to <topic>.dlq with why, and is not delivered again', async () => {
     const u = url('&max_deliveries=3');
     const topic = uniqueName('t');

@@ -60,6 +60,8 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
   private committing?: Promise<void>;
   private commitAgain = false;
   private roomWaiters: Array<() => void> = [];
+  /** Retry records held until their requeue backoff is over: woken early on stop and rebalance. */
+  private readonly sleepers = new Set<() => void>();
   /** Positions settled in an earlier generation and not known to be committed, by `topic\0partition`. */
   private carried = new Map<string, bigint>();
   /** Partitions of the current assignment, by `topic\0partition`. */
@@ -129,6 +131,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     this.stopped = true;
     this.consumer?.pause();
     this.wakeRoomWaiters();
+    this.wakeSleepers();
     await this.retries?.stop();
   }
 
@@ -160,6 +163,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     const dead = delivery.deliveries >= this.options.maxDeliveries;
     const topic = dead ? deadLetterTopic(delivery.originalTopic) : (this.retryTopics.get(delivery.originalTopic) ?? retryTopic(delivery.originalTopic, this.group));
     const headers: Record<string, string> = { [HEADERS.deliveries]: String(delivery.deliveries), [HEADERS.originalTopic]: delivery.originalTopic };
+    if (!dead && this.options.requeueBackoff > 0) headers[HEADERS.notBefore] = String(Date.now() + this.options.requeueBackoff);
     if (dead) {
       headers[HEADERS.group] = this.group;
       headers[HEADERS.reason] = requeueReason(reason, `requeued ${delivery.deliveries} times (maxDeliveries ${this.options.maxDeliveries})`);
@@ -212,6 +216,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     // owner reads it from the last commit); what is settled is committed now, while the broker
     // still accepts commits of this generation, so the new owner does not run it again.
     this.rebalancing = true;
+    this.wakeSleepers();
     const withdrawn = this.withdrawBuffered();
     this.logger.debug('Kafka listener rebalancing', { group: this.groupId, generation: this.generation, withdrawn });
     clearTimeout(this.commitTimer);
@@ -289,10 +294,44 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
         if (handover.generation === this.generation) return this.onRecords(records);
       });
     }
+    // Only the retry reader reads copies requeued with a backoff (the `notBefore` header).
+    const due = this.retries === undefined ? firstNotDue(records) : -1;
+    if (due !== -1) return this.holdUntilDue(records, key, due);
     this.receive(records, key);
     if (this.inbound.unsettled >= this.options.maxPollRecords && !this.stopped) {
       return new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     }
+  }
+
+  /**
+   * Hands out the records before `due` (the first one whose requeue backoff is not over) and holds
+   * the rest of the batch until it is due: copies requeued later come later on the partition, so
+   * holding the partition delays nothing due sooner. After a rebalance or stop the held records are
+   * left to the partition's owner, which reads them again from the last commit.
+   */
+  private holdUntilDue(records: readonly IncomingRecord[], key: string, due: number): Promise<void> {
+    if (due > 0) this.receive(records.slice(0, due), key);
+    const generation = this.generation;
+    return this.sleep(notBeforeOf(records[due]) - Date.now()).then(() => {
+      if (generation === this.generation) return this.onRecords(records.slice(due));
+    });
+  }
+
+  /** Resolves after `ms`, or at once on stop or rebalance. */
+  private sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.sleepers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.sleepers.add(wake);
+    });
+  }
+
+  private wakeSleepers(): void {
+    for (const wake of [...this.sleepers]) wake();
   }
 
   /** Hands out one partition's records (ConsumerHandlers.onRecords): its offsets, and the position below which its records were settled already (carried, or handed over), are looked up once. */
@@ -404,6 +443,19 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
 /** The later of two positions, either of which may be unknown. */
 function laterOf(a: bigint | undefined, b: bigint | undefined): bigint | undefined {
   return a === undefined || (b !== undefined && b > a) ? b : a;
+}
+
+/** When a retry copy requeued with a backoff is due, ms since the epoch; 0 for any other record. */
+function notBeforeOf(record: IncomingRecord): number {
+  const at = record.headers[HEADERS.notBefore];
+  return at === undefined ? 0 : Number(at) || 0;
+}
+
+/** The index of the first record whose requeue backoff is not over yet, or -1. */
+function firstNotDue(records: readonly IncomingRecord[]): number {
+  const now = Date.now();
+  for (let i = 0; i < records.length; i++) if (notBeforeOf(records[i]) > now) return i;
+  return -1;
 }
 
 /** The delivery of a record: a retry copy carries its delivery count and original topic in headers. */

@@ -405,13 +405,26 @@ class KafkajsConsumer implements KafkaConsumerHandle {
   }
 }
 
-/** Waits for the driver's back-pressure promise, heartbeating so the group keeps the member. */
-async function withHeartbeats(done: Promise<void>, heartbeat: () => Promise<void>, intervalMs: number): Promise<void> {
+/** What kafkajs's heartbeat throws when the group is rebalancing (kafkajs's own `isRebalancing`). */
+const REBALANCE_ERRORS = new Set(['REBALANCE_IN_PROGRESS', 'NOT_COORDINATOR_FOR_GROUP', 'ILLEGAL_GENERATION']);
+
+/**
+ * Waits for the driver's promise (back-pressure, a handover or a requeue backoff), heartbeating so
+ * the group keeps the member. A heartbeat that says the group is rebalancing is thrown out of
+ * eachBatch, so kafkajs rejoins now instead of when the wait ends (the other members wait for
+ * this one); the listener, told of the rebalance, leaves what it still holds to the new owner.
+ */
+export async function withHeartbeats(done: Promise<void>, heartbeat: () => Promise<void>, intervalMs: number): Promise<void> {
   let finished = false;
   void done.finally(() => (finished = true));
   while (!finished) {
     await Promise.race([done, new Promise((r) => setTimeout(r, intervalMs))]);
-    if (!finished) await heartbeat().catch(() => undefined);
+    if (finished) return;
+    try {
+      await heartbeat();
+    } catch (err) {
+      if (REBALANCE_ERRORS.has((err as { type?: unknown }).type as string)) throw err;
+    }
   }
 }
 

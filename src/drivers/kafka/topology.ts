@@ -15,6 +15,8 @@ export const HEADERS = Object.freeze({
   deliveries: 'x-tidings-deliveries',
   /** The topic the record was first published to. */
   originalTopic: 'x-tidings-original-topic',
+  /** On a retry copy requeued with a backoff: when it is due, ms since the epoch (decimal). */
+  notBefore: 'x-tidings-not-before',
   /** The consumer group that gave up on it (dead letters). */
   group: 'x-tidings-group',
   /** Why it was dead-lettered: the last handler error's message, or `requeued N times`. */
