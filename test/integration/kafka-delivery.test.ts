@@ -21,6 +21,10 @@ import { SHORT_GROUP_QUERY, useKafkaMock } from '../support/kafka-raw.js';
 
 type Started = { stop(): Promise<void>; wait(): Promise<void> };
 
+/** A notification record as oslo's Kafka notifier writes it, with `payload.id`. */
+const osloRecord = (id: number) =>
+  JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify({ message_id: randomUUID(), publisher_id: 'p', event_type: 'ev', priority: 'INFO', payload: { id }, timestamp: '2026-11-25 00:00:00.000000', _context: {} }) });
+
 describe('Kafka driver delivery (librdkafka mock cluster)', () => {
   const kafka = useKafkaMock();
   const closers = kafka.closers;
@@ -68,6 +72,72 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
     gate.resolve();
   });
 
+  it('commits a partition up to its lowest record still being handled, never past it, while later records are done', async () => {
+    const group = uniqueName('pool');
+    const topic = uniqueName('t');
+    const t = await transport(url());
+    const gate = deferred<void>();
+    const handled: number[] = [];
+    await started(
+      getNotificationListener(t, [new Target({ topic })], [
+        {
+          async info(_c: Context, _p: unknown, _e: string, payload: { id: number }) {
+            if (payload.id === 0) await gate.promise;
+            handled.push(payload.id);
+          },
+        },
+      ], { pool: group }),
+    );
+    // Partition 0: the first record's handler waits; the two after it finish. Partition 1: one record, the barrier.
+    await kafka.raw.publish(`${topic}.info`, [0, 1, 2].map((id) => ({ partition: 0, value: osloRecord(id) })));
+    await waitFor(() => handled.includes(1) && handled.includes(2), { timeoutMs: 20_000, message: 'the later records of partition 0 handled' });
+    await kafka.raw.publish(`${topic}.info`, [{ partition: 1, value: osloRecord(9) }]);
+    await waitFor(async () => (await kafka.raw.committed(group, `${topic}.info`)) >= 1, { timeoutMs: 20_000, message: 'the barrier on partition 1 committed' });
+    expect(await kafka.raw.committed(group, `${topic}.info`), 'nothing of partition 0 is committed while its first record runs').toBe(1);
+    gate.resolve();
+    await waitFor(async () => (await kafka.raw.committed(group, `${topic}.info`)) === 4, { timeoutMs: 20_000, message: 'partition 0 committed past all three once the first finished' });
+    expect(handled.sort()).toEqual([0, 1, 2, 9]);
+  });
+
+  it('commit_mode=before-dispatch (oslo) commits before the handler runs: a member gone mid-handler loses the message', async () => {
+    const group = uniqueName('pool');
+    const u = url('&commit_mode=before-dispatch&shutdown_timeout_ms=100');
+    const topic = uniqueName('t');
+    const gate = deferred<void>();
+    const seenByFirst: number[] = [];
+    const t1 = await transport(u);
+    await getNotificationListener(t1, [new Target({ topic })], [
+      {
+        async info(_c: Context, _p: unknown, _e: string, payload: { id: number }) {
+          seenByFirst.push(payload.id);
+          await gate.promise;
+        },
+      },
+    ], { pool: group }).start();
+    await notifier(t1, topic).info({}, 'ev', { id: 1 });
+    await waitFor(() => seenByFirst.length === 1, { timeoutMs: 20_000, message: 'the first member got the message' });
+    await waitFor(async () => (await kafka.raw.committed(group, `${topic}.info`)) === 1, { timeoutMs: 20_000, message: 'committed while the handler still runs' });
+    await t1.cleanup();
+    const seenBySecond: number[] = [];
+    const t2 = await transport(u);
+    await started(getNotificationListener(t2, [new Target({ topic })], [{ info: (_c: Context, _p: unknown, _e: string, payload: { id: number }) => void seenBySecond.push(payload.id) }], { pool: group }));
+    // A barrier: the next notification arrives, the unfinished one never does (at-most-once).
+    await notifier(t2, topic).info({}, 'ev', { id: 2 });
+    await waitFor(() => seenBySecond.length >= 1, { timeoutMs: 30_000, message: 'the next member got the barrier' });
+    expect(seenBySecond).toEqual([2]);
+    gate.resolve();
+  });
+
+  it('listeners without a pool or consumer_group share the group oslo_messaging_consumer', async () => {
+    const topic = uniqueName('t');
+    const t = await transport(`${kafka.broker.url}/?${SHORT_GROUP_QUERY}`);
+    const seen: number[] = [];
+    await started(getNotificationListener(t, [new Target({ topic })], [{ info: (_c: Context, _p: unknown, _e: string, payload: { id: number }) => void seen.push(payload.id) }]));
+    await notifier(t, topic).info({}, 'ev', { id: 1 });
+    await waitFor(() => seen.length === 1, { timeoutMs: 20_000, message: 'the notification' });
+    await waitFor(async () => (await kafka.raw.committed('oslo_messaging_consumer', `${topic}.info`)) === 1, { timeoutMs: 20_000, message: "oslo's default group committed it" });
+  });
+
   it("a partition whose previous owner commits only after the rebalance: its records below that commit are not run again", async () => {
     // The previous owner is a raw kafkajs member that read the records and commits them only once
     // the new assignment is known (as a member whose commits the broker refused during the
@@ -76,8 +146,7 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
     const topic = uniqueName('t');
     const pool = uniqueName('pool');
     await kafka.broker.createTopic({ name: `${topic}.info`, partitions: 4 });
-    const record = (id: number) => JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify({ message_id: randomUUID(), publisher_id: 'p', event_type: 'ev', priority: 'INFO', payload: { id }, timestamp: '2026-11-25 00:00:00.000000', _context: {} }) });
-    await kafka.raw.publish(`${topic}.info`, [0, 1, 2, 3, 4, 5, 6, 7].map((id) => ({ partition: id % 4, value: record(id) })));
+    await kafka.raw.publish(`${topic}.info`, [0, 1, 2, 3, 4, 5, 6, 7].map((id) => ({ partition: id % 4, value: osloRecord(id) })));
     const RAW = Buffer.from('raw-previous-owner');
     const giveAway: PartitionAssigner = ({ cluster }) => ({
       name: 'TidingsSubscriptionRoundRobin',
@@ -113,7 +182,7 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
     await lateCommit;
     // One record per partition after the handed-over ones: once all four are handled, anything
     // below them was either handled already or skipped (Kafka keeps order within a partition).
-    await kafka.raw.publish(`${topic}.info`, [0, 1, 2, 3].map((partition) => ({ partition, value: record(100 + partition) })));
+    await kafka.raw.publish(`${topic}.info`, [0, 1, 2, 3].map((partition) => ({ partition, value: osloRecord(100 + partition) })));
     await waitFor(() => [100, 101, 102, 103].every((id) => handled.includes(id)), { timeoutMs: 30_000, message: `the four later records (handled: ${handled.join(',')})` });
     expect(handled.filter((id) => id < 100), `records the previous owner committed within ${HANDOVER_GRACE_MS} ms of the rebalance`).toEqual([]);
   });
@@ -258,6 +327,48 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
     await waitFor(() => records.length === 3 * N, { timeoutMs: 20_000 });
     expect(new Set(records.map((r) => r.key))).toEqual(new Set(['p-a', 'p-b', 'p-c']));
     for (const p of ['p-a', 'p-b', 'p-c']) expect(new Set(records.filter((r) => r.key === p).map((r) => r.partition)).size).toBe(1);
+  });
+
+  it('a key function in driverOptions keys each notification, and notifications of one key are handled in order', async () => {
+    const topic = uniqueName('t');
+    const seenTopics = new Set<string>();
+    const key = (notification: Record<string, unknown>, recordTopic: string) => {
+      seenTopics.add(recordTopic);
+      const { i } = notification.payload as { i: number };
+      return i % 10 === 9 ? undefined : `k${i % 3}`;
+    };
+    const t = await transport(url(), { driverOptions: { key } });
+    const seen: number[] = [];
+    await started(getNotificationListener(t, [new Target({ topic })], [{ info: (_c: Context, _p: unknown, _e: string, payload: { i: number }) => void seen.push(payload.i) }], { executorSize: 1 }));
+    const n = notifier(t, topic);
+    const N = 30;
+    await Promise.all(Array.from({ length: N }, (_, i) => n.info({}, 'ev', { i })));
+    await waitFor(() => seen.length === N, { timeoutMs: 20_000, message: `${N} notifications` });
+    for (const k of [0, 1, 2]) {
+      const ofKey = [...Array(N).keys()].filter((i) => i % 3 === k && i % 10 !== 9);
+      expect(seen.filter((i) => ofKey.includes(i)), `key k${k} in order`).toEqual(ofKey);
+    }
+    expect([...seenTopics]).toEqual([`${topic}.info`]);
+    const records = await kafka.raw.collect(`${topic}.info`, uniqueName('raw'));
+    await waitFor(() => records.length === N, { timeoutMs: 20_000 });
+    const keyOf = (r: (typeof records)[number]) => (JSON.parse(JSON.parse(r.value)['oslo.message']).payload as { i: number }).i;
+    for (const r of records) expect(r.key).toBe(keyOf(r) % 10 === 9 ? null : `k${keyOf(r) % 3}`);
+    for (const k of ['k0', 'k1', 'k2']) expect(new Set(records.filter((r) => r.key === k).map((r) => r.partition)).size).toBe(1);
+  });
+
+  it('on a broker without CreateTopics (the test broker) topics are auto-created, with a debug log', async () => {
+    const logger = createMemoryLogger();
+    const topic = uniqueName('t');
+    const t = await transport(url(), { logger });
+    const seen: number[] = [];
+    await started(getNotificationListener(t, [new Target({ topic })], [{ info: (_c: Context, _p: unknown, _e: string, payload: { id: number }) => void seen.push(payload.id) }]));
+    await notifier(t, topic).info({}, 'ev', { id: 1 });
+    await waitFor(() => seen.length === 1, { timeoutMs: 20_000, message: 'the notification on the auto-created topic' });
+    const fallback = logger.records.filter((r) => r.msg.includes('no CreateTopics'));
+    expect(fallback.length).toBeGreaterThan(0);
+    expect(fallback.every((r) => r.level === 'debug')).toBe(true);
+    expect(fallback.flatMap((r) => r.fields.topics as string[])).toContain(`${topic}.info`);
+    expect(logger.records.filter((r) => r.level === 'warn' || r.level === 'error')).toEqual([]);
   });
 
   it("writes oslo's record (no key, no headers, envelope, nested _context, no _unique_id) and reads one without _unique_id", async () => {
