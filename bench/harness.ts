@@ -27,6 +27,21 @@ export interface Measurement {
   readonly elapsedMs: number;
   /** Per-operation latencies in ms, when the scenario measures them. */
   readonly latenciesMs?: readonly number[];
+  /** CPU time (user + system) of the whole process over the measured window, µs (`TimedWindow`). */
+  readonly windowCpuUs?: number;
+}
+
+/** A scenario's measured window: its wall time and the process's CPU time over it, from construction to `end()`. */
+export class TimedWindow {
+  private readonly startMs = performance.now();
+  private readonly startCpu = process.cpuUsage();
+
+  /** The measurement of `ops` operations done in the window (with their latencies when measured). */
+  end(ops: number, latenciesMs?: readonly number[]): Measurement {
+    const cpu = process.cpuUsage(this.startCpu);
+    const elapsedMs = performance.now() - this.startMs;
+    return { ops, elapsedMs, windowCpuUs: cpu.user + cpu.system, ...(latenciesMs ? { latenciesMs } : {}) };
+  }
 }
 
 export type ScenarioFn = (ctx: BenchContext) => Promise<Measurement>;
@@ -48,9 +63,10 @@ export interface Stats {
   elapsedMs: number;
   opsPerSec: number;
   /**
-   * CPU time (user + system) of this process per operation, in µs, over the whole run (setup and
-   * warm-up included). Independent of how fast the broker answers, so it compares tidings' own work
-   * with a baseline's on a machine whose broker latency wanders.
+   * CPU time (user + system) of this process per operation, in µs, over the measured window when
+   * the scenario reports it (`TimedWindow`: every built-in scenario and baseline), else over the
+   * whole run (setup and warm-up included). Independent of how fast the broker answers, so it
+   * compares tidings' own work with a baseline's on a machine whose broker latency wanders.
    */
   cpuUsPerOp?: number;
   p50Ms?: number;
@@ -129,7 +145,8 @@ const round = (n: number, digits: number) => Number(n.toFixed(digits));
 
 export function toStats(m: Measurement, cpuUs?: number): Stats {
   const stats: Stats = { ops: m.ops, elapsedMs: round(m.elapsedMs, 1), opsPerSec: m.elapsedMs > 0 ? Math.round((m.ops * 1000) / m.elapsedMs) : 0 };
-  if (cpuUs !== undefined && m.ops > 0) stats.cpuUsPerOp = round(cpuUs / m.ops, 1);
+  const windowCpuUs = m.windowCpuUs ?? cpuUs;
+  if (windowCpuUs !== undefined && m.ops > 0) stats.cpuUsPerOp = round(windowCpuUs / m.ops, 1);
   if (m.latenciesMs?.length) {
     stats.p50Ms = round(percentile(m.latenciesMs, 50), 3);
     stats.p99Ms = round(percentile(m.latenciesMs, 99), 3);

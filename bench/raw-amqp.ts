@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { connect, type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options } from 'amqplib';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
-import { BATCH_SIZE, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureDelivered, measureConcurrentCalls, measureSequentialCalls } from './scenarios.js';
+import { BATCH_SIZE, PAYLOAD_TEXT,  measureDelivered, measureSent, measureConcurrentCalls, measureSequentialCalls } from './scenarios.js';
 
 /** Prefetch of the raw RPC server: the tidings RPC server runs up to 64 requests at once (executorSize). */
 const SERVER_PREFETCH = 64;
@@ -216,10 +216,7 @@ export const baselines: BaselineSet = {
     return withConnections(ctx, 1, [queue], async ([conn]) => {
       const pub = await conn.createConfirmChannel();
       await pub.assertQueue(queue, QUEUE_OPTIONS);
-      for (let i = 0; i < ctx.warmup; i++) await confirmedPublish(pub, queue, body(i));
-      const start = performance.now();
-      const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => confirmedPublish(pub, queue, body(i)));
-      return { ops: sent, elapsedMs: performance.now() - start };
+      return measureSent(ctx, (i) => confirmedPublish(pub, queue, body(i)));
     });
   },
 

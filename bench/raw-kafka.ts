@@ -33,7 +33,7 @@ import { applyKafkajsIdleFix } from '../src/drivers/kafka/kafkajs-idle-fix.js';
 import { silentLogger } from '../src/logger.js';
 import { MOCK_RPC_MAX_WAIT_MS } from '../test/support/kafka-broker.js';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
-import { BATCH_SIZE, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureConcurrentCalls, measureDelivered, measureSequentialCalls, waitUntil } from './scenarios.js';
+import { BATCH_SIZE, PAYLOAD_TEXT,  measureConcurrentCalls, measureDelivered, measureSent, measureSequentialCalls, waitUntil } from './scenarios.js';
 
 // tidings' kafkajs adapter stops kafkajs 2.2's idle 1 ms timer loop for the whole process when it
 // loads; the baselines run with the same fix from their first round (and in --baselines-only
@@ -204,10 +204,7 @@ export function notificationBaselines(shape: NotificationShape): BaselineSet {
       withKafka(ctx, async (k) => {
         const topic = ctx.unique('bench-raw-notify');
         const producer = await k.producer();
-        for (let i = 0; i < ctx.warmup; i++) await producer.send(topic, shape.encode(i));
-        const start = performance.now();
-        const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => producer.send(topic, shape.encode(i)));
-        return { ops: sent, elapsedMs: performance.now() - start };
+        return measureSent(ctx, (i) => producer.send(topic, shape.encode(i)));
       }),
     'consume-plain': rawConsume(1, 'plain', shape),
     'consume-pooled': rawConsume(2, 'pooled', shape),

@@ -18,7 +18,7 @@
 // Every key is unique per run (ctx.unique) and UNLINKed afterwards; nothing else is touched.
 import { Redis, type RedisOptions } from 'ioredis';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
-import { BATCH_SIZE, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, measureDelivered, measureConcurrentCalls, measureSequentialCalls } from './scenarios.js';
+import { BATCH_SIZE, PAYLOAD_TEXT,  measureDelivered, measureSent, measureConcurrentCalls, measureSequentialCalls } from './scenarios.js';
 
 /** Requests the raw RPC server pops at once: the tidings RPC server runs up to 64 at once (executorSize). */
 const SERVER_BATCH = 64;
@@ -302,10 +302,7 @@ export function rawPublish(codec: EntryCodec = PLAIN) {
   return (ctx: BenchContext): Promise<Measurement> => {
     const stream = ctx.unique('bench-raw-notify');
     return withRedis(ctx, 1, [stream], async ([pub]) => {
-      for (let i = 0; i < ctx.warmup; i++) await xadd(pub, stream, i, codec);
-      const start = performance.now();
-      const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => xadd(pub, stream, i, codec));
-      return { ops: sent, elapsedMs: performance.now() - start };
+      return measureSent(ctx, (i) => xadd(pub, stream, i, codec));
     });
   };
 }

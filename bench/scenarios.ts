@@ -12,7 +12,7 @@ import {
   getRpcTransport,
   type Transport,
 } from '../src/index.js';
-import type { BenchContext, Measurement, Scenario } from './harness.js';
+import { TimedWindow, type BenchContext, type Measurement, type Scenario } from './harness.js';
 
 /** A small, realistic argument: an id and ~100 bytes of text. */
 export const PAYLOAD_TEXT = 'x'.repeat(100);
@@ -64,22 +64,29 @@ export async function measureDelivered(ctx: BenchContext, send: (i: number) => P
   for (let i = 0; i < ctx.warmup; i++) await send(i);
   await waitUntil(() => delivered() >= ctx.warmup, `warm-up ${what}`);
   const base = delivered();
-  const start = performance.now();
+  const window = new TimedWindow();
   const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, send);
   await waitUntil(() => delivered() - base >= sent, `all ${what}`);
-  return { ops: sent, elapsedMs: performance.now() - start };
+  return window.end(sent);
+}
+
+/** Sends `ctx.warmup` one by one, then `ctx.count` with PUBLISH_WINDOW awaiting at a time: the window is the second part. */
+export async function measureSent(ctx: BenchContext, send: (i: number) => Promise<unknown>): Promise<Measurement> {
+  for (let i = 0; i < ctx.warmup; i++) await send(i);
+  const window = new TimedWindow();
+  return window.end(await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, send));
 }
 
 async function measureCalls(ctx: BenchContext, call: (i: number) => Promise<unknown>, window: number): Promise<Measurement> {
   for (let i = 0; i < ctx.warmup; i++) await call(i);
   const latencies: number[] = [];
-  const start = performance.now();
+  const timed = new TimedWindow();
   await keepInFlight(ctx.count, window, ctx.inTime, async (i) => {
     const t0 = performance.now();
     await call(i);
     latencies.push(performance.now() - t0);
   });
-  return { ops: latencies.length, elapsedMs: performance.now() - start, latenciesMs: latencies };
+  return timed.end(latencies.length, latencies);
 }
 
 /** Polls `cond` every millisecond: a setImmediate spin would take CPU from the broker on a small machine. */
@@ -166,13 +173,10 @@ const notifyPublish: Scenario = {
   unit: 'notifications',
   run: (ctx) =>
     withNotifier(ctx, async ({ transport, notifier, topic }) => {
-      for (let i = 0; i < ctx.warmup; i++) await publish(notifier, i);
-      const start = performance.now();
-      const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => publish(notifier, i));
-      const elapsedMs = performance.now() - start;
+      const measured = await measureSent(ctx, (i) => publish(notifier, i));
       // A broker that keeps notifications for absent listeners must not be left holding them.
-      if (transport.driver.capabilities.durableNotifications) await drain(transport, topic, ctx.warmup + sent);
-      return { ops: sent, elapsedMs };
+      if (transport.driver.capabilities.durableNotifications) await drain(transport, topic, ctx.warmup + measured.ops);
+      return measured;
     }),
 };
 
@@ -206,16 +210,10 @@ function consumeScenario(name: string, description: string, listenerCount: numbe
         );
         await Promise.all(listeners.map((l) => l.start()));
         try {
-          for (let i = 0; i < ctx.warmup; i++) await publish(notifier, i);
-          await waitUntil(() => consumed >= ctx.warmup, 'warm-up consumed');
-          const base = consumed;
-          const start = performance.now();
-          const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => publish(notifier, i));
-          await waitUntil(() => consumed - base >= sent, 'all notifications consumed');
-          const elapsedMs = performance.now() - start;
+          const measured = await measureDelivered(ctx, (i) => publish(notifier, i), () => consumed, 'notifications consumed');
           // The notifier also fills its default `<topic>.info` queue, which a pool does not read.
-          if (pool && transport.driver.capabilities.durableNotifications) await drain(transport, topic, ctx.warmup + sent);
-          return { ops: sent, elapsedMs };
+          if (pool && transport.driver.capabilities.durableNotifications) await drain(transport, topic, ctx.warmup + measured.ops);
+          return measured;
         } finally {
           await Promise.all(listeners.map((l) => l.stop()));
           await Promise.all(listeners.map((l) => l.wait()));
