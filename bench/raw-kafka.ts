@@ -33,7 +33,7 @@ import { applyKafkajsIdleFix } from '../src/drivers/kafka/kafkajs-idle-fix.js';
 import { silentLogger } from '../src/logger.js';
 import { MOCK_RPC_MAX_WAIT_MS } from '../test/support/kafka-broker.js';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
-import { BATCH_SIZE, PAYLOAD_TEXT,  measureConcurrentCalls, measureDelivered, measureSent, measureSequentialCalls, waitUntil } from './scenarios.js';
+import { BATCH_SIZE, PAYLOAD_TEXT, measureConcurrentCalls, measureDelivered, measureSent, measureSequentialCalls, waitUntil } from './scenarios.js';
 
 // tidings' kafkajs adapter stops kafkajs 2.2's idle 1 ms timer loop for the whole process when it
 // loads; the baselines run with the same fix from their first round (and in --baselines-only
