@@ -1,14 +1,12 @@
 // The Kafka driver's producer settings on the Kafka test broker (librdkafka's mock cluster): when
 // a send resolves, linger (`producer_batch_timeout`), gzip compression, acks and idempotence,
 // each observed on the broker or in what a raw kafkajs consumer reads back.
-import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import { getNotificationListener, getNotificationTransport, InvalidArgument, Notifier, Target, type Context, type Transport } from '../../src/index.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
-import { kafkaMockBinary } from '../support/kafka-broker.js';
+import { startKafkaMock } from '../support/kafka-broker.js';
 import { SHORT_GROUP_QUERY, useKafkaMock } from '../support/kafka-raw.js';
 
 /** A record as a raw kafkajs consumer read it, with the producer fields of its record batch. */
@@ -180,17 +178,10 @@ describe('Kafka producer settings (librdkafka mock cluster)', () => {
   });
 
   it('acks=none resolves a send without waiting for the broker; acks=all waits for its answer (the broker process frozen)', async () => {
-    // A mock of its own, frozen with SIGSTOP: connections stay open and take bytes, nothing is answered.
-    const mock = spawn(kafkaMockBinary(), ['--brokers', '1'], { stdio: ['pipe', 'pipe', 'ignore'] });
-    const exited = new Promise((r) => mock.once('exit', r));
-    closers.push(async () => {
-      mock.kill('SIGCONT');
-      mock.kill('SIGKILL');
-      await exited;
-    });
-    let bootstrap = '';
-    mock.stdout.setEncoding('utf8').on('data', (d: string) => (bootstrap += d));
-    const brokers = (await waitFor(() => (bootstrap.includes('\n') ? bootstrap.trim() : undefined), { timeoutMs: 15_000, message: 'the second mock printed its bootstrap string' })).split(',');
+    // A broker of its own, frozen with SIGSTOP: connections stay open and take bytes, nothing is answered.
+    const second = await startKafkaMock({ brokers: 1, alwaysMock: true });
+    closers.push(() => second.stop());
+    const { brokers } = second;
     const base = `kafka://${brokers.join(',')}/?${SHORT_GROUP_QUERY}`;
     const topic = uniqueName('t');
     const highWatermark = await highWatermarks(brokers);
@@ -201,10 +192,7 @@ describe('Kafka producer settings (librdkafka mock cluster)', () => {
     await all.info({}, 'ev', { id: 2 });
     await waitFor(async () => (await highWatermark(`${topic}.info`)) === 2, { timeoutMs: 10_000, message: 'the two first records stored' });
 
-    mock.kill('SIGSTOP');
-    // The stop reaches the mock's threads one by one: until all are stopped, one may still answer.
-    const stopped = () => readdirSync(`/proc/${mock.pid}/task`).every((tid) => /^State:\s+T/m.test(readFileSync(`/proc/${mock.pid}/task/${tid}/status`, 'utf8')));
-    await waitFor(stopped, { timeoutMs: 5000, message: 'every thread of the second mock stopped' });
+    await second.freeze();
     let settledAll = false;
     const sendAll = all.info({}, 'ev', { id: 4 }).finally(() => (settledAll = true));
     try {
@@ -217,7 +205,7 @@ describe('Kafka producer settings (librdkafka mock cluster)', () => {
       await new Promise((r) => setTimeout(r, 1000));
       expect(settledAll, 'the acks=all send waits for the frozen broker').toBe(false);
     } finally {
-      mock.kill('SIGCONT');
+      await second.thaw();
     }
     await sendAll;
     await waitFor(async () => (await highWatermark(`${topic}.info`)) === 4, { timeoutMs: 10_000, message: 'all four records stored once the broker runs again' });

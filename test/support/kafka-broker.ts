@@ -2,10 +2,11 @@
 // compiled once per source hash), or the real cluster named by KAFKA_BROKERS=host:port,...
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { waitFor } from '../../src/testing/wait.js';
 
 const SOURCE = join(dirname(fileURLToPath(import.meta.url)), 'kafka-mock', 'mock-cluster.c');
 const HEADER = '/usr/include/librdkafka/rdkafka_mock.h';
@@ -31,6 +32,8 @@ export interface StartKafkaMockOptions {
   topics?: readonly KafkaTopicSpec[];
   /** Reject if the mock has not printed its bootstrap string within this many ms. @default 15000 */
   startTimeoutMs?: number;
+  /** Start the mock even when KAFKA_BROKERS names a real cluster (for a test that freezes or kills its own broker). @default false */
+  alwaysMock?: boolean;
 }
 
 export interface KafkaTestBroker {
@@ -56,6 +59,10 @@ export interface KafkaTestBroker {
   brokerDown(id: number): Promise<void>;
   /** Lets broker `id` (-1: all) accept connections again. */
   brokerUp(id: number): Promise<void>;
+  /** SIGSTOP, resolved once every thread of the process is stopped: connections stay open and take bytes, nothing is answered. */
+  freeze(): Promise<void>;
+  /** SIGCONT after freeze(): the brokers answer again, with what they kept. */
+  thaw(): Promise<void>;
 }
 
 /** Where KAFKA_BROKERS points the tests, or undefined for the mock. */
@@ -196,8 +203,22 @@ class MockProcess {
     return !this.done;
   }
 
+  /** SIGSTOP; it reaches the threads one by one, so this waits until /proc shows every one stopped (until then one may still answer). */
+  async freeze(): Promise<void> {
+    this.child.kill('SIGSTOP');
+    const tasks = `/proc/${this.child.pid}/task`;
+    const stopped = () => readdirSync(tasks).every((tid) => /^State:\s+T/m.test(readFileSync(`${tasks}/${tid}/status`, 'utf8')));
+    await waitFor(stopped, { timeoutMs: 5000, message: 'every thread of the Kafka test broker stopped' });
+  }
+
+  thaw(): void {
+    this.child.kill('SIGCONT');
+  }
+
   async terminate(signal: NodeJS.Signals): Promise<void> {
     if (this.done) return;
+    // A frozen process would hold SIGTERM until continued.
+    this.child.kill('SIGCONT');
     this.child.kill(signal);
     const timer = setTimeout(() => this.child.kill('SIGKILL'), 5000);
     await this.exited;
@@ -212,7 +233,7 @@ class MockProcess {
 export async function startKafkaMock(options: StartKafkaMockOptions = {}): Promise<KafkaTestBroker> {
   const brokerCount = options.brokers ?? 3;
   const topics = options.topics ?? [];
-  const external = externalKafkaBrokers();
+  const external = options.alwaysMock ? undefined : externalKafkaBrokers();
   if (external) return externalBroker(external, topics);
 
   const bin = kafkaMockBinary();
@@ -264,6 +285,8 @@ export async function startKafkaMock(options: StartKafkaMockOptions = {}): Promi
     createTopic: (t) => proc.command(`topic ${t.name}:${t.partitions ?? 1}`),
     brokerDown: (id) => proc.command(`down ${id}`),
     brokerUp: (id) => proc.command(`up ${id}`),
+    freeze: () => proc.freeze(),
+    thaw: async () => proc.thaw(),
   };
 }
 
@@ -293,5 +316,7 @@ async function externalBroker(brokers: string[], topics: readonly KafkaTopicSpec
     restart: unsupported('restart()'),
     brokerDown: unsupported('brokerDown()'),
     brokerUp: unsupported('brokerUp()'),
+    freeze: unsupported('freeze()'),
+    thaw: unsupported('thaw()'),
   };
 }
