@@ -60,7 +60,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
   private committing?: Promise<void>;
   private commitAgain = false;
   private roomWaiters: Array<() => void> = [];
-  /** Retry records held until their requeue backoff is over: woken early on stop and rebalance. */
+  /** Waits (the handover grace, a requeue backoff) that end early on stop and rebalance. */
   private readonly sleepers = new Set<() => void>();
   /** Positions settled in an earlier generation and not known to be committed, by `topic\0partition`. */
   private carried = new Map<string, bigint>();
@@ -271,8 +271,8 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
 
   /** Waits HANDOVER_GRACE_MS, then reads what the group committed on the newly owned partitions. */
   private async readHandover(generation: number, partitions: Assignment): Promise<void> {
-    await new Promise((resolve) => setTimeout(resolve, HANDOVER_GRACE_MS).unref());
-    if (generation !== this.generation || this.stopped) return;
+    await this.sleep(HANDOVER_GRACE_MS);
+    if (generation !== this.generation || this.stopped || this.rebalancing) return;
     try {
       const committed = await (await this.conn.getClient()).committedOffsets(this.groupId, partitions);
       if (generation === this.generation) this.handedOver = committed;
@@ -325,7 +325,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
         this.sleepers.delete(wake);
         resolve();
       };
-      const timer = setTimeout(wake, ms);
+      const timer = setTimeout(wake, ms).unref();
       this.sleepers.add(wake);
     });
   }
