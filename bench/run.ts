@@ -16,7 +16,8 @@ const HELP = `Usage: npm run bench -- [--url <url> | --kafka-mock] [--scenarios 
   --url <url>          transport URL (default: $TIDINGS_TRANSPORT_URL, else memory://)
   --kafka-mock         start librdkafka's mock cluster (3 brokers, as the tests do; needs
                        librdkafka-dev and gcc) and run on kafka:// against it, with the tests'
-                       short group timings and rpc_max_wait_ms=20; stopped at the end
+                       short group timings and rpc_max_wait_ms=20; each new topic's leaders
+                       spread over the brokers as Kafka spreads them; stopped at the end
   --kafka-client <c>   with --kafka-mock: tidings' Kafka client, kafkajs (default) or platformatic
   --scenarios <a,b>    scenarios to run, in order (default: all)
                        ${SCENARIOS.map((s) => s.name).join(', ')}
@@ -60,7 +61,7 @@ export async function main(argv: readonly string[], print: (line: string) => voi
   }
   if (values['kafka-mock'] && values.url) throw new Error('--kafka-mock starts its own broker: give it or --url, not both');
   if (values['kafka-client'] !== undefined && !values['kafka-mock']) throw new Error('--kafka-client goes with --kafka-mock (with --url, put ?client= in the URL)');
-  const mock = values['kafka-mock'] ? await startKafkaMock() : undefined;
+  const mock = values['kafka-mock'] ? await startKafkaMock({ spreadLeaders: true }) : undefined;
   try {
     const client = values['kafka-client'] ? `&client=${encodeURIComponent(values['kafka-client'])}` : '';
     const url = mock ? `${mock.url}/?${SHORT_GROUP_QUERY}&rpc_max_wait_ms=${MOCK_RPC_MAX_WAIT_MS}${client}` : (values.url ?? process.env.TIDINGS_TRANSPORT_URL ?? 'memory://');

@@ -222,6 +222,41 @@ describe('Kafka test broker (librdkafka mock cluster) with kafkajs', () => {
     }
   });
 
+  it('with spreadLeaders leads every new topic round-robin over the brokers (2/1/1 for 4 partitions on 3), where the mock alone draws leaders at random', async () => {
+    /** Auto-creates `count` topics on `k` and returns each one's leader per partition. */
+    const layouts = async (k: Kafka, count: number): Promise<number[][]> => {
+      const p = k.producer({ allowAutoTopicCreation: true });
+      const admin = k.admin();
+      await Promise.all([p.connect(), admin.connect()]);
+      try {
+        const out: number[][] = [];
+        for (let i = 0; i < count; i++) {
+          const topic = uniqueName('tidings-selftest-leaders');
+          await p.send({ topic, messages: [{ value: 'x' }] });
+          const meta = await admin.fetchTopicMetadata({ topics: [topic] });
+          out.push([...meta.topics[0].partitions].sort((a, b) => a.partitionId - b.partitionId).map((x) => x.leader));
+        }
+        return out;
+      } finally {
+        await Promise.all([p.disconnect(), admin.disconnect()]);
+      }
+    };
+    const perBroker = (leaders: number[]) => [1, 2, 3].map((id) => leaders.filter((l) => l === id).length).sort();
+
+    const spread = await startKafkaMock({ brokers: 3, spreadLeaders: true, alwaysMock: true });
+    try {
+      const spreadKafka = new Kafka({ brokers: spread.brokers, clientId: 'tidings-kafka-selftest-spread', logLevel: logLevel.NOTHING, retry: { retries: 8, initialRetryTime: 100 } });
+      for (const leaders of await layouts(spreadKafka, 8)) {
+        expect(leaders).toHaveLength(4);
+        expect(perBroker(leaders)).toEqual([1, 1, 2]);
+      }
+    } finally {
+      await spread.stop();
+    }
+    // The suite's own mock (random leaders): 12 topics all led 2/1/1 by chance has odds of (36/81)^12, about 1 in 17 000.
+    if (!broker.external) expect((await layouts(kafka, 12)).some((leaders) => perBroker(leaders).join() !== '1,1,2')).toBe(true);
+  });
+
   it('exits when its stdin closes (an orphan never outlives its test process) and on SIGTERM', async () => {
     const bin = kafkaMockBinary();
     const viaStdin = spawn(bin, ['--brokers', '1'], { stdio: ['pipe', 'pipe', 'inherit'] });

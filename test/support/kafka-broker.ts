@@ -34,6 +34,8 @@ export interface StartKafkaMockOptions {
   startTimeoutMs?: number;
   /** Start the mock even when KAFKA_BROKERS names a real cluster (for a test that freezes or kills its own broker). @default false */
   alwaysMock?: boolean;
+  /** Lead each new topic's partitions round-robin over the brokers, as Kafka does, instead of the mock's random leaders (`--spread-leaders`; for the bench). @default false */
+  spreadLeaders?: boolean;
 }
 
 export interface KafkaTestBroker {
@@ -242,7 +244,7 @@ export async function startKafkaMock(options: StartKafkaMockOptions = {}): Promi
   const startTimeoutMs = options.startTimeoutMs ?? 15_000;
 
   const launch = async (ports?: readonly number[]): Promise<{ proc: MockProcess; brokers: string[] }> => {
-    const args = ['--brokers', String(brokerCount), ...topicArgs, ...(ports ? ['--ports', ports.join(',')] : [])];
+    const args = ['--brokers', String(brokerCount), ...topicArgs, ...(options.spreadLeaders ? ['--spread-leaders'] : []), ...(ports ? ['--ports', ports.join(',')] : [])];
     const proc = new MockProcess(bin, args);
     try {
       const line = await proc.nextLine(startTimeoutMs, 'its bootstrap string');

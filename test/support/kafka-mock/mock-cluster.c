@@ -4,7 +4,7 @@
  * it on demand with `gcc -O2 -o <bin> mock-cluster.c -lrdkafka` and speaks to it over stdio.
  *
  * Usage: tidings-kafka-mock [--brokers N] [--topic name:partitions]... [--ports p1,p2,...]
- *                           [--ignore-stdin]
+ *                           [--spread-leaders] [--ignore-stdin]
  *
  * stdout, line 1: the bootstrap string "127.0.0.1:p1,127.0.0.1:p2,..." (brokers 1..N in order).
  * stdin: one command a line, each answered by one stdout line "ok ..." or "error ...":
@@ -28,8 +28,18 @@
  *    resolves to, since the executable's symbol comes first) bind the given ports instead, so a
  *    restarted mock comes back on the addresses clients already know. The mock sets
  *    SO_REUSEADDR, so a port in TIME_WAIT is reusable at once.
+ *
+ * And one it does differently from Kafka, changed on request (--spread-leaders, for the bench):
+ *  - Leaders: the mock gives each partition of a new topic a leader drawn at random
+ *    (rd_jitter, i.e. libc's rand_r), so a 4-partition topic on 3 brokers is led by 1, 2 or 3 of
+ *    them, and whatever measures it runs on a different layout each time. Kafka spreads a topic's
+ *    leaders over the brokers round-robin. --spread-leaders makes our rand_r (which librdkafka's
+ *    call resolves to, as with bind()) count up instead, so the partitions of a topic, drawn one
+ *    after another, get consecutive brokers: 4 partitions on 3 brokers are led 2/1/1, as Kafka
+ *    leads them. Without the flag rand_r is libc's.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -65,6 +75,19 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len) {
                                     (socklen_t)sizeof(sin));
         }
         return (int)syscall(SYS_bind, fd, addr, len);
+}
+
+static int spread_leaders = 0;
+static unsigned int spread_next = 0;
+
+/* Interposes libc's rand_r() (see --spread-leaders above); without the flag, libc's own. */
+int rand_r(unsigned int *seed) {
+        static int (*libc_rand_r)(unsigned int *);
+        if (spread_leaders)
+                return (int)(__atomic_fetch_add(&spread_next, 1, __ATOMIC_RELAXED) & 0x7fffffff);
+        if (!libc_rand_r)
+                libc_rand_r = (int (*)(unsigned int *))dlsym(RTLD_NEXT, "rand_r");
+        return libc_rand_r(seed);
 }
 
 /* The leading members of librdkafka's private struct rd_kafka_mock_cluster_s (see above). */
@@ -122,7 +145,7 @@ static int create_topic(rd_kafka_mock_cluster_t *mc, int brokers, const char *sp
 static void usage(void) {
         fprintf(stderr,
                 "usage: tidings-kafka-mock [--brokers N] [--topic name:partitions]... "
-                "[--ports p1,p2,...] [--ignore-stdin]\n");
+                "[--ports p1,p2,...] [--spread-leaders] [--ignore-stdin]\n");
         exit(2);
 }
 
@@ -183,6 +206,8 @@ int main(int argc, char **argv) {
                                 if (*end && *end != ',')
                                         usage();
                         }
+                } else if (!strcmp(argv[i], "--spread-leaders")) {
+                        spread_leaders = 1;
                 } else if (!strcmp(argv[i], "--ignore-stdin")) {
                         ignore_stdin = 1;
                 } else {
