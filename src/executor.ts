@@ -26,7 +26,7 @@ export class BoundedExecutor {
    * Starts `task` at once and returns true when a slot is free; otherwise starts nothing and
    * returns false. The hot path: a caller with a free slot skips submit()'s promise.
    */
-  tryStart(task: () => Promise<void>): boolean {
+  tryStart(task: () => Promise<void> | void): boolean {
     if (this.active >= this.size) return false;
     this.active++;
     this.run(task);
@@ -34,7 +34,7 @@ export class BoundedExecutor {
   }
 
   /** Resolves once `task` has started, waiting for a free slot first (after earlier waiters). */
-  async submit(task: () => Promise<void>): Promise<void> {
+  async submit(task: () => Promise<void> | void): Promise<void> {
     if (this.active < this.size) this.active++;
     // The finishing task hands its slot over without freeing it, so the count stays right.
     else await new Promise<void>((resolve) => this.waiting.push(resolve));
@@ -47,16 +47,18 @@ export class BoundedExecutor {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  private run(task: () => Promise<void>): void {
-    let running: Promise<void>;
+  private run(task: () => Promise<void> | void): void {
+    let running: Promise<void> | void;
     try {
       running = task();
     } catch {
       // Tasks handle their own errors; a synchronous throw only frees its slot.
-      running = Promise.resolve();
+      running = undefined;
     }
-    // The rejection handler only keeps a task's bug from becoming an unhandled rejection.
-    running.then(this.finished, this.finished);
+    // A task that finished synchronously frees its slot now; the rejection handler only keeps a
+    // task's bug from becoming an unhandled rejection.
+    if (running === undefined) this.finished();
+    else running.then(this.finished, this.finished);
   }
 
   private readonly finished = (): void => {

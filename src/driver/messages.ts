@@ -100,15 +100,22 @@ export class NotificationMessage<D = unknown> extends IncomingMessage {
   }
 
   async acknowledge(): Promise<void> {
-    if (this.settled) return;
-    this.settled = true;
-    this.inbound.acknowledge(this);
+    this.settle(false);
   }
 
   async requeue(reason?: unknown): Promise<void> {
+    this.settle(true, reason);
+  }
+
+  /**
+   * @internal `acknowledge()` or `requeue(reason)` done at once, without a promise: the
+   * listener's per-notification path settles through it (settling never waits for the broker).
+   */
+  settle(requeue: boolean, reason?: unknown): void {
     if (this.settled) return;
     this.settled = true;
-    this.inbound.requeue(this, reason);
+    if (requeue) this.inbound.requeue(this, reason);
+    else this.inbound.acknowledge(this);
   }
 
   /** @internal Marks it settled without telling the broker; true for the first call. */

@@ -216,6 +216,11 @@ export interface DispatchOutcome {
   readonly reason?: unknown;
 }
 
+/** Every endpoint handled it (or filtered it out): the outcome of nearly every notification, made once. */
+const HANDLED: DispatchOutcome = Object.freeze({ result: NotificationResult.HANDLED });
+/** An endpoint returned REQUEUE. */
+const REQUEUED: DispatchOutcome = Object.freeze({ result: NotificationResult.REQUEUE });
+
 /** Dispatches one notification at a time: endpoints in order until one asks to requeue. */
 export class NotificationDispatcher {
   protected readonly callbacks = new Map<Priority, Callback[]>();
@@ -287,8 +292,12 @@ export class NotificationDispatcher {
     return (await this.dispatchWithReason(incoming)).result;
   }
 
-  /** @internal `dispatch`, also saying which error made it REQUEUE (the listener hands it to `requeue(reason)`). */
-  async dispatchWithReason(incoming: IncomingMessage): Promise<DispatchOutcome> {
+  /**
+   * @internal `dispatch`, also saying which error made it REQUEUE (the listener hands it to
+   * `requeue(reason)`). Synchronous while every handler returns a plain value (no promise per
+   * notification then); a promise once one returns a thenable or a middleware runs.
+   */
+  dispatchWithReason(incoming: IncomingMessage): DispatchOutcome | Promise<DispatchOutcome> {
     let extracted: Extracted;
     try {
       extracted = this.extract(incoming);
@@ -299,28 +308,46 @@ export class NotificationDispatcher {
     const { priority, item } = extracted;
     if (!isPriority(priority)) {
       this.logger.warn('unknown notification priority; acknowledging', { priority, messageId: item.metadata.message_id });
-      return { result: NotificationResult.HANDLED };
+      return HANDLED;
     }
-    for (const cb of this.callbacks.get(priority) ?? []) {
-      if (cb.filter && !matches(cb.filter, item)) continue;
-      const ret = await this.exec(cb, priority, [item], false);
-      if (ret instanceof HandlerThrew) return { result: NotificationResult.REQUEUE, reason: ret.error };
-      if (ret === NotificationResult.REQUEUE) return { result: NotificationResult.REQUEUE };
-    }
-    return { result: NotificationResult.HANDLED };
+    const callbacks = this.callbacks.get(priority);
+    return callbacks === undefined ? HANDLED : this.runFrom(callbacks, 0, priority, item);
   }
 
-  /** Calls one handler (through the middlewares); a throw is logged, reported and turned into HandlerThrew (REQUEUE with its error). */
-  protected async exec(cb: Callback, priority: Priority, items: NotificationBatchItem<unknown>[], batch: boolean): Promise<unknown> {
-    try {
-      if (this.chain) return await this.chain({ endpoint: cb.name, priority, batch, items, callback: cb });
-      return await callHandler(cb, items, batch);
-    } catch (error) {
-      const eventTypes = [...new Set(items.map((i) => i.eventType))];
-      this.logger.error('notification endpoint failed', { err: error, endpoint: cb.name, priority, eventTypes });
-      this.report({ error, priority, endpoint: cb.name, eventTypes });
-      return new HandlerThrew(error);
+  /** Runs `callbacks` from index `from` on one item until one asks for a requeue (or throws). */
+  private runFrom(callbacks: readonly Callback[], from: number, priority: Priority, item: NotificationBatchItem<unknown>): DispatchOutcome | Promise<DispatchOutcome> {
+    for (let i = from; i < callbacks.length; i++) {
+      const cb = callbacks[i];
+      if (cb.filter && !matches(cb.filter, item)) continue;
+      const ret = this.exec(cb, priority, [item], false);
+      if (isThenable(ret)) return Promise.resolve(ret).then((value) => outcomeOf(value) ?? this.runFrom(callbacks, i + 1, priority, item));
+      const outcome = outcomeOf(ret);
+      if (outcome !== undefined) return outcome;
     }
+    return HANDLED;
+  }
+
+  /**
+   * Calls one handler (through the middlewares); a throw is logged, reported and turned into
+   * HandlerThrew (REQUEUE with its error). A handler's plain return value comes back as it is,
+   * a thenable as a promise that never rejects.
+   */
+  protected exec(cb: Callback, priority: Priority, items: NotificationBatchItem<unknown>[], batch: boolean): unknown {
+    try {
+      const ret = this.chain ? this.chain({ endpoint: cb.name, priority, batch, items, callback: cb }) : callHandler(cb, items, batch);
+      if (isThenable(ret)) return Promise.resolve(ret).then(undefined, (error: unknown) => this.failed(error, cb, priority, items));
+      return ret;
+    } catch (error) {
+      return this.failed(error, cb, priority, items);
+    }
+  }
+
+  /** A handler threw or rejected: logged, reported, REQUEUE with its error. */
+  private failed(error: unknown, cb: Callback, priority: Priority, items: NotificationBatchItem<unknown>[]): HandlerThrew {
+    const eventTypes = [...new Set(items.map((i) => i.eventType))];
+    this.logger.error('notification endpoint failed', { err: error, endpoint: cb.name, priority, eventTypes });
+    this.report({ error, priority, endpoint: cb.name, eventTypes });
+    return new HandlerThrew(error);
   }
 
   /** Hands a (logged) failure to `onHandlerError`. */
@@ -414,6 +441,17 @@ function callHandler(cb: Callback, items: NotificationBatchItem<unknown>[], batc
   if (batch) return cb.method.call(cb.endpoint, items) as NotificationHandlerResult;
   const item = items[0];
   return cb.method.call(cb.endpoint, item.ctx, item.publisherId, item.eventType, item.payload, item.metadata) as NotificationHandlerResult;
+}
+
+/** The outcome a handler's return value decides (REQUEUE, or a throw), or undefined to go on with the next handler. */
+function outcomeOf(ret: unknown): DispatchOutcome | undefined {
+  if (ret instanceof HandlerThrew) return { result: NotificationResult.REQUEUE, reason: ret.error };
+  if (ret === NotificationResult.REQUEUE) return REQUEUED;
+  return undefined;
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }
 
 function matches(filter: NotificationFilter, item: NotificationBatchItem<unknown>): boolean {

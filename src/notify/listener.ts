@@ -11,6 +11,7 @@ import { BoundedExecutor } from '../executor.js';
 import { CloseOnce, withinDeadline, type CloseOptions } from '../lifecycle.js';
 import type { Transport } from '../transport.js';
 import type { IncomingMessage } from '../driver/incoming-message.js';
+import { NotificationMessage } from '../driver/messages.js';
 import type { Listener } from '../driver/listener.js';
 import type { Context, Priority } from '../driver/types.js';
 import type { TargetAndPriority } from '../driver/base-driver.js';
@@ -19,6 +20,7 @@ import {
   NotificationDispatcher,
   NotificationResult,
   type BatchNotificationEndpoint,
+  type DispatchOutcome,
   type NotificationEndpoint,
 } from './dispatcher.js';
 import type { CheckedEndpoints } from './endpoint-check.js';
@@ -289,27 +291,53 @@ export class NotificationListener {
     }
     for (let i = 0; i < messages.length; i++) {
       const message = messages[i];
-      if (!this.executor.tryStart(() => this.processBatch([message]))) return this.submitFrom(messages, i);
+      if (!this.executor.tryStart(() => this.processOne(message))) return this.submitFrom(messages, i);
     }
   }
 
   private async submitFrom(messages: IncomingMessage[], from: number): Promise<void> {
     for (let i = from; i < messages.length; i++) {
       const message = messages[i];
-      await this.executor.submit(() => this.processBatch([message]));
+      await this.executor.submit(() => this.processOne(message));
     }
+  }
+
+  /**
+   * One notification of a plain listener: dispatched, then settled. Synchronous while its
+   * handlers return plain values and the driver's message settles at once (every driver's
+   * NotificationMessage does): no promise per notification then.
+   */
+  private processOne(message: IncomingMessage): Promise<void> | void {
+    const startedAt = performance.now();
+    const outcome = this.dispatcher.dispatchWithReason(message);
+    if (outcome instanceof Promise) return outcome.then((o) => this.settleOne(message, o, startedAt));
+    return this.settleOne(message, outcome, startedAt);
+  }
+
+  private settleOne(message: IncomingMessage, outcome: DispatchOutcome, startedAt: number): Promise<void> | void {
+    const requeue = this.allowRequeue && outcome.result === NotificationResult.REQUEUE;
+    if (Object.getPrototypeOf(message) === NotificationMessage.prototype) {
+      try {
+        (message as NotificationMessage).settle(requeue, outcome.reason);
+      } catch (err) {
+        // The contract says settling never throws; a driver bug must not stop the listener either.
+        this.logger.error('could not settle a notification', { err, requeue, messageId: message.msgId });
+      }
+      this.dispatched([message], requeue ? 1 : 0, startedAt);
+      return;
+    }
+    return this.settle([message], requeue ? new Map([[message, outcome.reason]]) : NO_REQUEUES, startedAt);
   }
 
   private async processBatch(messages: IncomingMessage[]): Promise<void> {
     const startedAt = performance.now();
     // Each message to requeue, with the handler error that asked for it (the driver records it in its dead letters).
-    let requeues: ReadonlyMap<IncomingMessage, unknown>;
-    if (this.dispatcher instanceof BatchNotificationDispatcher) {
-      requeues = await this.dispatcher.dispatchBatchWithReasons(messages);
-    } else {
-      const outcome = await this.dispatcher.dispatchWithReason(messages[0]);
-      requeues = outcome.result === NotificationResult.REQUEUE ? new Map([[messages[0], outcome.reason]]) : NO_REQUEUES;
-    }
+    const requeues = await (this.dispatcher as BatchNotificationDispatcher).dispatchBatchWithReasons(messages);
+    await this.settle(messages, requeues, startedAt);
+  }
+
+  /** Acknowledges or requeues each message, in order, then reports the dispatch. */
+  private async settle(messages: IncomingMessage[], requeues: ReadonlyMap<IncomingMessage, unknown>, startedAt: number): Promise<void> {
     let requeued = 0;
     for (const m of messages) {
       const requeue = this.allowRequeue && requeues.has(m);
@@ -321,12 +349,21 @@ export class NotificationListener {
         this.logger.error('could not settle a notification', { err, requeue, messageId: m.msgId });
       }
     }
-    if (this.events.listenerCount('dispatched') > 0 || dispatchChannel.hasSubscribers) {
-      const priorities = [...new Set(messages.map((m) => m.notification.priority.toLowerCase()))];
-      const event = { priorities, messages: messages.length, acknowledged: messages.length - requeued, requeued, durationMs: performance.now() - startedAt, contexts: messages.map((m) => m.ctx) };
-      this.events.emit('dispatched', event);
-      if (dispatchChannel.hasSubscribers) dispatchChannel.publish(event);
-    }
+    this.dispatched(messages, requeued, startedAt);
+  }
+
+  /** True when someone listens for `dispatched` (the event or the diagnostics channel). */
+  private observed(): boolean {
+    return this.events.listenerCount('dispatched') > 0 || dispatchChannel.hasSubscribers;
+  }
+
+  /** Emits `dispatched` (and publishes it on the diagnostics channel) when someone listens. */
+  private dispatched(messages: IncomingMessage[], requeued: number, startedAt: number): void {
+    if (!this.observed()) return;
+    const priorities = [...new Set(messages.map((m) => m.notification.priority.toLowerCase()))];
+    const event = { priorities, messages: messages.length, acknowledged: messages.length - requeued, requeued, durationMs: performance.now() - startedAt, contexts: messages.map((m) => m.ctx) };
+    this.events.emit('dispatched', event);
+    if (dispatchChannel.hasSubscribers) dispatchChannel.publish(event);
   }
 }
 

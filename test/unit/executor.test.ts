@@ -101,4 +101,31 @@ describe('BoundedExecutor', () => {
   it('drain resolves at once when idle', async () => {
     await expect(new BoundedExecutor(2).drain()).resolves.toBeUndefined();
   });
+
+  it('a task that finishes synchronously frees its slot at once, and one that throws does too', async () => {
+    const ex = new BoundedExecutor(1);
+    let ran = 0;
+    expect(ex.tryStart(() => void ran++)).toBe(true);
+    expect(ex.running).toBe(0);
+    expect(ex.tryStart(() => { ran++; throw new Error('a task bug'); })).toBe(true);
+    expect(ex.running).toBe(0);
+    expect(ex.tryStart(() => void ran++)).toBe(true);
+    expect(ran).toBe(3);
+    let drained = false;
+    await ex.drain().then(() => (drained = true));
+    expect(drained).toBe(true);
+  });
+
+  it('a synchronous task hands its slot to the oldest waiting submit', async () => {
+    const ex = new BoundedExecutor(1);
+    const gate = deferred();
+    const order: string[] = [];
+    expect(ex.tryStart(() => gate.promise.then(() => void order.push('a')))).toBe(true);
+    const first = ex.submit(() => void order.push('b'));
+    const second = ex.submit(() => void order.push('c'));
+    gate.resolve();
+    await Promise.all([first, second]);
+    expect(order).toEqual(['a', 'b', 'c']);
+    expect(ex.running).toBe(0);
+  });
 });

@@ -14,6 +14,7 @@ import {
 } from '../../../src/notify/dispatcher.js';
 import { NotificationFilter } from '../../../src/notify/filter.js';
 import { requeueReason } from '../../../src/driver/dead-letters.js';
+import { deferred } from '../../../src/testing/wait.js';
 
 /** Our own contract class, settled in memory: enough to drive the dispatcher. */
 class FakeMessage extends IncomingMessage {
@@ -156,6 +157,43 @@ describe('NotificationDispatcher', () => {
     };
     const d = new NotificationDispatcher([{ info() {} }], { serializer });
     expect(await d.dispatch(msg('info'))).toBe(NotificationResult.REQUEUE);
+  });
+
+  it('decides synchronously while handlers return plain values, and goes on after one that returns a promise', async () => {
+    const order: string[] = [];
+    const sync = new NotificationDispatcher([{ info: () => void order.push('a') }, { info: () => (order.push('b'), NotificationResult.HANDLED) }]);
+    const outcome = sync.dispatchWithReason(msg('info'));
+    // No promise: the outcome is there before any microtask ran.
+    expect(outcome).toEqual({ result: NotificationResult.HANDLED });
+    expect(order).toEqual(['a', 'b']);
+
+    order.length = 0;
+    const later = deferred<NotificationResult>();
+    const mixed = new NotificationDispatcher([
+      { info: () => void order.push('a') },
+      { info: () => (order.push('b'), later.promise) },
+      { info: () => void order.push('c') },
+      { info: () => (order.push('d'), NotificationResult.REQUEUE) },
+      { info: () => void order.push('e') },
+    ]);
+    const pending = mixed.dispatchWithReason(msg('info'));
+    expect(pending).toBeInstanceOf(Promise);
+    expect(order).toEqual(['a', 'b']);
+    later.resolve(NotificationResult.HANDLED);
+    expect(await pending).toEqual({ result: NotificationResult.REQUEUE });
+    expect(order).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('a thenable that rejects, or a handler that throws synchronously, is REQUEUE with its error', async () => {
+    const logger = createMemoryLogger();
+    const boom = new Error('sync boom');
+    const thrown = new NotificationDispatcher([{ info: () => { throw boom; } }], { logger });
+    expect(thrown.dispatchWithReason(msg('info'))).toEqual({ result: NotificationResult.REQUEUE, reason: boom });
+    const late = new Error('late boom');
+    const thenable = { then: (_ok: unknown, fail: (e: unknown) => void) => fail(late) };
+    const rejected = new NotificationDispatcher([{ info: () => thenable as unknown as NotificationResult }], { logger });
+    expect(await rejected.dispatchWithReason(msg('info'))).toEqual({ result: NotificationResult.REQUEUE, reason: late });
+    expect(logger.records.filter((r) => r.msg === 'notification endpoint failed')).toHaveLength(2);
   });
 });
 

@@ -283,6 +283,32 @@ describe('getNotificationListener', () => {
     ]);
   });
 
+  it('settles alike whether a handler returns a plain value or a promise (requeue, ack, dispatched counts)', async () => {
+    const t = await transport();
+    const topic = uniqueName();
+    const attempts = new Map<number, number>();
+    const l = getNotificationListener(t, [{ topic }], [{
+      // id 1: REQUEUE returned as a plain value the first time; id 2: REQUEUE from a promise the first time.
+      info: (_c: unknown, _p: unknown, _e: unknown, payload: { id: number }) => {
+        const n = (attempts.get(payload.id) ?? 0) + 1;
+        attempts.set(payload.id, n);
+        const result = n === 1 ? NotificationResult.REQUEUE : NotificationResult.HANDLED;
+        return payload.id === 2 ? Promise.resolve(result) : result;
+      },
+    }], { allowRequeue: true });
+    track(l);
+    const dispatched: NotificationDispatchedEvent[] = [];
+    l.events.on('dispatched', (e) => dispatched.push(e));
+    await l.start();
+    const n = new Notifier(t, { topics: [topic] });
+    await n.info({}, 'ev', { id: 1 });
+    await n.info({}, 'ev', { id: 2 });
+    await waitFor(() => dispatched.length === 4, { message: 'both notifications requeued once, then handled' });
+    expect(Object.fromEntries(attempts)).toEqual({ 1: 2, 2: 2 });
+    expect(dispatched.map((e) => [e.acknowledged, e.requeued]).sort()).toEqual([[0, 1], [0, 1], [1, 0], [1, 0]]);
+    expect(dispatched.every((e) => e.durationMs >= 0)).toBe(true);
+  });
+
   it('a throwing event listener never breaks dispatch or settling; it is logged', async () => {
     const t = await transport();
     const topic = uniqueName();
