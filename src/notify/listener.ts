@@ -71,9 +71,6 @@ export const BATCH_NOTIFICATION_LISTENER_DEFAULTS = Object.freeze({
 
 type State = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' | 'waiting';
 
-/** What a handled notification asks to requeue when it asks for nothing (no Map per message). */
-const NO_REQUEUES: ReadonlyMap<IncomingMessage, unknown> = new Map();
-
 /**
  * A running subscription. Lifecycle: `start()` → `stop()` → `wait()`, after which it may be
  * started again; out of order (`stop()` before `start()`, `wait()` before `stop()`, `start()`
@@ -316,17 +313,9 @@ export class NotificationListener {
 
   private settleOne(message: IncomingMessage, outcome: DispatchOutcome, startedAt: number): Promise<void> | void {
     const requeue = this.allowRequeue && outcome.result === NotificationResult.REQUEUE;
-    if (Object.getPrototypeOf(message) === NotificationMessage.prototype) {
-      try {
-        (message as NotificationMessage).settle(requeue, outcome.reason);
-      } catch (err) {
-        // The contract says settling never throws; a driver bug must not stop the listener either.
-        this.logger.error('could not settle a notification', { err, requeue, messageId: message.msgId });
-      }
-      this.dispatched([message], requeue ? 1 : 0, startedAt);
-      return;
-    }
-    return this.settle([message], requeue ? new Map([[message, outcome.reason]]) : NO_REQUEUES, startedAt);
+    const settling = this.settleMessage(message, requeue, outcome.reason);
+    if (settling) return settling.then(() => this.dispatched([message], requeue ? 1 : 0, startedAt));
+    this.dispatched([message], requeue ? 1 : 0, startedAt);
   }
 
   private async processBatch(messages: IncomingMessage[]): Promise<void> {
@@ -342,24 +331,31 @@ export class NotificationListener {
     for (const m of messages) {
       const requeue = this.allowRequeue && requeues.has(m);
       if (requeue) requeued++;
-      try {
-        await (requeue ? m.requeue(requeues.get(m)) : m.acknowledge());
-      } catch (err) {
-        // The contract says these never throw; a driver bug must not stop the listener either.
-        this.logger.error('could not settle a notification', { err, requeue, messageId: m.msgId });
-      }
+      await this.settleMessage(m, requeue, requeues.get(m));
     }
     this.dispatched(messages, requeued, startedAt);
   }
 
-  /** True when someone listens for `dispatched` (the event or the diagnostics channel). */
-  private observed(): boolean {
-    return this.events.listenerCount('dispatched') > 0 || dispatchChannel.hasSubscribers;
+  /**
+   * Acknowledges or requeues one message. The seam's NotificationMessage (every driver's) settles
+   * at once, without a promise; another IncomingMessage through its async methods. Never rejects.
+   */
+  private settleMessage(m: IncomingMessage, requeue: boolean, reason: unknown): Promise<void> | void {
+    const failed = (err: unknown) => {
+      // The contract says these never throw; a driver bug must not stop the listener either.
+      this.logger.error('could not settle a notification', { err, requeue, messageId: m.msgId });
+    };
+    try {
+      if (Object.getPrototypeOf(m) === NotificationMessage.prototype) return (m as NotificationMessage).settle(requeue, reason);
+      return Promise.resolve(requeue ? m.requeue(reason) : m.acknowledge()).catch(failed);
+    } catch (err) {
+      failed(err);
+    }
   }
 
   /** Emits `dispatched` (and publishes it on the diagnostics channel) when someone listens. */
   private dispatched(messages: IncomingMessage[], requeued: number, startedAt: number): void {
-    if (!this.observed()) return;
+    if (this.events.listenerCount('dispatched') === 0 && !dispatchChannel.hasSubscribers) return;
     const priorities = [...new Set(messages.map((m) => m.notification.priority.toLowerCase()))];
     const event = { priorities, messages: messages.length, acknowledged: messages.length - requeued, requeued, durationMs: performance.now() - startedAt, contexts: messages.map((m) => m.ctx) };
     this.events.emit('dispatched', event);
