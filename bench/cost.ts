@@ -6,8 +6,7 @@
 // --instructions also instructions per operation, counted by valgrind's callgrind (repeatable
 // where wall-clock rates are not). `--src <checkout>` measures another checkout's tidings (e.g. the
 // commit before the features) in the "off" mode, so "off" can be compared with before.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -17,6 +16,7 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AggregationTemporality, MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { z } from 'zod';
+import { countInstructions, sayMark, type Mark } from './callgrind.js';
 import { PAYLOAD_TEXT, keepInFlight, waitUntil } from './scenarios.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -223,34 +223,10 @@ function runInChild(run: OneRun): number {
   return (m.ops / m.elapsedMs) * 1000;
 }
 
-/**
- * Instructions per operation of one run under callgrind, counted over the measured operations
- * only: the child says when its warm-up is done (the counters are zeroed with callgrind_control)
- * and when its operations are done (the counters of every thread are read), waiting for a line
- * on stdin after each. Start-up, module loading and warm-up JIT work are left out.
- */
+/** Instructions per operation of one run under callgrind, over its measured operations only (see callgrind.ts). */
 async function instructionsPerOp(run: OneRun): Promise<number> {
-  // V8's compiler and GC threads would add their instructions whenever they happen to run:
-  // everything on the main thread, so that the same code counts the same.
-  const child = spawn('valgrind', ['--tool=callgrind', '--callgrind-out-file=/dev/null', ...childArgs(run, ['--single-threaded']), '--handshake'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
-  const control = (...args: string[]) => execFileSync('callgrind_control', [...args, String(child.pid)], { encoding: 'utf8' });
-  let instructions: number | undefined;
-  for await (const line of createInterface({ input: child.stdout })) {
-    if (line === 'warm') control('-z');
-    else if (line === 'done') instructions = [...control('-e', 'Ir').matchAll(/^\s*Th \d+\s+([\d,]+)/gm)].reduce((sum, m) => sum + Number(m[1].replace(/,/g, '')), 0);
-    else continue;
-    child.stdin.write('\n');
-  }
-  const code = await new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
-  if (code !== 0 || instructions === undefined) throw new Error(`callgrind run failed (${code}): ${stderr.split('\n').slice(-8).join('\n')}`);
+  const { instructions } = await countInstructions([...childArgs(run, ['--single-threaded']), '--handshake'], ROOT);
   return instructions / run.count;
-}
-
-/** Resolves with the next line on stdin (the parent's go-ahead in a callgrind handshake). */
-function nextStdinLine(): Promise<void> {
-  return new Promise((resolve) => process.stdin.once('data', () => resolve()));
 }
 
 function median(values: number[]): number {
@@ -281,10 +257,8 @@ async function main(argv: string[]): Promise<void> {
     // A child: one mode and operation, its measurement as one JSON line.
     const t = await loadTidings(values.src);
     const [mode, op] = values.one.split(':') as [Mode, Op];
-    const handshake = async (word: string) => {
-      if (!values.handshake) return;
-      console.log(word);
-      await nextStdinLine();
+    const handshake = async (mark: Mark) => {
+      if (values.handshake) await sayMark(mark);
     };
     const m = await measure(t, url, mode, op, Number(values.count), Number(values.warmup ?? 0), () => handshake('warm'));
     await handshake('done');

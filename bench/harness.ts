@@ -3,6 +3,7 @@
 // summarised as a table and one machine-readable JSON line (always the last line).
 import { randomUUID } from 'node:crypto';
 import { TransportURL } from '../src/index.js';
+import type { Mark } from './callgrind.js';
 
 /** What a scenario (or its baseline) is given. */
 export interface BenchContext {
@@ -17,6 +18,12 @@ export interface BenchContext {
   readonly inTime: () => boolean;
   /** A unique name for topics, queues and pools, so runs never share state. */
   unique(prefix: string): string;
+  /**
+   * Told as the measured window opens ("warm") and once it closed ("done"), when a parent process
+   * counts instructions over the window only (`--instructions`, see callgrind.ts); absent otherwise.
+   * `measureWindow` calls it.
+   */
+  readonly mark?: (mark: Mark) => Promise<void>;
 }
 
 /** What a scenario measured. */
@@ -44,6 +51,19 @@ export class TimedWindow {
   }
 }
 
+/**
+ * Runs `body` as a scenario's measured window (`TimedWindow`), telling `ctx.mark` as the window
+ * opens and after it closed. `body` resolves with the operations done in it (and their latencies).
+ */
+export async function measureWindow(ctx: BenchContext, body: () => Promise<{ ops: number; latenciesMs?: readonly number[] }>): Promise<Measurement> {
+  await ctx.mark?.('warm');
+  const window = new TimedWindow();
+  const { ops, latenciesMs } = await body();
+  const measured = window.end(ops, latenciesMs);
+  await ctx.mark?.('done');
+  return measured;
+}
+
 export type ScenarioFn = (ctx: BenchContext) => Promise<Measurement>;
 
 /** A named scenario. Its `name` is the key a raw-client baseline registers under. */
@@ -53,6 +73,8 @@ export interface Scenario {
   /** What one operation is, for the table: "calls", "casts", "notifications". */
   readonly unit: string;
   readonly run: ScenarioFn;
+  /** The drivers (URL schemes) it runs on; absent: every one. */
+  readonly drivers?: readonly string[];
 }
 
 /** Raw-client equivalents of scenarios for one broker, keyed by scenario name. */
@@ -129,6 +151,8 @@ export interface BenchOptions {
    * with the median ops/s of the others. @default 1
    */
   rounds?: number;
+  /** Warm-up operations per scenario. @default min(200, count / 10) */
+  warmup?: number;
   /** Where the table and the JSON line go. */
   print(line: string): void;
 }
@@ -160,18 +184,24 @@ function contextFor(options: BenchOptions, transportUrl: TransportURL): BenchCon
     url: options.url,
     transportUrl,
     count: options.count,
-    warmup: Math.min(200, Math.ceil(options.count / 10)),
+    warmup: options.warmup ?? Math.min(200, Math.ceil(options.count / 10)),
     inTime: () => options.durationMs === null || performance.now() - started < options.durationMs,
     unique: (prefix) => `${prefix}-${randomUUID()}`,
   };
 }
 
-/** Selects scenarios by name; an unknown name is an error naming the known ones. */
-export function selectScenarios(all: readonly Scenario[], only: readonly string[]): Scenario[] {
-  if (only.length === 0) return [...all];
+/**
+ * Selects scenarios by name for a URL's driver; an unknown name is an error naming the known ones.
+ * Without names, every scenario that runs on `driver` (see `Scenario.drivers`); a named one that
+ * does not is an error saying where it runs.
+ */
+export function selectScenarios(all: readonly Scenario[], only: readonly string[], driver: string): Scenario[] {
+  const runsHere = (s: Scenario) => s.drivers === undefined || s.drivers.includes(driver);
+  if (only.length === 0) return all.filter(runsHere);
   return only.map((name) => {
     const found = all.find((s) => s.name === name);
     if (!found) throw new Error(`unknown scenario ${JSON.stringify(name)}; known: ${all.map((s) => s.name).join(', ')}`);
+    if (!runsHere(found)) throw new Error(`scenario ${name} runs on ${found.drivers!.map((d) => `${d}://`).join(', ')} only, not on ${driver}://`);
     return found;
   });
 }
@@ -180,7 +210,7 @@ export function selectScenarios(all: readonly Scenario[], only: readonly string[
 export async function runBench(options: BenchOptions): Promise<BenchReport> {
   const transportUrl = TransportURL.parse(options.url);
   const baselinesOnly = options.baselinesOnly ?? false;
-  let selected = selectScenarios(options.scenarios, options.only);
+  let selected = selectScenarios(options.scenarios, options.only, transportUrl.driver);
   if (baselinesOnly) {
     selected = selected.filter((s) => options.baselines[s.name] || options.osloBaselines?.[s.name]);
     if (selected.length === 0) throw new Error(`no raw-client baseline for the selected scenarios on ${transportUrl.driver}:// (see bench/baselines.ts)`);
@@ -197,13 +227,7 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     scenarios: {},
   };
   for (const scenario of selected) {
-    const baseline = options.baselines[scenario.name];
-    const osloBaseline = options.osloBaselines?.[scenario.name];
-    const sides: Array<[Side, ScenarioFn]> = [];
-    if (!baselinesOnly) sides.push(['tidings', scenario.run]);
-    if (baseline) sides.push(['raw', baseline]);
-    if (osloBaseline) sides.push(['oslo', osloBaseline]);
-    const stats = await measureRounds(sides, report.rounds, () => contextFor(options, transportUrl));
+    const stats = await measureRounds(sidesOf(options, scenario), report.rounds, () => contextFor(options, transportUrl));
     const result: ScenarioResult = { ...stats.tidings, unit: scenario.unit, description: scenario.description };
     if (stats.raw) {
       result.baseline = stats.raw;
@@ -221,7 +245,32 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
   return report;
 }
 
-type Side = 'tidings' | 'raw' | 'oslo';
+/** tidings, its raw-client baseline, or its oslo-shaped raw baseline. */
+export type Side = 'tidings' | 'raw' | 'oslo';
+export const SIDES: readonly Side[] = ['tidings', 'raw', 'oslo'];
+
+/** The sides a scenario has in a run: tidings (unless `baselinesOnly`) and its registered baselines. */
+export function sidesOf(options: BenchOptions, scenario: Scenario): Array<[Side, ScenarioFn]> {
+  const sides: Array<[Side, ScenarioFn]> = [];
+  const baseline = options.baselines[scenario.name];
+  const osloBaseline = options.osloBaselines?.[scenario.name];
+  if (!options.baselinesOnly) sides.push(['tidings', scenario.run]);
+  if (baseline) sides.push(['raw', baseline]);
+  if (osloBaseline) sides.push(['oslo', osloBaseline]);
+  return sides;
+}
+
+/**
+ * Runs one side of one scenario once and returns its stats: a child process of
+ * `--instructions`, whose `mark` is the callgrind handshake.
+ */
+export async function runSide(options: BenchOptions, name: string, side: Side, mark: (m: Mark) => Promise<void>): Promise<Stats> {
+  const transportUrl = TransportURL.parse(options.url);
+  const [scenario] = selectScenarios(options.scenarios, [name], transportUrl.driver);
+  const fn = sidesOf(options, scenario).find(([s]) => s === side)?.[1];
+  if (!fn) throw new Error(`scenario ${name} has no ${side} side on ${transportUrl.driver}://`);
+  return measured(fn, { ...contextFor(options, transportUrl), mark });
+}
 
 /**
  * Measures each side `rounds` times, alternating the order round by round; with several rounds

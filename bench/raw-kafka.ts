@@ -29,11 +29,12 @@
 // Every topic and group is unique per run. The mock cluster cannot delete topics; it keeps
 // everything in memory until it stops.
 import { Kafka, logLevel, type Consumer, type EachBatchPayload, type Producer } from 'kafkajs';
+import { withHeartbeats } from '../src/drivers/kafka/kafkajs-client.js';
 import { applyKafkajsIdleFix } from '../src/drivers/kafka/kafkajs-idle-fix.js';
 import { silentLogger } from '../src/logger.js';
 import { MOCK_RPC_MAX_WAIT_MS } from '../test/support/kafka-broker.js';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
-import { BATCH_SIZE, PAYLOAD_TEXT, measureConcurrentCalls, measureDelivered, measureSent, measureSequentialCalls, waitUntil } from './scenarios.js';
+import { BATCH_SIZE, Gate, PAYLOAD_TEXT, measureConcurrentCalls, measureConsumed, measureDelivered, measureSent, measureSequentialCalls, waitUntil, type ConsumeMode, type ConsumeTiming } from './scenarios.js';
 
 // tidings' kafkajs adapter stops kafkajs 2.2's idle 1 ms timer loop for the whole process when it
 // loads; the baselines run with the same fix from their first round (and in --baselines-only
@@ -124,9 +125,9 @@ async function startConsumer(c: Consumer, topic: string, eachBatch: (p: EachBatc
 /**
  * A consumer that decodes and handles each record and resolves its offset; what is resolved is
  * committed once `commitIntervalMs` passed since the last commit, asked after each batch (or each
- * `chunk` records).
+ * `chunk` records). While `gate` is closed, it waits before its next record.
  */
-async function committingConsumer(c: Consumer, topic: string, commitIntervalMs: number, onRecord: (value: string) => void, chunk = Infinity): Promise<void> {
+async function committingConsumer(c: Consumer, topic: string, commitIntervalMs: number, onRecord: (value: string) => void, chunk = Infinity, gate?: Gate): Promise<void> {
   let lastCommit = performance.now();
   await startConsumer(c, topic, async ({ batch, resolveOffset, commitOffsetsIfNecessary, uncommittedOffsets, heartbeat }) => {
     const commitIfDue = async () => {
@@ -136,6 +137,8 @@ async function committingConsumer(c: Consumer, topic: string, commitIntervalMs: 
     };
     let n = 0;
     for (const m of batch.messages) {
+      // Heartbeating while it waits, so that the group keeps the member.
+      if (gate && !gate.isOpen) await withHeartbeats(gate.wait(), heartbeat, CONSUMER.heartbeatInterval);
       onRecord(m.value?.toString('utf8') ?? '');
       resolveOffset(m.offset);
       if (++n % chunk === 0) await commitIfDue();
@@ -182,9 +185,15 @@ class Sender {
 /** Sends `body(i)` to `topic`, resolving once the broker acknowledged it. */
 const send = (s: Sender, topic: string, i: number) => s.send(topic, body(i));
 
-/** Publishes with PUBLISH_WINDOW sends in flight while `consumers` read in one group; as consumeScenario. */
-function rawConsume(consumers: number, mode: 'plain' | 'pooled' | 'batch', shape: NotificationShape) {
-  return (ctx: BenchContext): Promise<Measurement> =>
+/**
+ * `consumers` reading records of `shape` in one group, as consumeScenario: `live` publishes with
+ * PUBLISH_WINDOW sends in flight while they read, `backlog` has them read what was published while
+ * they waited at the gate.
+ */
+const rawConsume =
+  (shape: NotificationShape) =>
+  (consumers: number, mode: ConsumeMode, timing: ConsumeTiming) =>
+  (ctx: BenchContext): Promise<Measurement> =>
     withKafka(ctx, async (k) => {
       const topic = ctx.unique('bench-raw-notify');
       const group = ctx.unique('bench-raw-group');
@@ -192,13 +201,18 @@ function rawConsume(consumers: number, mode: 'plain' | 'pooled' | 'batch', shape
       // The topic exists before the consumers subscribe (the mock auto-creates it on produce).
       await producer.send(topic, shape.encode(-1));
       let consumed = -1; // the creating record
-      await Promise.all(Array.from({ length: consumers }, () => committingConsumer(k.consumer(group), topic, k.commitIntervalMs, (v) => (shape.decode(v), consumed++), mode === 'batch' ? BATCH_SIZE : Infinity)));
-      return measureDelivered(ctx, (i) => producer.send(topic, shape.encode(i)), () => consumed, 'raw notifications consumed');
+      const gate = new Gate();
+      await Promise.all(Array.from({ length: consumers }, () => committingConsumer(k.consumer(group), topic, k.commitIntervalMs, (v) => (shape.decode(v), consumed++), mode === 'batch' ? BATCH_SIZE : Infinity, gate)));
+      try {
+        return await measureConsumed(ctx, timing, (i) => producer.send(topic, shape.encode(i)), () => consumed, gate, 'raw notifications consumed');
+      } finally {
+        gate.open();
+      }
     });
-}
 
 /** notify-publish and the consume scenarios with records of `shape`. */
 export function notificationBaselines(shape: NotificationShape): BaselineSet {
+  const consume = rawConsume(shape);
   return {
     'notify-publish': (ctx) =>
       withKafka(ctx, async (k) => {
@@ -206,9 +220,12 @@ export function notificationBaselines(shape: NotificationShape): BaselineSet {
         const producer = await k.producer();
         return measureSent(ctx, (i) => producer.send(topic, shape.encode(i)));
       }),
-    'consume-plain': rawConsume(1, 'plain', shape),
-    'consume-pooled': rawConsume(2, 'pooled', shape),
-    'consume-batch': rawConsume(1, 'batch', shape),
+    'consume-plain': consume(1, 'plain', 'live'),
+    'consume-pooled': consume(2, 'pooled', 'live'),
+    'consume-batch': consume(1, 'batch', 'live'),
+    'backlog-plain': consume(1, 'plain', 'backlog'),
+    'backlog-pooled': consume(2, 'pooled', 'backlog'),
+    'backlog-batch': consume(1, 'batch', 'backlog'),
   };
 }
 

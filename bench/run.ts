@@ -4,14 +4,17 @@ import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { DriverLoadFailure, TransportURL } from '../src/index.js';
 import { loadBaselines } from './baselines.js';
-import { runBench, type BenchReport } from './harness.js';
+import { sayMark } from './callgrind.js';
+import { SIDES, runBench, runSide, type BenchOptions, type BenchReport, type Side } from './harness.js';
+import { runInstructions } from './instructions.js';
 import { SCENARIOS } from './scenarios.js';
 import { MOCK_RPC_MAX_WAIT_MS, SHORT_GROUP_QUERY, startKafkaMock } from '../test/support/kafka-broker.js';
 
 /** Operations per scenario when --count is not given. */
 export const DEFAULT_COUNT = 10_000;
 
-const HELP = `Usage: npm run bench -- [--url <url> | --kafka-mock] [--scenarios a,b] [--count N] [--rounds N] [--duration ms] [--baselines-only]
+const HELP = `Usage: npm run bench -- [--url <url> | --kafka-mock] [--scenarios a,b] [--count N] [--warmup N] [--rounds N] [--duration ms]
+                            [--baselines-only] [--instructions]
 
   --url <url>          transport URL (default: $TIDINGS_TRANSPORT_URL, else memory://)
   --kafka-mock         start librdkafka's mock cluster (3 brokers, as the tests do; needs
@@ -22,12 +25,17 @@ const HELP = `Usage: npm run bench -- [--url <url> | --kafka-mock] [--scenarios 
   --scenarios <a,b>    scenarios to run, in order (default: all)
                        ${SCENARIOS.map((s) => s.name).join(', ')}
   --count <N>          operations per scenario after warm-up (default ${DEFAULT_COUNT})
+  --warmup <N>         warm-up operations per scenario (default min(200, count / 10))
   --rounds <N>         measure tidings and its baselines N times each, in alternating order;
                        the first round is a warm-up, the median of the rest is reported
                        (default 1: one run each, tidings first)
   --duration <ms>      stop starting new operations in a scenario after ms (default: no cap)
   --baselines-only     run only the raw-client baselines of the URL's broker (no tidings
                        scenarios, no ratios), e.g. before tidings has a driver for it
+  --instructions       count instructions per operation instead of timing: each side of each
+                       scenario in its own process under valgrind's callgrind, V8 on one
+                       thread, over the measured window only; rounds alternate the sides and
+                       each reports its median (slow: use counts of a few thousand)
 
 Prints a table, then one JSON object on the last line.`;
 
@@ -47,8 +55,12 @@ export async function main(argv: readonly string[], print: (line: string) => voi
       scenarios: { type: 'string' },
       count: { type: 'string' },
       duration: { type: 'string' },
+      warmup: { type: 'string' },
       rounds: { type: 'string' },
       'baselines-only': { type: 'boolean' },
+      instructions: { type: 'boolean' },
+      one: { type: 'string' },
+      handshake: { type: 'boolean' },
       'kafka-mock': { type: 'boolean' },
       'kafka-client': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -71,12 +83,28 @@ export async function main(argv: readonly string[], print: (line: string) => voi
   }
 }
 
-async function runWith(url: string, values: { count?: string; duration?: string; rounds?: string; scenarios?: string; 'baselines-only'?: boolean }, print: (line: string) => void): Promise<BenchReport> {
-  const driver = TransportURL.parse(url).driver;
-  const { raw, oslo } = await loadBaselines(driver);
-  return runBench({
+interface RunFlags {
+  count?: string;
+  warmup?: string;
+  duration?: string;
+  rounds?: string;
+  scenarios?: string;
+  'baselines-only'?: boolean;
+  instructions?: boolean;
+  one?: string;
+  handshake?: boolean;
+}
+
+/** Runs the bench (or, with --instructions or --one, counts instructions: their report is printed only). */
+async function runWith(url: string, values: RunFlags, print: (line: string) => void): Promise<BenchReport | undefined> {
+  const transportUrl = TransportURL.parse(url);
+  const { raw, oslo } = await loadBaselines(transportUrl.driver);
+  const count = positiveInt('--count', values.count, DEFAULT_COUNT) ?? DEFAULT_COUNT;
+  const warmup = values.warmup === '0' ? 0 : positiveInt('--warmup', values.warmup, null);
+  const options: BenchOptions = {
     url,
-    count: positiveInt('--count', values.count, DEFAULT_COUNT) ?? DEFAULT_COUNT,
+    count,
+    ...(warmup !== null ? { warmup } : {}),
     durationMs: positiveInt('--duration', values.duration, null),
     only: values.scenarios ? values.scenarios.split(',').map((s) => s.trim()).filter(Boolean) : [],
     scenarios: SCENARIOS,
@@ -85,7 +113,19 @@ async function runWith(url: string, values: { count?: string; duration?: string;
     baselinesOnly: values['baselines-only'] ?? false,
     rounds: positiveInt('--rounds', values.rounds, 1) ?? 1,
     print,
-  });
+  };
+  if (values.one) {
+    // A child of --instructions: one side of one scenario, its stats as the last line.
+    const [name, side] = values.one.split(':');
+    if (!SIDES.includes(side as Side)) throw new Error(`--one takes <scenario>:<side>, the side one of ${SIDES.join(', ')}; received ${JSON.stringify(values.one)}`);
+    print(JSON.stringify(await runSide(options, name, side as Side, values.handshake ? sayMark : async () => {})));
+    return undefined;
+  }
+  if (values.instructions) {
+    await runInstructions({ ...options, warmup: options.warmup ?? Math.min(200, Math.ceil(count / 10)) }, transportUrl.toString());
+    return undefined;
+  }
+  return runBench(options);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -12,7 +12,7 @@ import {
   getRpcTransport,
   type Transport,
 } from '../src/index.js';
-import { TimedWindow, type BenchContext, type Measurement, type Scenario } from './harness.js';
+import { measureWindow, type BenchContext, type Measurement, type Scenario } from './harness.js';
 
 /** A small, realistic argument: an id and ~100 bytes of text. */
 export const PAYLOAD_TEXT = 'x'.repeat(100);
@@ -64,29 +64,94 @@ export async function measureDelivered(ctx: BenchContext, send: (i: number) => P
   for (let i = 0; i < ctx.warmup; i++) await send(i);
   await waitUntil(() => delivered() >= ctx.warmup, `warm-up ${what}`);
   const base = delivered();
-  const window = new TimedWindow();
-  const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, send);
-  await waitUntil(() => delivered() - base >= sent, `all ${what}`);
-  return window.end(sent);
+  return measureWindow(ctx, async () => {
+    const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, send);
+    await waitUntil(() => delivered() - base >= sent, `all ${what}`);
+    return { ops: sent };
+  });
+}
+
+/**
+ * Where consumers wait while a backlog is published (`measureBacklog`): open, a handler passes at
+ * once; closed, `wait()` resolves when it opens again.
+ */
+export class Gate {
+  private release?: () => void;
+  private opened: Promise<void> = Promise.resolve();
+
+  get isOpen(): boolean {
+    return this.release === undefined;
+  }
+
+  close(): void {
+    if (this.release) return;
+    this.opened = new Promise((resolve) => (this.release = resolve));
+  }
+
+  open(): void {
+    const release = this.release;
+    this.release = undefined;
+    release?.();
+  }
+
+  /** Resolves once the gate is open. */
+  wait(): Promise<void> {
+    return this.opened;
+  }
+}
+
+/**
+ * Consumer throughput on a backlog: sends `ctx.warmup` messages one at a time and waits until
+ * `delivered()` counts them, closes `gate` (the consumers' handlers wait at it), sends `ctx.count`
+ * with PUBLISH_WINDOW in flight, untimed, and then opens the gate: timed from there until
+ * `delivered()` counts them all. The consumers have joined and warmed up, and what they read was
+ * written before the window, so the window holds only consuming: no publishing shares the CPU, and
+ * what a consumer fetches does not depend on how fast a producer in the same process keeps up.
+ */
+export async function measureBacklog(ctx: BenchContext, send: (i: number) => Promise<unknown>, delivered: () => number, gate: Gate, what: string): Promise<Measurement> {
+  for (let i = 0; i < ctx.warmup; i++) await send(i);
+  await waitUntil(() => delivered() >= ctx.warmup, `warm-up ${what}`);
+  const base = delivered();
+  gate.close();
+  const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => send(ctx.warmup + i));
+  return measureWindow(ctx, async () => {
+    gate.open();
+    await waitUntil(() => delivered() - base >= sent, `all ${what}`);
+    return { ops: sent };
+  });
+}
+
+/** Where the `backlog-*` scenarios run: brokers whose consumers fetch (see consumeScenario). */
+export const BACKLOG_DRIVERS: readonly string[] = Object.freeze(['kafka']);
+
+/** How a consume scenario reads: one consumer, two in one pool (group), or one batch consumer. */
+export type ConsumeMode = 'plain' | 'pooled' | 'batch';
+
+/** `live`: published while consumed (`measureDelivered`); `backlog`: published first, then consumed (`measureBacklog`). */
+export type ConsumeTiming = 'live' | 'backlog';
+
+/** `measureDelivered` or `measureBacklog`, by `timing`; `gate` is what the consumers wait at (used by `backlog` only). */
+export function measureConsumed(ctx: BenchContext, timing: ConsumeTiming, send: (i: number) => Promise<unknown>, delivered: () => number, gate: Gate, what: string): Promise<Measurement> {
+  return timing === 'live' ? measureDelivered(ctx, send, delivered, what) : measureBacklog(ctx, send, delivered, gate, what);
 }
 
 /** Sends `ctx.warmup` one by one, then `ctx.count` with PUBLISH_WINDOW awaiting at a time: the window is the second part. */
 export async function measureSent(ctx: BenchContext, send: (i: number) => Promise<unknown>): Promise<Measurement> {
   for (let i = 0; i < ctx.warmup; i++) await send(i);
-  const window = new TimedWindow();
-  return window.end(await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, send));
+  return measureWindow(ctx, async () => ({ ops: await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, send) }));
 }
 
 async function measureCalls(ctx: BenchContext, call: (i: number) => Promise<unknown>, window: number): Promise<Measurement> {
   for (let i = 0; i < ctx.warmup; i++) await call(i);
   const latencies: number[] = [];
-  const timed = new TimedWindow();
-  await keepInFlight(ctx.count, window, ctx.inTime, async (i) => {
-    const t0 = performance.now();
-    await call(i);
-    latencies.push(performance.now() - t0);
+  return measureWindow(ctx, async () => {
+    await keepInFlight(ctx.count, window, ctx.inTime, async (i) => {
+      const t0 = performance.now();
+      await call(i);
+      latencies.push(performance.now() - t0);
+    });
+    return { ops: latencies.length, latenciesMs: latencies };
   });
-  return timed.end(latencies.length, latencies);
 }
 
 /** Polls `cond` every millisecond: a setImmediate spin would take CPU from the broker on a small machine. */
@@ -192,29 +257,44 @@ async function drain(transport: Transport, topic: string, expected: number): Pro
   }
 }
 
-/** Publishes while the listeners consume; timed from the first publish to the last consume. */
-function consumeScenario(name: string, description: string, listenerCount: number, mode: 'plain' | 'pooled' | 'batch'): Scenario {
+
+/**
+ * Listeners consuming notifications: `live` publishes while they consume (timed from the first
+ * publish to the last consume, `measureDelivered`), `backlog` has them consume what was published
+ * while they waited (`measureBacklog`).
+ */
+function consumeScenario(name: string, description: string, listenerCount: number, mode: ConsumeMode, timing: ConsumeTiming): Scenario {
   return {
     name,
     description,
     unit: 'notifications',
+    // A backlog stays in the broker while consumers wait only where they fetch: a push consumer
+    // without a prefetch limit (oslo's default on RabbitMQ) would take it into its memory.
+    ...(timing === 'backlog' ? { drivers: BACKLOG_DRIVERS } : {}),
     run: (ctx) =>
       withNotifier(ctx, async ({ transport, notifier, topic }) => {
         let consumed = 0;
+        const gate = new Gate();
+        const handled = () => {
+          consumed++;
+          return NotificationResult.HANDLED;
+        };
+        const handledBatch = (messages: unknown[]) => void (consumed += messages.length);
         const targets = [new Target({ topic })];
         const pool = mode === 'pooled' ? ctx.unique('pool') : undefined;
         const listeners = Array.from({ length: listenerCount }, () =>
           mode === 'batch'
-            ? getBatchNotificationListener(transport, targets, [{ info: (messages: unknown[]) => void (consumed += messages.length) }], { batchSize: BATCH_SIZE, batchTimeout: 50 })
-            : getNotificationListener(transport, targets, [{ info: () => { consumed++; return NotificationResult.HANDLED; } }], pool ? { pool } : {}),
+            ? getBatchNotificationListener(transport, targets, [{ info: (messages: unknown[]) => (gate.isOpen ? handledBatch(messages) : gate.wait().then(() => handledBatch(messages))) }], { batchSize: BATCH_SIZE, batchTimeout: 50 })
+            : getNotificationListener(transport, targets, [{ info: () => (gate.isOpen ? handled() : gate.wait().then(handled)) }], pool ? { pool } : {}),
         );
         await Promise.all(listeners.map((l) => l.start()));
         try {
-          const measured = await measureDelivered(ctx, (i) => publish(notifier, i), () => consumed, 'notifications consumed');
+          const measured = await measureConsumed(ctx, timing, (i) => publish(notifier, i), () => consumed, gate, 'notifications consumed');
           // The notifier also fills its default `<topic>.info` queue, which a pool does not read.
           if (pool && transport.driver.capabilities.durableNotifications) await drain(transport, topic, ctx.warmup + measured.ops);
           return measured;
         } finally {
+          gate.open();
           await Promise.all(listeners.map((l) => l.stop()));
           await Promise.all(listeners.map((l) => l.wait()));
         }
@@ -228,7 +308,10 @@ export const SCENARIOS: readonly Scenario[] = [
   callConcurrent,
   cast,
   notifyPublish,
-  consumeScenario('consume-plain', 'one listener on the shared queue; published and consumed/s', 1, 'plain'),
-  consumeScenario('consume-pooled', 'two listeners sharing one pool; consumed/s', 2, 'pooled'),
-  consumeScenario('consume-batch', `one batch listener, batchSize ${BATCH_SIZE}; consumed/s`, 1, 'batch'),
+  consumeScenario('consume-plain', 'one listener on the shared queue; published and consumed/s', 1, 'plain', 'live'),
+  consumeScenario('consume-pooled', 'two listeners sharing one pool; consumed/s', 2, 'pooled', 'live'),
+  consumeScenario('consume-batch', `one batch listener, batchSize ${BATCH_SIZE}; consumed/s`, 1, 'batch', 'live'),
+  consumeScenario('backlog-plain', 'one listener on the shared queue reading a backlog published while it waited; consumed/s', 1, 'plain', 'backlog'),
+  consumeScenario('backlog-pooled', 'two listeners sharing one pool reading a backlog; consumed/s', 2, 'pooled', 'backlog'),
+  consumeScenario('backlog-batch', `one batch listener, batchSize ${BATCH_SIZE}, reading a backlog; consumed/s`, 1, 'batch', 'backlog'),
 ];

@@ -2,6 +2,7 @@
 // baselines on the local Redis, so neither rots. It checks the machine-readable contract (the last
 // line is one JSON object), not any speed.
 import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -11,7 +12,7 @@ import { TRANSPORT_SCHEMES } from '../../src/transport.js';
 import { main } from '../../bench/run.js';
 import { withRedis } from '../../bench/raw-redis.js';
 import { REDIS_URL, requireRedis } from '../support/brokers.js';
-import { SCENARIOS } from '../../bench/scenarios.js';
+import { Gate, SCENARIOS, measureBacklog } from '../../bench/scenarios.js';
 import { percentile, runBench } from '../../bench/harness.js';
 import { loadBaselines } from '../../bench/baselines.js';
 import { MODES, OPS, measure } from '../../bench/cost.js';
@@ -19,7 +20,10 @@ import * as tidings from '../../src/index.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
+/** The scenarios that run on every broker. */
 const NAMES = ['call-sequential', 'call-concurrent', 'cast', 'notify-publish', 'consume-plain', 'consume-pooled', 'consume-batch'];
+/** Consumers reading a backlog: Kafka only (bench/scenarios.ts BACKLOG_DRIVERS). */
+const BACKLOG_NAMES = ['backlog-plain', 'backlog-pooled', 'backlog-batch'];
 
 /** Spins for `ms` of wall time (CPU-bound) and returns 0. */
 function busy(ms: number): number {
@@ -47,8 +51,10 @@ describe('bench harness', () => {
     expect(report.scenarios.x.baseline?.roundsOpsPerSec).toEqual(elapsed.raw.map((ms) => Math.round(10_000 / ms)));
   });
 
-  it('registers the scenarios the issue asks for', () => {
-    expect(SCENARIOS.map((s) => s.name)).toEqual(NAMES);
+  it('registers the scenarios the issue asks for; the backlog ones run on kafka:// only, and naming one elsewhere says so', async () => {
+    expect(SCENARIOS.map((s) => s.name)).toEqual([...NAMES, ...BACKLOG_NAMES]);
+    for (const s of SCENARIOS) expect(s.drivers, s.name).toEqual(BACKLOG_NAMES.includes(s.name) ? ['kafka'] : undefined);
+    await expect(main(['--url', 'memory://', '--count', '5', '--scenarios', 'backlog-pooled'], () => {})).rejects.toThrow('scenario backlog-pooled runs on kafka:// only, not on memory://');
   });
 
   it('runs every scenario with tiny counts and ends with one JSON line holding the expected keys', async () => {
@@ -109,6 +115,12 @@ describe('bench harness', () => {
     expect(Object.keys(rabbit.raw)).toEqual(NAMES);
     expect(Object.keys(rabbit.oslo)).toEqual(NAMES);
     expect(await loadBaselines('memory')).toEqual({ raw: {}, oslo: {} });
+  });
+
+  it('loads raw kafkajs baselines for every Kafka scenario, and oslo-format ones for the notification scenarios', async () => {
+    const kafka = await loadBaselines('kafka');
+    expect(Object.keys(kafka.raw)).toEqual([...NAMES, ...BACKLOG_NAMES]);
+    expect(Object.keys(kafka.oslo)).toEqual(['notify-publish', 'consume-plain', 'consume-pooled', 'consume-batch', ...BACKLOG_NAMES]);
   });
 
   it('loads the raw ioredis baselines, and the protocol-shaped ones in the second column, for redis:// and rediss:// URLs', async () => {
@@ -185,6 +197,84 @@ describe('bench harness', () => {
     await expect(main(['--scenarios', 'cast,warp-speed', '--count', '5'], () => {})).rejects.toThrow(/unknown scenario "warp-speed"; known: call-sequential/);
   });
 
+  it('measureBacklog sends everything while the gate holds the consumer, and times only the consuming after it opens', async () => {
+    const gate = new Gate();
+    let delivered = 0;
+    const held: number[] = [];
+    const marks: string[] = [];
+    // Publishing costs 2 ms of CPU each; a consumer behind a closed gate handles nothing.
+    const send = async (i: number) => {
+      busy(2);
+      if (gate.isOpen) delivered++;
+      else {
+        held.push(i);
+        void gate.wait().then(() => delivered++);
+      }
+    };
+    const ctx = {
+      url: 'memory://',
+      transportUrl: TransportURL.parse('memory://'),
+      count: 20,
+      warmup: 5,
+      inTime: () => true,
+      unique: (p: string) => p,
+      mark: async (m: 'warm' | 'done') => {
+        // The window opens with all 20 sent and none of them handled.
+        marks.push(`${m} sent=${held.length} delivered=${delivered}`);
+      },
+    };
+    const m = await measureBacklog(ctx, send, () => delivered, gate, 'test deliveries');
+    expect(marks).toEqual(['warm sent=20 delivered=5', 'done sent=20 delivered=25']);
+    expect(held).toEqual(Array.from({ length: 20 }, (_, i) => 5 + i));
+    expect(gate.isOpen).toBe(true);
+    expect(m.ops).toBe(20);
+    // Publishing took 40 ms; the window only the handling after the gate opened.
+    expect(m.elapsedMs).toBeLessThan(20);
+  });
+
+  it('a Gate is open until closed, and wait() resolves when it opens again', async () => {
+    const gate = new Gate();
+    expect(gate.isOpen).toBe(true);
+    await gate.wait();
+    gate.close();
+    gate.close();
+    let passed = false;
+    const waiting = gate.wait().then(() => (passed = true));
+    await new Promise((r) => setImmediate(r));
+    expect(passed).toBe(false);
+    gate.open();
+    await waiting;
+    expect(gate.isOpen).toBe(true);
+  });
+
+  it('--one <scenario>:<side> runs one side once in a child, telling "warm" and "done" around its window with --handshake', async () => {
+    const lines: string[] = [];
+    const code = await new Promise<number | null>((resolve, reject) => {
+      const child = spawn(process.execPath, [TSX, 'bench/run.ts', '--one', 'consume-pooled:tidings', '--count', '20', '--warmup', '5', '--handshake'], {
+        cwd: ROOT,
+        env: { ...process.env, TIDINGS_TRANSPORT_URL: 'memory://' },
+        stdio: ['pipe', 'pipe', 'inherit'],
+      });
+      const timer = setTimeout(() => child.kill('SIGKILL'), 25_000);
+      createInterface({ input: child.stdout }).on('line', (line) => {
+        lines.push(line);
+        // The parent answers each mark, as callgrind.ts does after zeroing or reading the counters.
+        if (line === 'warm' || line === 'done') child.stdin.write('\n');
+      });
+      child.once('error', reject);
+      child.once('close', (c) => {
+        clearTimeout(timer);
+        resolve(c);
+      });
+    });
+    expect(code).toBe(0);
+    expect(lines.slice(0, 2)).toEqual(['warm', 'done']);
+    expect(JSON.parse(lines.at(-1)!)).toMatchObject({ ops: 20 });
+    // A side the URL's broker has no baseline for, and an unknown side, fail naming the problem.
+    await expect(main(['--url', 'memory://', '--one', 'consume-plain:raw', '--count', '5'], () => {})).rejects.toThrow('scenario consume-plain has no raw side on memory://');
+    await expect(main(['--url', 'memory://', '--one', 'consume-plain:fast', '--count', '5'], () => {})).rejects.toThrow(/--one takes <scenario>:<side>, the side one of tidings, raw, oslo/);
+  });
+
   it('percentile is nearest-rank', () => {
     expect(percentile([5, 1, 4, 2, 3], 50)).toBe(3);
     expect(percentile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 99)).toBe(10);
@@ -216,11 +306,13 @@ describe('bench harness', () => {
 
   it('--kafka-mock starts the test broker and measures Kafka scenarios beside raw kafkajs (and, for notifications, kafkajs writing oslo\'s format); --kafka-client needs it', async () => {
     const out: string[] = [];
-    const report = await main(['--kafka-mock', '--count', '5', '--scenarios', 'cast,notify-publish'], (line) => out.push(line));
+    const report = await main(['--kafka-mock', '--count', '5', '--scenarios', 'cast,notify-publish,backlog-pooled'], (line) => out.push(line));
     expect(report!.url).toMatch(/^kafka:\/\/127\.0\.0\.1:\d+,127\.0\.0\.1:\d+,127\.0\.0\.1:\d+\/\?/);
     expect(report!.scenarios.cast).toMatchObject({ ops: 5, baseline: { ops: 5 } });
     expect(report!.scenarios.cast.osloBaseline).toBeUndefined();
     expect(report!.scenarios['notify-publish']).toMatchObject({ ops: 5, baseline: { ops: 5 }, osloBaseline: { ops: 5 } });
+    // Two members of one group each side, held at the gate while the backlog is written.
+    expect(report!.scenarios['backlog-pooled']).toMatchObject({ ops: 5, baseline: { ops: 5 }, osloBaseline: { ops: 5 } });
     await expect(main(['--kafka-client', 'platformatic', '--url', 'memory://'], () => {})).rejects.toThrow(/--kafka-client goes with --kafka-mock/);
   }, 120_000);
 });

@@ -1,0 +1,53 @@
+// Instructions over a child process's measured window, counted by valgrind's callgrind: repeatable
+// for the same code and inputs where wall-clock rates on this 2-core machine move by ±10% or more.
+// The parent runs the child under callgrind; the child says "warm" as its window opens and "done"
+// as it closes, each time waiting for a line on stdin, while the parent zeroes the counters
+// (`callgrind_control -z`) and reads them (`-e Ir`, every thread). Start-up, module loading,
+// connecting and the warm-up are left out. Used by `npm run bench -- --instructions` and
+// `npm run bench:cost -- --instructions`.
+import { execFileSync, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+/** The words of the handshake, in the order a child says them. */
+export type Mark = 'warm' | 'done';
+
+/** What one child run under callgrind gave. */
+export interface CountedRun {
+  /** Instructions of every thread between "warm" and "done". */
+  instructions: number;
+  /** The child's last line on stdout (its measurement, as JSON). */
+  lastLine: string;
+}
+
+/**
+ * Runs `command` (a Node command line) under callgrind in `cwd` with `env` and counts the instructions
+ * between its "warm" and "done". V8's compiler and GC threads would add their instructions
+ * whenever they happen to run, so `command` should carry `--single-threaded`: everything then
+ * runs on the main thread, and the same code counts the same.
+ */
+export async function countInstructions(command: readonly string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<CountedRun> {
+  const child = spawn('valgrind', ['--tool=callgrind', '--callgrind-out-file=/dev/null', ...command], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
+  const control = (...args: string[]) => execFileSync('callgrind_control', [...args, String(child.pid)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  let instructions: number | undefined;
+  let lastLine = '';
+  for await (const line of createInterface({ input: child.stdout })) {
+    if (line === 'warm') control('-z');
+    else if (line === 'done') instructions = [...control('-e', 'Ir').matchAll(/^\s*Th \d+\s+([\d,]+)/gm)].reduce((sum, m) => sum + Number(m[1].replace(/,/g, '')), 0);
+    else {
+      if (line.trim()) lastLine = line;
+      continue;
+    }
+    child.stdin.write('\n');
+  }
+  const code = await new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)));
+  if (code !== 0 || instructions === undefined) throw new Error(`callgrind run failed (${code}): ${stderr.split('\n').slice(-8).join('\n')}`);
+  return { instructions, lastLine };
+}
+
+/** The child's side of the handshake: says `mark` on stdout and waits for the parent's line on stdin. */
+export function sayMark(mark: Mark): Promise<void> {
+  console.log(mark);
+  return new Promise((resolve) => process.stdin.once('data', () => resolve()));
+}
