@@ -331,7 +331,9 @@ export class NotificationListener {
     for (const m of messages) {
       const requeue = this.allowRequeue && requeues.has(m);
       if (requeue) requeued++;
-      await this.settleMessage(m, requeue, requeues.get(m));
+      // A NotificationMessage settles at once: no microtask turn per message of the batch then.
+      const settling = this.settleMessage(m, requeue, requeues.get(m));
+      if (settling) await settling;
     }
     this.dispatched(messages, requeued, startedAt);
   }
@@ -341,16 +343,17 @@ export class NotificationListener {
    * at once, without a promise; another IncomingMessage through its async methods. Never rejects.
    */
   private settleMessage(m: IncomingMessage, requeue: boolean, reason: unknown): Promise<void> | void {
-    const failed = (err: unknown) => {
-      // The contract says these never throw; a driver bug must not stop the listener either.
-      this.logger.error('could not settle a notification', { err, requeue, messageId: m.msgId });
-    };
     try {
       if (Object.getPrototypeOf(m) === NotificationMessage.prototype) return (m as NotificationMessage).settle(requeue, reason);
-      return Promise.resolve(requeue ? m.requeue(reason) : m.acknowledge()).catch(failed);
+      return Promise.resolve(requeue ? m.requeue(reason) : m.acknowledge()).catch((err: unknown) => this.settleFailed(m, requeue, err));
     } catch (err) {
-      failed(err);
+      this.settleFailed(m, requeue, err);
     }
+  }
+
+  /** The contract says settling never throws; a driver bug must not stop the listener either. */
+  private settleFailed(m: IncomingMessage, requeue: boolean, err: unknown): void {
+    this.logger.error('could not settle a notification', { err, requeue, messageId: m.msgId });
   }
 
   /** Emits `dispatched` (and publishes it on the diagnostics channel) when someone listens. */
