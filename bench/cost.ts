@@ -17,6 +17,7 @@ import { AggregationTemporality, MeterProvider, PeriodicExportingMetricReader, t
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { z } from 'zod';
 import { countInstructions, sayMark, type Mark } from './callgrind.js';
+import { percentile } from './harness.js';
 import { PAYLOAD_TEXT, keepInFlight, waitUntil } from './scenarios.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -229,10 +230,8 @@ async function instructionsPerOp(run: OneRun): Promise<number> {
   return instructions / run.count;
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor((sorted.length - 1) / 2)];
-}
+/** The lower median (nearest rank). */
+const median = (values: readonly number[]) => percentile(values, 50);
 
 async function main(argv: string[]): Promise<void> {
   const { values } = parseArgs({

@@ -178,13 +178,18 @@ export function toStats(m: Measurement, cpuUs?: number): Stats {
   return stats;
 }
 
+/** The warm-up operations per scenario of a run: `options.warmup`, else min(200, count / 10). */
+export function warmupOf(options: Pick<BenchOptions, 'count' | 'warmup'>): number {
+  return options.warmup ?? Math.min(200, Math.ceil(options.count / 10));
+}
+
 function contextFor(options: BenchOptions, transportUrl: TransportURL): BenchContext {
   const started = performance.now();
   return {
     url: options.url,
     transportUrl,
     count: options.count,
-    warmup: options.warmup ?? Math.min(200, Math.ceil(options.count / 10)),
+    warmup: warmupOf(options),
     inTime: () => options.durationMs === null || performance.now() - started < options.durationMs,
     unique: (prefix) => `${prefix}-${randomUUID()}`,
   };

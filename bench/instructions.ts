@@ -8,7 +8,7 @@
 import { fileURLToPath } from 'node:url';
 import { TransportURL } from '../src/index.js';
 import { countInstructions } from './callgrind.js';
-import { selectScenarios, sidesOf, type BenchOptions, type Side, type Stats } from './harness.js';
+import { percentile, selectScenarios, sidesOf, warmupOf, type BenchOptions, type Side, type Stats } from './harness.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TSX = fileURLToPath(new URL('../node_modules/tsx/dist/esm/index.mjs', import.meta.url));
@@ -52,29 +52,30 @@ function childCommand(scenario: string, side: Side, count: number, warmup: numbe
   return [process.execPath, '--single-threaded', '--import', TSX, RUN, '--one', `${scenario}:${side}`, '--count', String(count), '--warmup', String(warmup), '--handshake'];
 }
 
-const median = (values: readonly number[]) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)];
 const ratio = (a: SideInstructions | undefined, b: SideInstructions | undefined) => (a && b ? Number((a.perOp / b.perOp).toFixed(3)) : undefined);
 
 /**
  * Counts every side of the selected scenarios `rounds` times, alternating their order round by
  * round, prints a table and then the report as one JSON line.
  */
-export async function runInstructions(options: BenchOptions & { warmup: number }, redactedUrl: string): Promise<InstructionsReport> {
+export async function runInstructions(options: BenchOptions, redactedUrl: string): Promise<InstructionsReport> {
   const rounds = options.rounds ?? 1;
-  const report: InstructionsReport = { bench: 'tidings-instructions', url: redactedUrl, date: new Date().toISOString(), node: process.version, count: options.count, warmup: options.warmup, rounds, scenarios: {} };
+  const warmup = warmupOf(options);
+  const report: InstructionsReport = { bench: 'tidings-instructions', url: redactedUrl, date: new Date().toISOString(), node: process.version, count: options.count, warmup, rounds, scenarios: {} };
   for (const scenario of selectScenarios(options.scenarios, options.only, TransportURL.parse(options.url).driver)) {
     const sides = sidesOf(options, scenario).map(([side]) => side);
     const counts = new Map<Side, number[]>(sides.map((s) => [s, []]));
     for (let r = 0; r < rounds; r++) {
       for (const side of r % 2 === 0 ? sides : [...sides].reverse()) {
-        const run = await countInstructions(childCommand(scenario.name, side, options.count, options.warmup), ROOT, { ...process.env, TIDINGS_TRANSPORT_URL: options.url });
+        const run = await countInstructions(childCommand(scenario.name, side, options.count, warmup), ROOT, { ...process.env, TIDINGS_TRANSPORT_URL: options.url });
         const stats = JSON.parse(run.lastLine) as Stats;
         if (!(stats.ops > 0)) throw new Error(`${scenario.name} (${side}) measured no operations`);
         counts.get(side)!.push(Math.round(run.instructions / stats.ops));
       }
     }
     const result: InstructionsResult = { unit: scenario.unit };
-    for (const [side, all] of counts) result[side] = { perOp: median(all), rounds: all };
+    // The lower median (nearest rank), as bench:cost reports.
+    for (const [side, all] of counts) result[side] = { perOp: percentile(all, 50), rounds: all };
     result.ratio = ratio(result.raw, result.tidings);
     result.osloRatio = ratio(result.oslo, result.tidings);
     result.osloFormatRatio = ratio(result.raw, result.oslo);

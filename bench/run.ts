@@ -122,7 +122,7 @@ async function runWith(url: string, values: RunFlags, print: (line: string) => v
     return undefined;
   }
   if (values.instructions) {
-    await runInstructions({ ...options, warmup: options.warmup ?? Math.min(200, Math.ceil(count / 10)) }, transportUrl.toString());
+    await runInstructions(options, transportUrl.toString());
     return undefined;
   }
   return runBench(options);

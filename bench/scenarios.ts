@@ -61,14 +61,19 @@ export function measureConcurrentCalls(ctx: BenchContext, call: (i: number) => P
  * timeout message.
  */
 export async function measureDelivered(ctx: BenchContext, send: (i: number) => Promise<unknown>, delivered: () => number, what: string): Promise<Measurement> {
-  for (let i = 0; i < ctx.warmup; i++) await send(i);
-  await waitUntil(() => delivered() >= ctx.warmup, `warm-up ${what}`);
-  const base = delivered();
+  const base = await warmUp(ctx, send, delivered, what);
   return measureWindow(ctx, async () => {
     const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, send);
     await waitUntil(() => delivered() - base >= sent, `all ${what}`);
     return { ops: sent };
   });
+}
+
+/** Sends `ctx.warmup` messages one at a time and waits until `delivered()` counts them; resolves with its count then. */
+async function warmUp(ctx: BenchContext, send: (i: number) => Promise<unknown>, delivered: () => number, what: string): Promise<number> {
+  for (let i = 0; i < ctx.warmup; i++) await send(i);
+  await waitUntil(() => delivered() >= ctx.warmup, `warm-up ${what}`);
+  return delivered();
 }
 
 /**
@@ -109,9 +114,7 @@ export class Gate {
  * what a consumer fetches does not depend on how fast a producer in the same process keeps up.
  */
 export async function measureBacklog(ctx: BenchContext, send: (i: number) => Promise<unknown>, delivered: () => number, gate: Gate, what: string): Promise<Measurement> {
-  for (let i = 0; i < ctx.warmup; i++) await send(i);
-  await waitUntil(() => delivered() >= ctx.warmup, `warm-up ${what}`);
-  const base = delivered();
+  const base = await warmUp(ctx, send, delivered, what);
   gate.close();
   const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => send(ctx.warmup + i));
   return measureWindow(ctx, async () => {
@@ -256,7 +259,6 @@ async function drain(transport: Transport, topic: string, expected: number): Pro
     await listener.wait();
   }
 }
-
 
 /**
  * Listeners consuming notifications: `live` publishes while they consume (timed from the first
