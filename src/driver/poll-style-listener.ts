@@ -100,8 +100,9 @@ export abstract class BufferedPollStyleListener<M extends ReceivedMessage = Rece
     this.buffer.push(message);
   }
 
+  /** batchPoll's rules, kept by the buffer itself: one promise and at most one timer per batch. */
   override poll(options: PollOptions = {}): Promise<M[]> {
-    return batchPoll((t) => this.buffer.shift(t), { ...options, prefetchSize: this.prefetchSize });
+    return this.buffer.take(effectiveBatchSize({ batchSize: options.batchSize, prefetchSize: this.prefetchSize }), batchLimit(options));
   }
 
   /**

@@ -126,3 +126,151 @@ describe('AsyncQueue', () => {
     expect(out.slice(3001)).toEqual(Array.from({ length: n + 10 - 3000 }, (_, i) => 3000 + i));
   });
 });
+
+describe('AsyncQueue.take: a batch under one stopwatch', () => {
+  it('a full batch buffered answers at once, capped at max; the rest stays', async () => {
+    const q = new AsyncQueue<number>();
+    for (let i = 0; i < 5; i++) q.push(i);
+    expect(await q.take(3, 1000)).toEqual([0, 1, 2]);
+    expect(q.size).toBe(2);
+  });
+
+  it('with a deadline, waits until max items arrived, with one timer for the whole batch', async () => {
+    vi.useFakeTimers();
+    const q = new AsyncQueue<number>();
+    let got: number[] | 'pending' = 'pending';
+    void q.take(3, 200).then((v) => (got = v));
+    expect(vi.getTimerCount()).toBe(1);
+    q.push(1);
+    await vi.advanceTimersByTimeAsync(50);
+    q.push(2);
+    await vi.advanceTimersByTimeAsync(50);
+    expect(got).toBe('pending');
+    expect(vi.getTimerCount()).toBe(1);
+    q.push(3);
+    q.push(4);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(got).toEqual([1, 2, 3]);
+    expect(vi.getTimerCount()).toBe(0);
+    expect(q.size).toBe(1);
+  });
+
+  it('with a deadline, answers with what arrived when it passes: the wait for the first item counts against it', async () => {
+    vi.useFakeTimers();
+    const q = new AsyncQueue<number>();
+    let got: number[] | 'pending' = 'pending';
+    void q.take(10, 200).then((v) => (got = v));
+    await vi.advanceTimersByTimeAsync(150);
+    q.push(1);
+    await vi.advanceTimersByTimeAsync(49);
+    expect(got).toBe('pending');
+    await vi.advanceTimersByTimeAsync(1);
+    expect(got).toEqual([1]);
+    // Nothing at all: an empty batch at the deadline; a later push is buffered for the next taker.
+    let empty: number[] | 'pending' = 'pending';
+    void q.take(10, 100).then((v) => (empty = v));
+    await vi.advanceTimersByTimeAsync(100);
+    expect(empty).toEqual([]);
+    q.push(2);
+    expect(q.size).toBe(1);
+  });
+
+  it('without a deadline, waits for the first item, then takes what the pushing code buffered by then', async () => {
+    vi.useFakeTimers();
+    const q = new AsyncQueue<number>();
+    let got: number[] | 'pending' = 'pending';
+    void q.take(10).then((v) => (got = v));
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(got).toBe('pending');
+    expect(vi.getTimerCount()).toBe(0);
+    q.push(1);
+    q.push(2);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(got).toEqual([1, 2]);
+    q.push(3);
+    expect(await q.take(10)).toEqual([3]);
+  });
+
+  it('without a deadline, a first item drained away before the batch was taken is not an empty batch', async () => {
+    const q = new AsyncQueue<number>();
+    let got: number[] | 'pending' = 'pending';
+    void q.take(10).then((v) => (got = v));
+    q.push(1);
+    expect(q.drain()).toEqual([1]);
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(got).toBe('pending');
+    q.push(2);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(got).toEqual([2]);
+  });
+
+  it('timeout 0 takes what is buffered without a timer; max below 1 counts as 1', async () => {
+    vi.useFakeTimers();
+    const q = new AsyncQueue<number>();
+    expect(await q.take(5, 0)).toEqual([]);
+    q.push(1);
+    q.push(2);
+    expect(await q.take(5, 0)).toEqual([1, 2]);
+    q.push(3);
+    q.push(4);
+    expect(await q.take(0, 100)).toEqual([3]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('a deadline too large for setTimeout waits for a full batch, not 1 ms', async () => {
+    vi.useFakeTimers();
+    const q = new AsyncQueue<number>();
+    let got: number[] | 'pending' = 'pending';
+    void q.take(2, 2 ** 31).then((v) => (got = v));
+    q.push(1);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(got).toBe('pending');
+    q.push(2);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(got).toEqual([1, 2]);
+  });
+
+  it('close() hands each waiting batch what is buffered, oldest first; a closed queue answers at once', async () => {
+    const q = new AsyncQueue<number>();
+    const first = q.take(2, 5000);
+    q.push(1);
+    const second = q.take(5, 5000);
+    const third = q.shift(5000);
+    q.close();
+    expect(await first).toEqual([1]);
+    expect(await second).toEqual([]);
+    expect(await third).toBeUndefined();
+    q.push(7);
+    q.push(8);
+    expect(await q.take(5, 5000)).toEqual([7, 8]);
+    expect(await q.take(5)).toEqual([]);
+  });
+
+  it('waiters are served in order: a shift() behind a filling batch waits its turn, and one that times out takes nothing', async () => {
+    vi.useFakeTimers();
+    const q = new AsyncQueue<number>();
+    let batch: number[] | 'pending' = 'pending';
+    let one: number | undefined | 'pending' = 'pending';
+    let late: number | undefined | 'pending' = 'pending';
+    void q.take(2, 1000).then((v) => (batch = v));
+    void q.shift(500).then((v) => (late = v));
+    void q.shift().then((v) => (one = v));
+    q.push(1);
+    await vi.advanceTimersByTimeAsync(500);
+    expect(late).toBeUndefined();
+    expect(q.size).toBe(1);
+    q.push(2);
+    q.push(3);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(batch).toEqual([1, 2]);
+    expect(one).toBe(3);
+  });
+
+  it('unshift() serves a waiting taker', async () => {
+    const q = new AsyncQueue<number>();
+    const p = q.take(1, 5000);
+    q.unshift(4);
+    expect(await p).toEqual([4]);
+  });
+});

@@ -161,4 +161,17 @@ describe('listenToPushSource with batching', () => {
     expect(source.sink.withdraw(() => true)).toEqual([]);
     await listener.stop();
   });
+
+  it('withdraw() takes back messages of a batch still filling: it goes out without them', async () => {
+    const source = new FakeSource();
+    const listener = listenToPushSource(source, { batchSize: 10, batchTimeout: 60_000 });
+    const got: number[][] = [];
+    listener.start((batch) => void got.push(batch.map((m) => m.n)));
+    source.push(1, 2, 3, 4);
+    await Promise.resolve();
+    expect(source.sink.withdraw((m) => m.n % 2 === 0).map((m) => m.n)).toEqual([2, 4]);
+    source.push(5);
+    await listener.stop();
+    expect(got).toEqual([[1, 3, 5]]);
+  });
 });
