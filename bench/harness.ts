@@ -105,6 +105,12 @@ export interface ScenarioResult extends Partial<Stats> {
   baseline?: Stats;
   /** tidings ops/s divided by baseline ops/s. */
   ratio?: number;
+  /**
+   * With several rounds: the median of tidings/raw taken round by round (the warm-up left out).
+   * Both sides of a round run back to back, so a slow spell of the machine or the broker that
+   * spans a round slows both and cancels out, where the ratio of the two medians keeps it.
+   */
+  roundRatio?: number;
   /** tidings CPU per operation divided by the oslo-shaped baseline's (lower is better). */
   osloCpuRatio?: number;
   /** The oslo-shaped raw baseline (the raw client doing the protocol work tidings must do), when registered. */
@@ -237,6 +243,8 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     if (stats.raw) {
       result.baseline = stats.raw;
       if (result.opsPerSec !== undefined && result.baseline.opsPerSec > 0) result.ratio = round(result.opsPerSec / result.baseline.opsPerSec, 2);
+      const paired = roundByRound(result.roundsOpsPerSec, result.baseline.roundsOpsPerSec);
+      if (paired !== undefined) result.roundRatio = round(paired, 2);
     }
     if (stats.oslo) {
       result.osloBaseline = stats.oslo;
@@ -248,6 +256,13 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
   for (const line of formatTable(report)) options.print(line);
   options.print(JSON.stringify(report));
   return report;
+}
+
+/** The median of `a[i] / b[i]` over the rounds after the warm-up; undefined without two rounds of both. */
+export function roundByRound(a: readonly number[] | undefined, b: readonly number[] | undefined): number | undefined {
+  if (!a || !b || a.length !== b.length || a.length < 2) return undefined;
+  const ratios = a.slice(1).flatMap((x, i) => (b[i + 1] > 0 ? [x / b[i + 1]] : []));
+  return ratios.length > 0 ? percentile(ratios, 50) : undefined;
 }
 
 /** tidings, its raw-client baseline, or its oslo-shaped raw baseline. */
@@ -305,7 +320,7 @@ async function measured(fn: ScenarioFn, ctx: BenchContext): Promise<Stats> {
 
 /** The human-readable table. */
 export function formatTable(report: BenchReport): string[] {
-  const header = ['scenario', 'ops', 'ops/s', 'p50 ms', 'p99 ms', 'raw ops/s', 'tidings/raw', 'raw-oslo ops/s', 'tidings/raw-oslo', 'cpu us/op', 'cpu vs raw-oslo'];
+  const header = ['scenario', 'ops', 'ops/s', 'p50 ms', 'p99 ms', 'raw ops/s', 'tidings/raw', 'per round', 'raw-oslo ops/s', 'tidings/raw-oslo', 'cpu us/op', 'cpu vs raw-oslo'];
   const rows = Object.entries(report.scenarios).map(([name, r]) => [
     name,
     r.ops !== undefined ? String(r.ops) : '-',
@@ -314,6 +329,7 @@ export function formatTable(report: BenchReport): string[] {
     r.p99Ms?.toFixed(3) ?? '-',
     r.baseline ? String(r.baseline.opsPerSec) : '-',
     r.ratio !== undefined ? r.ratio.toFixed(2) : '-',
+    r.roundRatio !== undefined ? r.roundRatio.toFixed(2) : '-',
     r.osloBaseline ? String(r.osloBaseline.opsPerSec) : '-',
     r.osloRatio !== undefined ? r.osloRatio.toFixed(2) : '-',
     r.cpuUsPerOp !== undefined ? r.cpuUsPerOp.toFixed(1) : '-',

@@ -13,7 +13,7 @@ import { main } from '../../bench/run.js';
 import { withRedis } from '../../bench/raw-redis.js';
 import { REDIS_URL, requireRedis } from '../support/brokers.js';
 import { Gate, SCENARIOS, measureBacklog } from '../../bench/scenarios.js';
-import { percentile, runBench } from '../../bench/harness.js';
+import { percentile, roundByRound, runBench } from '../../bench/harness.js';
 import { loadBaselines } from '../../bench/baselines.js';
 import { MODES, OPS, measure } from '../../bench/cost.js';
 import * as tidings from '../../src/index.js';
@@ -49,6 +49,18 @@ describe('bench harness', () => {
     // Every round's rate is kept, the warm-up first, for a report of the spread.
     expect(report.scenarios.x.roundsOpsPerSec).toEqual(elapsed.tidings.map((ms) => Math.round(10_000 / ms)));
     expect(report.scenarios.x.baseline?.roundsOpsPerSec).toEqual(elapsed.raw.map((ms) => Math.round(10_000 / ms)));
+    // Round by round (rounds 2-5): 250/100, 1000/33, 500/50, 333/25 -> 2.5, 30.3, 10, 13.3 -> median 10;
+    // the ratio of the two medians (333/33) is another figure.
+    expect(report.scenarios.x.roundRatio).toBe(10);
+    expect(report.scenarios.x.ratio).toBe(10.09);
+  });
+
+  it('a round-by-round ratio needs two rounds of both sides and leaves out the warm-up', () => {
+    expect(roundByRound([1, 2], [1, 4])).toBe(0.5);
+    expect(roundByRound([100, 2, 3, 9], [1, 4, 3, 10])).toBe(0.9);
+    expect(roundByRound([5], [5])).toBeUndefined();
+    expect(roundByRound(undefined, [1, 2])).toBeUndefined();
+    expect(roundByRound([1, 2, 3], [1, 2])).toBeUndefined();
   });
 
   it('registers the scenarios the issue asks for; the backlog ones run on kafka:// only, and naming one elsewhere says so', async () => {
@@ -74,7 +86,7 @@ describe('bench harness', () => {
       expect(report.scenarios[name].p99Ms).toBeGreaterThanOrEqual(report.scenarios[name].p50Ms);
     }
     // The table: a title, a header, a rule and one row per scenario.
-    expect(out[1]).toMatch(/^scenario\s+ops\s+ops\/s\s+p50 ms\s+p99 ms\s+raw ops\/s\s+tidings\/raw\s+raw-oslo ops\/s\s+tidings\/raw-oslo\s+cpu us\/op\s+cpu vs raw-oslo$/);
+    expect(out[1]).toMatch(/^scenario\s+ops\s+ops\/s\s+p50 ms\s+p99 ms\s+raw ops\/s\s+tidings\/raw\s+per round\s+raw-oslo ops\/s\s+tidings\/raw-oslo\s+cpu us\/op\s+cpu vs raw-oslo$/);
     expect(out).toHaveLength(3 + NAMES.length + 1);
   });
 
@@ -95,7 +107,7 @@ describe('bench harness', () => {
     expect(report.scenarios.cast.ratio).toBeCloseTo(report.scenarios.cast.opsPerSec! / 2000, 1);
     expect(report.scenarios.cast.osloBaseline).toMatchObject({ ops: 10, opsPerSec: 1000 });
     expect(report.scenarios.cast.osloRatio).toBeCloseTo(report.scenarios.cast.opsPerSec! / 1000, 1);
-    expect(out.find((l) => l.startsWith('cast '))).toMatch(/\s2000\s+\d+\.\d\d\s+1000\s+\d+\.\d\d\s+\d+\.\d\s+\d+\.\d\d$/);
+    expect(out.find((l) => l.startsWith('cast '))).toMatch(/\s2000\s+\d+\.\d\d\s+-\s+1000\s+\d+\.\d\d\s+\d+\.\d\s+\d+\.\d\d$/);
     expect(report.scenarios.cast.cpuUsPerOp).toBeGreaterThan(0);
     expect(report.scenarios.cast.osloCpuRatio).toBeCloseTo(report.scenarios.cast.cpuUsPerOp! / report.scenarios.cast.osloBaseline!.cpuUsPerOp!, 1);
   });
@@ -165,8 +177,8 @@ describe('bench harness', () => {
       expect(r.osloBaseline?.ops, name).toBe(10);
       expect(r.osloRatio, name).toBeCloseTo(r.opsPerSec! / r.osloBaseline!.opsPerSec, 1);
     }
-    // ops, ops/s, p50, p99, raw ops/s, ratio, protocol ops/s, ratio, cpu us/op, cpu vs protocol
-    expect(out.find((l) => l.startsWith('call-sequential '))).toMatch(/\s\d+\s+\d+\.\d\d\s+\d+\s+\d+\.\d\d\s+\d+\.\d\s+\d+\.\d\d$/);
+    // ops, ops/s, p50, p99, raw ops/s, ratio, per round (one round: none), protocol ops/s, ratio, cpu us/op, cpu vs protocol
+    expect(out.find((l) => l.startsWith('call-sequential '))).toMatch(/\s\d+\s+\d+\.\d\d\s+-\s+\d+\s+\d+\.\d\d\s+\d+\.\d\s+\d+\.\d\d$/);
   });
 
   it('the raw redis baselines UNLINK the keys they list when they end, even when they fail', async () => {
