@@ -127,6 +127,13 @@ describe('AsyncQueue', () => {
   });
 });
 
+/** What `promise` resolved with so far: 'pending' until it settles. */
+function watch<T>(promise: Promise<T>): { value: T | 'pending' } {
+  const seen: { value: T | 'pending' } = { value: 'pending' };
+  void promise.then((v) => (seen.value = v));
+  return seen;
+}
+
 describe('AsyncQueue.take: a batch under one stopwatch', () => {
   it('a full batch buffered answers at once, capped at max; the rest stays', async () => {
     const q = new AsyncQueue<number>();
@@ -138,19 +145,18 @@ describe('AsyncQueue.take: a batch under one stopwatch', () => {
   it('with a deadline, waits until max items arrived, with one timer for the whole batch', async () => {
     vi.useFakeTimers();
     const q = new AsyncQueue<number>();
-    let got: number[] | 'pending' = 'pending';
-    void q.take(3, 200).then((v) => (got = v));
+    const got = watch(q.take(3, 200));
     expect(vi.getTimerCount()).toBe(1);
     q.push(1);
     await vi.advanceTimersByTimeAsync(50);
     q.push(2);
     await vi.advanceTimersByTimeAsync(50);
-    expect(got).toBe('pending');
+    expect(got.value).toBe('pending');
     expect(vi.getTimerCount()).toBe(1);
     q.push(3);
     q.push(4);
     await vi.advanceTimersByTimeAsync(0);
-    expect(got).toEqual([1, 2, 3]);
+    expect(got.value).toEqual([1, 2, 3]);
     expect(vi.getTimerCount()).toBe(0);
     expect(q.size).toBe(1);
   });
@@ -158,19 +164,17 @@ describe('AsyncQueue.take: a batch under one stopwatch', () => {
   it('with a deadline, answers with what arrived when it passes: the wait for the first item counts against it', async () => {
     vi.useFakeTimers();
     const q = new AsyncQueue<number>();
-    let got: number[] | 'pending' = 'pending';
-    void q.take(10, 200).then((v) => (got = v));
+    const got = watch(q.take(10, 200));
     await vi.advanceTimersByTimeAsync(150);
     q.push(1);
     await vi.advanceTimersByTimeAsync(49);
-    expect(got).toBe('pending');
+    expect(got.value).toBe('pending');
     await vi.advanceTimersByTimeAsync(1);
-    expect(got).toEqual([1]);
+    expect(got.value).toEqual([1]);
     // Nothing at all: an empty batch at the deadline; a later push is buffered for the next taker.
-    let empty: number[] | 'pending' = 'pending';
-    void q.take(10, 100).then((v) => (empty = v));
+    const empty = watch(q.take(10, 100));
     await vi.advanceTimersByTimeAsync(100);
-    expect(empty).toEqual([]);
+    expect(empty.value).toEqual([]);
     q.push(2);
     expect(q.size).toBe(1);
   });
@@ -178,31 +182,29 @@ describe('AsyncQueue.take: a batch under one stopwatch', () => {
   it('without a deadline, waits for the first item, then takes what the pushing code buffered by then', async () => {
     vi.useFakeTimers();
     const q = new AsyncQueue<number>();
-    let got: number[] | 'pending' = 'pending';
-    void q.take(10).then((v) => (got = v));
+    const got = watch(q.take(10));
     await vi.advanceTimersByTimeAsync(1000);
-    expect(got).toBe('pending');
+    expect(got.value).toBe('pending');
     expect(vi.getTimerCount()).toBe(0);
     q.push(1);
     q.push(2);
     await vi.advanceTimersByTimeAsync(0);
-    expect(got).toEqual([1, 2]);
+    expect(got.value).toEqual([1, 2]);
     q.push(3);
     expect(await q.take(10)).toEqual([3]);
   });
 
   it('without a deadline, a first item drained away before the batch was taken is not an empty batch', async () => {
     const q = new AsyncQueue<number>();
-    let got: number[] | 'pending' = 'pending';
-    void q.take(10).then((v) => (got = v));
+    const got = watch(q.take(10));
     q.push(1);
     expect(q.drain()).toEqual([1]);
     await Promise.resolve();
     await Promise.resolve();
-    expect(got).toBe('pending');
+    expect(got.value).toBe('pending');
     q.push(2);
     await new Promise((r) => setTimeout(r, 0));
-    expect(got).toEqual([2]);
+    expect(got.value).toEqual([2]);
   });
 
   it('timeout 0 takes what is buffered without a timer; max below 1 counts as 1', async () => {
@@ -221,14 +223,13 @@ describe('AsyncQueue.take: a batch under one stopwatch', () => {
   it('a deadline too large for setTimeout waits for a full batch, not 1 ms', async () => {
     vi.useFakeTimers();
     const q = new AsyncQueue<number>();
-    let got: number[] | 'pending' = 'pending';
-    void q.take(2, 2 ** 31).then((v) => (got = v));
+    const got = watch(q.take(2, 2 ** 31));
     q.push(1);
     await vi.advanceTimersByTimeAsync(10_000);
-    expect(got).toBe('pending');
+    expect(got.value).toBe('pending');
     q.push(2);
     await vi.advanceTimersByTimeAsync(0);
-    expect(got).toEqual([1, 2]);
+    expect(got.value).toEqual([1, 2]);
   });
 
   it('close() hands each waiting batch what is buffered, oldest first; a closed queue answers at once', async () => {
@@ -250,21 +251,18 @@ describe('AsyncQueue.take: a batch under one stopwatch', () => {
   it('waiters are served in order: a shift() behind a filling batch waits its turn, and one that times out takes nothing', async () => {
     vi.useFakeTimers();
     const q = new AsyncQueue<number>();
-    let batch: number[] | 'pending' = 'pending';
-    let one: number | undefined | 'pending' = 'pending';
-    let late: number | undefined | 'pending' = 'pending';
-    void q.take(2, 1000).then((v) => (batch = v));
-    void q.shift(500).then((v) => (late = v));
-    void q.shift().then((v) => (one = v));
+    const batch = watch(q.take(2, 1000));
+    const late = watch(q.shift(500));
+    const one = watch(q.shift());
     q.push(1);
     await vi.advanceTimersByTimeAsync(500);
-    expect(late).toBeUndefined();
+    expect(late.value).toBeUndefined();
     expect(q.size).toBe(1);
     q.push(2);
     q.push(3);
     await vi.advanceTimersByTimeAsync(0);
-    expect(batch).toEqual([1, 2]);
-    expect(one).toBe(3);
+    expect(batch.value).toEqual([1, 2]);
+    expect(one.value).toBe(3);
   });
 
   it('unshift() serves a waiting taker', async () => {
