@@ -1,18 +1,10 @@
 // The buffer between a broker's push-style delivery and a PollStyleListener's poll().
-// Waiters are resolved directly on push, so a waiting poll costs no timer round trip; a waiting
+// Waiters are served directly on push, so a waiting poll costs no timer round trip; a waiting
 // batch (`take`) costs one promise and at most one timer however many items fill it.
 import { Fifo } from './fifo.js';
 
-/** A `shift()` waiting for one item. */
-interface ItemWaiter<T> {
-  readonly batch: false;
-  readonly resolve: (item: T | undefined) => void;
-  timer?: ReturnType<typeof setTimeout>;
-}
-
-/** A `take()` waiting for its batch. */
-interface BatchWaiter<T> {
-  readonly batch: true;
+/** A `take()` (or `shift()`, a take of one) waiting for its items. */
+interface Waiter<T> {
   readonly resolve: (items: T[]) => void;
   /** Most items it takes. */
   readonly max: number;
@@ -22,8 +14,6 @@ interface BatchWaiter<T> {
   /** Without a deadline: its first item arrived and it takes what is buffered once the pushing code is done. */
   scheduled?: boolean;
 }
-
-type Waiter<T> = ItemWaiter<T> | BatchWaiter<T>;
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -43,17 +33,10 @@ export class AsyncQueue<T> {
     return this.closedFlag;
   }
 
-  /** Adds an item: straight to the oldest waiter of `shift()`, or towards the batch of the oldest `take()`. */
+  /** Adds an item, serving the oldest waiter with it (at once, or towards its batch). */
   push(item: T): void {
-    const waiter = this.waiters[0];
-    if (waiter !== undefined && !waiter.batch) {
-      this.waiters.shift();
-      if (waiter.timer) clearTimeout(waiter.timer);
-      waiter.resolve(item);
-      return;
-    }
     this.items.push(item);
-    if (waiter !== undefined) this.serve();
+    if (this.waiters.length > 0) this.serve();
   }
 
   /** Puts an item back at the front (e.g. a message that could not be handed out). */
@@ -67,13 +50,7 @@ export class AsyncQueue<T> {
    * once the queue is closed and empty. A closed queue still hands out what it holds.
    */
   shift(timeoutMs?: number): Promise<T | undefined> {
-    if (this.size > 0 && this.waiters.length === 0) return Promise.resolve(this.items.shift());
-    if (this.closedFlag || (timeoutMs !== undefined && timeoutMs <= 0)) return Promise.resolve(undefined);
-    return new Promise<T | undefined>((resolve) => {
-      const waiter: ItemWaiter<T> = { batch: false, resolve };
-      if (timeoutMs !== undefined && timeoutMs <= MAX_TIMER_MS) waiter.timer = setTimeout(() => this.expire(waiter), timeoutMs);
-      this.waiters.push(waiter);
-    });
+    return this.take(1, timeoutMs).then((items) => items[0]);
   }
 
   /**
@@ -89,7 +66,8 @@ export class AsyncQueue<T> {
     if (this.waiters.length === 0 && (size >= want || (size > 0 && timeoutMs === undefined))) return Promise.resolve(this.takeUpTo(want));
     if (this.closedFlag || (timeoutMs !== undefined && timeoutMs <= 0)) return Promise.resolve(this.waiters.length === 0 ? this.takeUpTo(want) : []);
     return new Promise<T[]>((resolve) => {
-      const waiter: BatchWaiter<T> = { batch: true, resolve, max: want, deadline: timeoutMs !== undefined };
+      const waiter: Waiter<T> = { resolve, max: want, deadline: timeoutMs !== undefined };
+      // setTimeout fires after 1 ms for delays it cannot hold (> 2^31-1 ms, Infinity): treat those as no limit.
       if (timeoutMs !== undefined && timeoutMs <= MAX_TIMER_MS) waiter.timer = setTimeout(() => this.expire(waiter), timeoutMs);
       this.waiters.push(waiter);
     });
@@ -105,7 +83,7 @@ export class AsyncQueue<T> {
     return this.items.drain();
   }
 
-  /** Wakes every waiter (`shift()` with `undefined`, `take()` with what is buffered); later pushes are still buffered for draining. */
+  /** Wakes every waiter with what is buffered, oldest first (`shift()` with `undefined` when nothing is); later pushes are still buffered for draining. */
   close(): void {
     this.closedFlag = true;
     for (const waiter of this.waiters.splice(0)) this.settle(waiter);
@@ -115,8 +93,8 @@ export class AsyncQueue<T> {
   private serve(): void {
     while (this.waiters.length > 0 && this.items.size > 0) {
       const waiter = this.waiters[0];
-      if (waiter.batch && waiter.deadline && this.items.size < waiter.max) return;
-      if (waiter.batch && !waiter.deadline) {
+      if (waiter.deadline && this.items.size < waiter.max) return;
+      if (!waiter.deadline) {
         // The first item arrived: take what is buffered once the code pushing it is done.
         if (!waiter.scheduled) {
           waiter.scheduled = true;
@@ -131,32 +109,25 @@ export class AsyncQueue<T> {
 
   /**
    * A waiter's time is up: it leaves the queue, the oldest with what it can take (the buffer is the
-   * older waiters' first), and the next one is served. A batch without a deadline whose items were
-   * taken meanwhile (drain()) waits on for the next.
+   * older waiters' first, so a later one takes nothing), and the next one is served. A waiter
+   * without a deadline whose items were taken meanwhile (drain()) waits on for the next.
    */
   private expire(waiter: Waiter<T>): void {
     const i = this.waiters.indexOf(waiter);
     if (i < 0) return;
-    if (waiter.batch && !waiter.deadline && this.items.size === 0 && !this.closedFlag) {
+    if (!waiter.deadline && this.items.size === 0 && !this.closedFlag) {
       waiter.scheduled = false;
       return;
     }
     this.waiters.splice(i, 1);
-    if (i > 0) {
-      if (waiter.timer) clearTimeout(waiter.timer);
-      if (waiter.batch) waiter.resolve([]);
-      else waiter.resolve(undefined);
-      return;
-    }
-    this.settle(waiter);
-    this.serve();
+    this.settle(waiter, i === 0);
+    if (i === 0) this.serve();
   }
 
-  /** Resolves a waiter that has left the queue, as the oldest, with what it takes of the buffer. */
-  private settle(waiter: Waiter<T>): void {
+  /** Resolves a waiter that has left the queue: with what it takes of the buffer when it was the oldest, else with nothing. */
+  private settle(waiter: Waiter<T>, oldest = true): void {
     if (waiter.timer) clearTimeout(waiter.timer);
-    if (waiter.batch) waiter.resolve(this.takeUpTo(waiter.max));
-    else waiter.resolve(this.items.shift());
+    waiter.resolve(oldest ? this.takeUpTo(waiter.max) : []);
   }
 
   private takeUpTo(max: number): T[] {
