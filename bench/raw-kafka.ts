@@ -182,6 +182,36 @@ class Sender {
   }
 }
 
+/** Records per partition in each request of a backlog writer: one record batch of this many per partition. */
+export const BACKLOG_BATCH = 100;
+
+/**
+ * Writes records `from` .. `from + count - 1` of a `backlog-*` scenario to `topic` (which exists),
+ * `encode(i)` each: record i to partition i mod the topic's partitions, BACKLOG_BATCH records per
+ * partition in each request, so every partition holds record batches of BACKLOG_BATCH, whichever
+ * side's consumers read them and whatever they would have been published with. On the mock a
+ * fetch returns one record batch per partition, so every side fetches the same batches.
+ */
+export async function writeKafkaBacklog(ctx: BenchContext, topic: string, encode: (i: number) => string, from: number, count: number): Promise<void> {
+  const kafka = new Kafka({ brokers: brokersOf(ctx), clientId: 'tidings-bench-backlog', logLevel: logLevel.NOTHING, retry: { retries: 8, initialRetryTime: 100 } });
+  const admin = kafka.admin();
+  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  try {
+    await Promise.all([admin.connect(), producer.connect()]);
+    const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+    const partitions = topics[0]?.partitions.length ?? 0;
+    if (partitions === 0) throw new Error(`bench: backlog topic ${topic} has no partitions`);
+    const perRequest = BACKLOG_BATCH * partitions;
+    for (let start = from; start < from + count; start += perRequest) {
+      const messages = [];
+      for (let i = start; i < Math.min(start + perRequest, from + count); i++) messages.push({ partition: i % partitions, value: encode(i) });
+      await producer.send({ topic, acks: -1, messages });
+    }
+  } finally {
+    await Promise.all([admin.disconnect(), producer.disconnect()].map((p) => p.catch(() => undefined)));
+  }
+}
+
 /** Sends `body(i)` to `topic`, resolving once the broker acknowledged it. */
 const send = (s: Sender, topic: string, i: number) => s.send(topic, body(i));
 
@@ -204,7 +234,7 @@ const rawConsume =
       const gate = new Gate();
       await Promise.all(Array.from({ length: consumers }, () => committingConsumer(k.consumer(group), topic, k.commitIntervalMs, (v) => (shape.decode(v), consumed++), mode === 'batch' ? BATCH_SIZE : Infinity, gate)));
       try {
-        return await measureConsumed(ctx, timing, (i) => producer.send(topic, shape.encode(i)), () => consumed, gate, 'raw notifications consumed');
+        return await measureConsumed(ctx, timing, (i) => producer.send(topic, shape.encode(i)), (from, n) => writeKafkaBacklog(ctx, topic, shape.encode, from, n), () => consumed, gate, 'raw notifications consumed');
       } finally {
         gate.open();
       }

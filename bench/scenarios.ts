@@ -106,21 +106,28 @@ export class Gate {
 }
 
 /**
- * Consumer throughput on a backlog: sends `ctx.warmup` messages one at a time and waits until
- * `delivered()` counts them, closes `gate` (the consumers' handlers wait at it), sends `ctx.count`
- * with PUBLISH_WINDOW in flight, untimed, and then opens the gate: timed from there until
- * `delivered()` counts them all. The consumers have joined and warmed up, and what they read was
- * written before the window, so the window holds only consuming: no publishing shares the CPU, and
- * what a consumer fetches does not depend on how fast a producer in the same process keeps up.
+ * Writes records `from` .. `from + count - 1` of a backlog to the consumers' topic, resolving once
+ * the broker acknowledged them all (see writeKafkaBacklog).
  */
-export async function measureBacklog(ctx: BenchContext, send: (i: number) => Promise<unknown>, delivered: () => number, gate: Gate, what: string): Promise<Measurement> {
+export type BacklogWriter = (from: number, count: number) => Promise<void>;
+
+/**
+ * Consumer throughput on a backlog: sends `ctx.warmup` messages one at a time and waits until
+ * `delivered()` counts them, closes `gate` (the consumers' handlers wait at it), has `write` put
+ * `ctx.count` records in the broker, untimed, and then opens the gate: timed from there until
+ * `delivered()` counts them all. The consumers have joined and warmed up, and what they read was
+ * written before the window, so the window holds only consuming: no publishing shares the CPU.
+ * Every side's backlog is written by the same writer in the same layout, so every side's consumers
+ * fetch the same batches, whoever would have published them.
+ */
+export async function measureBacklog(ctx: BenchContext, send: (i: number) => Promise<unknown>, write: BacklogWriter, delivered: () => number, gate: Gate, what: string): Promise<Measurement> {
   const base = await warmUp(ctx, send, delivered, what);
   gate.close();
-  const sent = await keepInFlight(ctx.count, PUBLISH_WINDOW, ctx.inTime, (i) => send(ctx.warmup + i));
+  await write(ctx.warmup, ctx.count);
   return measureWindow(ctx, async () => {
     gate.open();
-    await waitUntil(() => delivered() - base >= sent, `all ${what}`);
-    return { ops: sent };
+    await waitUntil(() => delivered() - base >= ctx.count, `all ${what}`);
+    return { ops: ctx.count };
   });
 }
 
@@ -133,9 +140,9 @@ export type ConsumeMode = 'plain' | 'pooled' | 'batch';
 /** `live`: published while consumed (`measureDelivered`); `backlog`: published first, then consumed (`measureBacklog`). */
 export type ConsumeTiming = 'live' | 'backlog';
 
-/** `measureDelivered` or `measureBacklog`, by `timing`; `gate` is what the consumers wait at (used by `backlog` only). */
-export function measureConsumed(ctx: BenchContext, timing: ConsumeTiming, send: (i: number) => Promise<unknown>, delivered: () => number, gate: Gate, what: string): Promise<Measurement> {
-  return timing === 'live' ? measureDelivered(ctx, send, delivered, what) : measureBacklog(ctx, send, delivered, gate, what);
+/** `measureDelivered` or `measureBacklog`, by `timing`; `write` and `gate` are used by `backlog` only. */
+export function measureConsumed(ctx: BenchContext, timing: ConsumeTiming, send: (i: number) => Promise<unknown>, write: BacklogWriter, delivered: () => number, gate: Gate, what: string): Promise<Measurement> {
+  return timing === 'live' ? measureDelivered(ctx, send, delivered, what) : measureBacklog(ctx, send, write, delivered, gate, what);
 }
 
 /** Sends `ctx.warmup` one by one, then `ctx.count` with PUBLISH_WINDOW awaiting at a time: the window is the second part. */
@@ -291,7 +298,13 @@ function consumeScenario(name: string, description: string, listenerCount: numbe
         );
         await Promise.all(listeners.map((l) => l.start()));
         try {
-          const measured = await measureConsumed(ctx, timing, (i) => publish(notifier, i), () => consumed, gate, 'notifications consumed');
+          // The backlog is written as the oslo-shaped baseline writes its own (oslo's Kafka format, which
+          // tidings' Notifier writes too), to the topic of the `info` priority.
+          const write: BacklogWriter = async (from, n) => {
+            const [{ writeKafkaBacklog }, { osloKafkaNotificationText }] = await Promise.all([import('./raw-kafka.js'), import('./oslo-envelope.js')]);
+            await writeKafkaBacklog(ctx, `${topic}.info`, osloKafkaNotificationText, from, n);
+          };
+          const measured = await measureConsumed(ctx, timing, (i) => publish(notifier, i), write, () => consumed, gate, 'notifications consumed');
           // The notifier also fills its default `<topic>.info` queue, which a pool does not read.
           if (pool && transport.driver.capabilities.durableNotifications) await drain(transport, topic, ctx.warmup + measured.ops);
           return measured;

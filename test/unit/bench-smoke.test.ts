@@ -209,7 +209,7 @@ describe('bench harness', () => {
     await expect(main(['--scenarios', 'cast,warp-speed', '--count', '5'], () => {})).rejects.toThrow(/unknown scenario "warp-speed"; known: call-sequential/);
   });
 
-  it('measureBacklog sends everything while the gate holds the consumer, and times only the consuming after it opens', async () => {
+  it('measureBacklog has the writer put the backlog in while the gate holds the consumer, and times only the consuming after it opens', async () => {
     const gate = new Gate();
     let delivered = 0;
     const held: number[] = [];
@@ -234,7 +234,11 @@ describe('bench harness', () => {
         marks.push(`${m} sent=${held.length} delivered=${delivered}`);
       },
     };
-    const m = await measureBacklog(ctx, send, () => delivered, gate, 'test deliveries');
+    // The writer puts the backlog in the broker: here, records the consumer holds at the closed gate.
+    const write = async (from: number, n: number) => {
+      for (let i = from; i < from + n; i++) await send(i);
+    };
+    const m = await measureBacklog(ctx, send, write, () => delivered, gate, 'test deliveries');
     expect(marks).toEqual(['warm sent=20 delivered=5', 'done sent=20 delivered=25']);
     expect(held).toEqual(Array.from({ length: 20 }, (_, i) => 5 + i));
     expect(gate.isOpen).toBe(true);
