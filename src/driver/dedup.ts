@@ -1,9 +1,17 @@
-// Duplicate suppression on `_unique_id` over a bounded window (oslo keeps 16; we default larger).
+// Duplicate suppression on `_unique_id` over a bounded window (oslo keeps 16; we default larger),
+// and the ids of messages still being handled, in one map: a notification costs four map
+// operations (look up and mark on receipt, move into the window and evict the oldest on
+// acknowledgement) where a window and a separate in-flight set cost seven.
 
-/** Remembers the last `size` ids; O(1) check and insert. */
+/** What the map says of an id: handled (acknowledged), one of the last `size`... */
+const IN_WINDOW = 0;
+/** ...or handed out and not settled yet (`begin` without `finish` or `drop`). */
+const IN_FLIGHT = 1;
+
+/** Remembers the last `size` ids, and the ids being handled; O(1) check and insert. */
 export class DuplicateMessageChecker {
   private readonly ring: (string | undefined)[];
-  private readonly seen = new Set<string>();
+  private readonly ids = new Map<string, typeof IN_WINDOW | typeof IN_FLIGHT>();
   private next = 0;
 
   constructor(
@@ -16,27 +24,44 @@ export class DuplicateMessageChecker {
 
   /** True when `id` is in the window. */
   has(id: string): boolean {
-    return this.seen.has(id);
+    return this.ids.get(id) === IN_WINDOW;
   }
 
-  /** Records an id; the oldest id falls out of the window when it is full. */
+  /** Records an id (one being handled moves into the window); the oldest id falls out of the window when it is full. */
   add(id: string): void {
-    if (!this.seen.has(id)) this.insert(id);
+    if (this.ids.get(id) !== IN_WINDOW) this.insert(id);
   }
 
-  /** Returns true (and records nothing) when `id` was already seen; otherwise records it. */
+  /** Returns true (and records nothing) when `id` is in the window or being handled; otherwise records it. */
   checkAndAdd(id: string): boolean {
-    if (this.seen.has(id)) return true;
+    if (this.ids.has(id)) return true;
     this.insert(id);
     return false;
   }
 
-  /** Records an id known to be new (one Set lookup per message instead of two). */
+  /** Marks `id` as being handled; false (and nothing changes) when it is in the window or already being handled. */
+  begin(id: string): boolean {
+    if (this.ids.has(id)) return false;
+    this.ids.set(id, IN_FLIGHT);
+    return true;
+  }
+
+  /** `id` was handled: it moves into the window. */
+  finish(id: string): void {
+    this.add(id);
+  }
+
+  /** `id` is no longer being handled, and was not handled (requeued, or its delivery abandoned): forgotten, so it may come again. */
+  drop(id: string): void {
+    if (this.ids.get(id) === IN_FLIGHT) this.ids.delete(id);
+  }
+
+  /** Records an id not in the window yet. */
   private insert(id: string): void {
     const old = this.ring[this.next];
-    if (old !== undefined) this.seen.delete(old);
+    if (old !== undefined) this.ids.delete(old);
     this.ring[this.next] = id;
-    this.seen.add(id);
-    this.next = (this.next + 1) % this.size;
+    this.ids.set(id, IN_WINDOW);
+    this.next = this.next + 1 === this.size ? 0 : this.next + 1;
   }
 }

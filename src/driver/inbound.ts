@@ -139,8 +139,6 @@ export class RpcInbound<D> extends Inbound<D> {
  * so a requeued message comes back.
  */
 export class NotificationInbound<D> extends Inbound<D> {
-  /** `_unique_id`s handed out and not settled yet. */
-  private readonly inFlight = new Set<string>();
   private unsettledCount = 0;
   private settledWaiters: Array<() => void> = [];
 
@@ -170,12 +168,12 @@ export class NotificationInbound<D> extends Inbound<D> {
     if (parsed === undefined) return undefined;
     const id = parsed.uniqueId;
     if (id !== undefined) {
-      if (this.dedup.has(id) || this.inFlight.has(id)) {
+      // In the window, or a copy of one still being handled: a duplicate.
+      if (!this.dedup.begin(id)) {
         this.logger.debug('Dropping a duplicate notification', { uniqueId: id });
         this.settler.ack(delivery, generation);
         return undefined;
       }
-      this.inFlight.add(id);
     }
     this.unsettledCount++;
     return new NotificationMessage(parsed, delivery, generation, this, this.deliveries(delivery));
@@ -183,14 +181,15 @@ export class NotificationInbound<D> extends Inbound<D> {
 
   /** @internal */
   acknowledge(message: NotificationMessage<D>): void {
-    this.forget(message);
-    if (message.uniqueId !== undefined) this.dedup.add(message.uniqueId);
+    if (message.uniqueId !== undefined) this.dedup.finish(message.uniqueId);
+    this.forget();
     this.settler.ack(message.delivery, message.generation);
   }
 
   /** @internal */
   requeue(message: NotificationMessage<D>, reason?: unknown): void {
-    this.forget(message);
+    if (message.uniqueId !== undefined) this.dedup.drop(message.uniqueId);
+    this.forget();
     this.settler.requeue(message.delivery, message.generation, reason);
   }
 
@@ -199,12 +198,14 @@ export class NotificationInbound<D> extends Inbound<D> {
    * without settling, so the redelivered copy is not taken for a duplicate.
    */
   abandon(message: NotificationMessage<D>): void {
-    if (message.abandon()) this.forget(message);
+    if (!message.abandon()) return;
+    if (message.uniqueId !== undefined) this.dedup.drop(message.uniqueId);
+    this.forget();
   }
 
-  private forget(message: NotificationMessage<D>): void {
+  /** One notification fewer is unsettled. */
+  private forget(): void {
     this.unsettledCount--;
-    if (message.uniqueId !== undefined) this.inFlight.delete(message.uniqueId);
     if (this.unsettledCount === 0 && this.settledWaiters.length > 0) {
       const waiters = this.settledWaiters;
       this.settledWaiters = [];
