@@ -11,6 +11,7 @@ import type { Context, DriverMessage, ReceivedNotification, RpcRequest } from '.
 const CONTEXT_PREFIX = '_context_';
 const NESTED_CONTEXT_KEY = '_context';
 const WIRE_KEYS = new Set(['_unique_id', '_msg_id', '_reply_q', '_timeout']);
+const UNDERSCORE = 0x5f;
 
 /**
  * Splits a decoded body in one pass into the message, the `_context_*` context and the wire
@@ -33,6 +34,11 @@ export function splitWireKeys(
   const ctx: Context = {};
   const wire: Record<string, unknown> = {};
   for (const key in raw) {
+    // Context and wire keys (and `__proto__`) start with an underscore; most keys do not.
+    if (key.charCodeAt(0) !== UNDERSCORE) {
+      if (keepMessage) message[key] = raw[key];
+      continue;
+    }
     if (key === '__proto__') continue;
     if (key.startsWith(CONTEXT_PREFIX)) ctx[key.slice(CONTEXT_PREFIX.length)] = raw[key];
     // oslo's Kafka driver nests the context as one `_context` object (oslo-wire.md §2).
