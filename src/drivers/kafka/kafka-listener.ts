@@ -40,7 +40,7 @@ export interface KafkaDelivery {
 /** A delivery with where its offset is tracked: settling it looks nothing up. */
 interface TrackedDelivery extends KafkaDelivery {
   /** The record's offset, parsed once. */
-  readonly offset: bigint;
+  readonly offset: number;
   /** Its partition's offsets in the generation it was read in. */
   readonly offsets: PartitionOffsets;
 }
@@ -63,13 +63,13 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
   /** Waits (the handover grace, a requeue backoff) that end early on stop and rebalance. */
   private readonly sleepers = new Set<() => void>();
   /** Positions settled in an earlier generation and not known to be committed, by `topic\0partition`. */
-  private carried = new Map<string, bigint>();
+  private carried = new Map<string, number>();
   /** Partitions of the current assignment, by `topic\0partition`. */
   private owned = new Set<string>();
   /** Partitions newly owned in this generation whose records wait until `ready` (see the file comment). */
   private handover?: { readonly generation: number; readonly keys: Set<string>; readonly ready: Promise<void> };
   /** Committed offsets read after the handover: records below were handled by the previous owner. */
-  private handedOver = new Map<string, bigint>();
+  private handedOver = new Map<string, number>();
   /** Retry topic of each `<topic>.<priority>` topic of the listener. */
   private readonly retryTopics: Map<string, string>;
   /** The topics this consumer reads: the listener's, or (the retry reader) their retry topics. */
@@ -230,7 +230,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     // What was settled and not committed (a broker may refuse commits while the group is
     // rebalancing; librdkafka's mock does) is carried over: committed again in the new
     // generation, and not handled again here when this member reads it once more.
-    const carried = new Map<string, bigint>();
+    const carried = new Map<string, number>();
     for (const [key, offsets] of this.partitions) {
       const point = offsets.commitPoint();
       if (point !== undefined) carried.set(key, point);
@@ -275,7 +275,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     if (generation !== this.generation || this.stopped || this.rebalancing) return;
     try {
       const committed = await (await this.conn.getClient()).committedOffsets(this.groupId, partitions);
-      if (generation === this.generation) this.handedOver = committed;
+      if (generation === this.generation) this.handedOver = new Map([...committed].map(([key, offset]) => [key, Number(offset)]));
     } catch (err) {
       // At-least-once still holds: the records are handled from where the consumer started.
       this.logger.debug('Could not read the committed offsets of newly owned partitions', { group: this.groupId, err });
@@ -341,7 +341,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     const offsets = this.offsetsOf(key);
     const done = laterOf(this.carried.get(key), this.handedOver.get(key));
     for (const record of records) {
-      const offset = BigInt(record.offset);
+      const offset = Number(record.offset);
       offsets.track(offset);
       const delivery = deliveryOf(record, offset, offsets);
       if (done !== undefined && offset < done) {
@@ -415,7 +415,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     const consumer = this.consumer;
     if (!consumer) return;
     const generation = this.generation;
-    const points: Array<{ offsets: PartitionOffsets; topic: string; partition: number; offset: bigint }> = [];
+    const points: Array<{ offsets: PartitionOffsets; topic: string; partition: number; offset: number }> = [];
     for (const [key, offsets] of this.partitions) {
       const offset = offsets.commitPoint();
       if (offset === undefined) continue;
@@ -441,7 +441,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
 }
 
 /** The later of two positions, either of which may be unknown. */
-function laterOf(a: bigint | undefined, b: bigint | undefined): bigint | undefined {
+function laterOf(a: number | undefined, b: number | undefined): number | undefined {
   return a === undefined || (b !== undefined && b > a) ? b : a;
 }
 
@@ -459,7 +459,7 @@ function firstNotDue(records: readonly IncomingRecord[]): number {
 }
 
 /** The delivery of a record: a retry copy carries its delivery count and original topic in headers. */
-function deliveryOf(record: IncomingRecord, offset: bigint, offsets: PartitionOffsets): TrackedDelivery {
+function deliveryOf(record: IncomingRecord, offset: number, offsets: PartitionOffsets): TrackedDelivery {
   const count = Number(record.headers[HEADERS.deliveries]);
   const original = record.headers[HEADERS.originalTopic];
   return { record, offset, offsets, deliveries: Number.isInteger(count) && count > 0 ? count + 1 : 1, originalTopic: original ?? record.topic };

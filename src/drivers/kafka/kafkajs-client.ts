@@ -440,13 +440,16 @@ function recordsOf(batch: Batch): IncomingRecord[] {
   }));
 }
 
-function headersOf(headers: Record<string, Buffer | string | (Buffer | string)[] | undefined> | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (!headers) return out;
-  for (const [k, v] of Object.entries(headers)) {
+/** The headers of a record that has none (most): one shared, frozen object instead of a new one per record. */
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
+function headersOf(headers: Record<string, Buffer | string | (Buffer | string)[] | undefined> | undefined): Readonly<Record<string, string>> {
+  let out: Record<string, string> | undefined;
+  for (const k in headers) {
+    const v = headers[k];
     if (v === undefined || k === '__proto__') continue;
     const one = Array.isArray(v) ? v[v.length - 1] : v;
-    out[k] = typeof one === 'string' ? one : one.toString('utf8');
+    (out ??= {})[k] = typeof one === 'string' ? one : one.toString('utf8');
   }
-  return out;
+  return out ?? NO_HEADERS;
 }
