@@ -3,7 +3,7 @@
 // of a partition is its lowest unsettled offset (or one past the highest settled when none is).
 // Offsets are numbers: a Kafka offset stays far below 2^53 (at a million records a second, one
 // partition reaches it after 285 years), and a number costs less to parse, hash and compare than a
-// number for every record.
+// bigint for every record.
 
 /** One partition's records handed out in this group generation, in offset order. */
 export class PartitionOffsets {
