@@ -118,9 +118,10 @@ export interface KafkaClientAdapter {
   groupLag(groupId: string, topics: readonly string[]): Promise<Map<string, number>>;
   /**
    * The offsets `groupId` has committed on `partitions` (topic to partition numbers), by
-   * `topic\0partition`; a partition without a committed offset is left out.
+   * `topic\0partition`; a partition without a committed offset is left out. Numbers, as the
+   * listener tracks offsets (see offset-tracker.ts).
    */
-  committedOffsets(groupId: string, partitions: Assignment): Promise<Map<string, bigint>>;
+  committedOffsets(groupId: string, partitions: Assignment): Promise<Map<string, number>>;
   /** Starts a group consumer; resolves once the member joined its group and has an assignment. */
   consume(settings: ConsumerSettings, handlers: ConsumerHandlers): Promise<KafkaConsumerHandle>;
   /**

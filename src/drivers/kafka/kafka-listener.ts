@@ -275,7 +275,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     if (generation !== this.generation || this.stopped || this.rebalancing) return;
     try {
       const committed = await (await this.conn.getClient()).committedOffsets(this.groupId, partitions);
-      if (generation === this.generation) this.handedOver = new Map([...committed].map(([key, offset]) => [key, Number(offset)]));
+      if (generation === this.generation) this.handedOver = committed;
     } catch (err) {
       // At-least-once still holds: the records are handled from where the consumer started.
       this.logger.debug('Could not read the committed offsets of newly owned partitions', { group: this.groupId, err });

@@ -165,15 +165,15 @@ class KafkajsClient implements KafkaClientAdapter {
     return lag;
   }
 
-  async committedOffsets(groupId: string, partitions: Assignment): Promise<Map<string, bigint>> {
+  async committedOffsets(groupId: string, partitions: Assignment): Promise<Map<string, number>> {
     const admin = await this.getAdmin();
-    const out = new Map<string, bigint>();
+    const out = new Map<string, number>();
     try {
       for (const { topic, partitions: committed } of await admin.fetchOffsets({ groupId, topics: [...partitions.keys()] })) {
         const wanted = new Set(partitions.get(topic));
         for (const p of committed) {
-          const offset = BigInt(p.offset);
-          if (wanted.has(p.partition) && offset >= 0n) out.set(partitionKey(topic, p.partition), offset);
+          const offset = Number(p.offset);
+          if (wanted.has(p.partition) && offset >= 0) out.set(partitionKey(topic, p.partition), offset);
         }
       }
     } catch (err) {

@@ -159,12 +159,12 @@ class PlatformaticClient implements KafkaClientAdapter {
     return lag;
   }
 
-  async committedOffsets(groupId: string, partitions: Assignment): Promise<Map<string, bigint>> {
+  async committedOffsets(groupId: string, partitions: Assignment): Promise<Map<string, number>> {
     const admin = this.getAdmin();
-    const out = new Map<string, bigint>();
+    const out = new Map<string, number>();
     try {
       const [group] = await admin.listConsumerGroupOffsets({ groups: [{ groupId, topics: [...partitions].map(([name, indexes]) => ({ name, partitionIndexes: [...indexes] })) }] });
-      for (const t of group?.topics ?? []) for (const p of t.partitions) if (p.committedOffset >= 0n) out.set(partitionKey(t.name, p.partitionIndex), p.committedOffset);
+      for (const t of group?.topics ?? []) for (const p of t.partitions) if (p.committedOffset >= 0n) out.set(partitionKey(t.name, p.partitionIndex), Number(p.committedOffset));
     } catch (err) {
       throw platformaticError(err, `Could not read the committed offsets of group ${groupId}`);
     }
