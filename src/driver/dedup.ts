@@ -1,11 +1,11 @@
 // Duplicate suppression on `_unique_id` over a bounded window (oslo keeps 16; we default larger),
 // and the ids of messages still being handled, in one map: a notification costs four map
-// operations (look up and mark on receipt, move into the window and evict the oldest on
-// acknowledgement) where a window and a separate in-flight set cost seven.
+// operations (look up and mark on receipt with `begin`, move into the window and evict the oldest
+// with `add` once handled) where a window and a separate in-flight set cost seven.
 
 /** What the map says of an id: handled (acknowledged), one of the last `size`... */
 const IN_WINDOW = 0;
-/** ...or handed out and not settled yet (`begin` without `finish` or `drop`). */
+/** ...or handed out and not settled yet (`begin` without `add` or `drop`). */
 const IN_FLIGHT = 1;
 
 /** Remembers the last `size` ids, and the ids being handled; O(1) check and insert. */
@@ -44,11 +44,6 @@ export class DuplicateMessageChecker {
     if (this.ids.has(id)) return false;
     this.ids.set(id, IN_FLIGHT);
     return true;
-  }
-
-  /** `id` was handled: it moves into the window. */
-  finish(id: string): void {
-    this.add(id);
   }
 
   /** `id` is no longer being handled, and was not handled (requeued, or its delivery abandoned): forgotten, so it may come again. */

@@ -181,7 +181,7 @@ export class NotificationInbound<D> extends Inbound<D> {
 
   /** @internal */
   acknowledge(message: NotificationMessage<D>): void {
-    if (message.uniqueId !== undefined) this.dedup.finish(message.uniqueId);
+    if (message.uniqueId !== undefined) this.dedup.add(message.uniqueId);
     this.forget();
     this.settler.ack(message.delivery, message.generation);
   }

@@ -40,7 +40,7 @@ describe('DuplicateMessageChecker', () => {
     expect(d.has('a') && d.has('b')).toBe(true);
   });
 
-  it('an id being handled (begin) is a duplicate until dropped, and joins the window once finished', () => {
+  it('an id being handled (begin) is a duplicate until dropped, and joins the window once added', () => {
     const d = new DuplicateMessageChecker(2);
     expect(d.begin('a')).toBe(true);
     expect(d.begin('a')).toBe(false); // a copy while the first is handled
@@ -48,7 +48,7 @@ describe('DuplicateMessageChecker', () => {
     expect(d.has('a')).toBe(false); // being handled is not in the window
     d.drop('a'); // requeued: it may come again
     expect(d.begin('a')).toBe(true);
-    d.finish('a');
+    d.add('a');
     expect(d.has('a')).toBe(true);
     expect(d.begin('a')).toBe(false);
     d.drop('a'); // dropping a handled id changes nothing
@@ -60,12 +60,12 @@ describe('DuplicateMessageChecker', () => {
     expect(['x', 'y', 'z'].every((id) => d.begin(id))).toBe(true);
     d.add('a');
     d.add('b');
-    d.finish('x'); // evicts 'a'
+    d.add('x'); // evicts 'a'
     expect(d.has('a')).toBe(false);
     expect(d.has('b') && d.has('x')).toBe(true);
     expect(d.begin('y') || d.begin('z')).toBe(false); // still being handled
-    d.finish('y'); // evicts 'b'
-    d.finish('z'); // evicts 'x'
+    d.add('y'); // evicts 'b'
+    d.add('z'); // evicts 'x'
     expect(['b', 'x'].some((id) => d.has(id))).toBe(false);
     expect(d.has('y') && d.has('z')).toBe(true);
   });
