@@ -76,9 +76,14 @@ interface Clients {
   consumer(groupId: string, maxWaitTimeInMs?: number): Consumer;
 }
 
+/** A silent kafkajs client on the bench URL's brokers, retrying a request up to 8 times. */
+function kafkaOf(ctx: BenchContext, clientId: string): Kafka {
+  return new Kafka({ brokers: brokersOf(ctx), clientId, logLevel: logLevel.NOTHING, retry: { retries: 8, initialRetryTime: 100 } });
+}
+
 /** Runs `run` with lazily made producers and consumers, all disconnected afterwards. */
 async function withKafka(ctx: BenchContext, run: (c: Clients) => Promise<Measurement>): Promise<Measurement> {
-  const kafka = new Kafka({ brokers: brokersOf(ctx), clientId: 'tidings-bench-raw', logLevel: logLevel.NOTHING, retry: { retries: 8, initialRetryTime: 100 } });
+  const kafka = kafkaOf(ctx, 'tidings-bench-raw');
   const opened: Array<{ disconnect(): Promise<void> }> = [];
   try {
     return await run({
@@ -193,7 +198,7 @@ export const BACKLOG_BATCH = 100;
  * fetch returns one record batch per partition, so every side fetches the same batches.
  */
 export async function writeKafkaBacklog(ctx: BenchContext, topic: string, encode: (i: number) => string, from: number, count: number): Promise<void> {
-  const kafka = new Kafka({ brokers: brokersOf(ctx), clientId: 'tidings-bench-backlog', logLevel: logLevel.NOTHING, retry: { retries: 8, initialRetryTime: 100 } });
+  const kafka = kafkaOf(ctx, 'tidings-bench-backlog');
   const admin = kafka.admin();
   const producer = kafka.producer({ allowAutoTopicCreation: false });
   try {
