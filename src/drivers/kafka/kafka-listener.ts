@@ -342,7 +342,11 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     const done = laterOf(this.carried.get(key), this.handedOver.get(key));
     for (const record of records) {
       const offset = Number(record.offset);
-      offsets.track(offset);
+      if (!offsets.track(offset)) {
+        // Handed out before in this generation: that delivery's outcome stands, it is not run twice.
+        this.logger.debug('Skipping a record read again in the same group generation', { topic: record.topic, partition: record.partition, offset: record.offset });
+        continue;
+      }
       const delivery = deliveryOf(record, offset, offsets);
       if (done !== undefined && offset < done) {
         // Settled here in an earlier generation (its commit had not gone through), or by the previous owner.
@@ -375,6 +379,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
   }
 
   private wakeRoomWaiters(): void {
+    if (this.roomWaiters.length === 0) return;
     const waiters = this.roomWaiters;
     this.roomWaiters = [];
     for (const wake of waiters) wake();
