@@ -98,15 +98,44 @@ export interface ParsedNotification {
   messageId?: string;
 }
 
-/** Validates and splits a notification body. Throws MalformedMessage when it cannot be dispatched. */
+/**
+ * Validates and splits a notification body. Throws MalformedMessage when it cannot be dispatched.
+ * `raw` is taken over, as a freshly decoded body is: in oslo's Kafka layout (no key but `_context`
+ * starting with an underscore) it becomes the notification itself, its `_context` moved out into
+ * the context, instead of every key being copied into a new object.
+ */
 export function parseNotification(raw: DriverMessage): ParsedNotification {
   if (typeof raw.event_type !== 'string') throw new MalformedMessage('Notification without an "event_type" string');
   if (typeof raw.priority !== 'string') throw new MalformedMessage('Notification without a "priority" string');
   if (!('payload' in raw)) throw new MalformedMessage('Notification without a "payload"');
+  const nested = onlyNestedContext(raw);
+  if (nested !== undefined) {
+    // Deleting the last key added (where oslo's Kafka driver and tidings write `_context`) keeps V8's fast object layout.
+    delete raw[NESTED_CONTEXT_KEY];
+    const messageId = optionalString(raw.message_id);
+    return { notification: raw as ReceivedNotification, ctx: nested, uniqueId: messageId, messageId };
+  }
   const { message, ctx, wire } = splitWireKeys(raw);
   const uniqueId = optionalString(wire._unique_id);
   const messageId = optionalString(message.message_id);
   return { notification: message as ReceivedNotification, ctx, uniqueId: uniqueId ?? messageId, messageId: messageId ?? uniqueId };
+}
+
+/**
+ * The `_context` object of a body in oslo's Kafka layout, to be the context as it is: undefined
+ * when another key starts with an underscore (context or wire keys, `__proto__`), when
+ * `_context` is missing or not a plain object, or when it has a `__proto__` member (copied
+ * without it instead).
+ */
+function onlyNestedContext(raw: DriverMessage): Context | undefined {
+  let nested: unknown;
+  for (const key in raw) {
+    if (key.charCodeAt(0) !== UNDERSCORE) continue;
+    if (key !== NESTED_CONTEXT_KEY) return undefined;
+    nested = raw[key];
+  }
+  if (!isPlainObject(nested) || Object.hasOwn(nested, '__proto__')) return undefined;
+  return nested;
 }
 
 /**

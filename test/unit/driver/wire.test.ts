@@ -88,6 +88,29 @@ describe("oslo's Kafka notification layout (nested _context, no _unique_id)", ()
     }
   });
 
+  it("reads oslo's Kafka record as it is: the context from _context, the rest the notification, message_id the id", () => {
+    const raw = JSON.parse('{"message_id":"m1","publisher_id":"p","event_type":"e","priority":"INFO","payload":{"a":1},"timestamp":"t","_context":{"user":"u"}}');
+    const parsed = parseNotification(raw);
+    expect(parsed).toEqual({
+      notification: { message_id: 'm1', publisher_id: 'p', event_type: 'e', priority: 'INFO', payload: { a: 1 }, timestamp: 't' },
+      ctx: { user: 'u' },
+      uniqueId: 'm1',
+      messageId: 'm1',
+    });
+    // _context first, or beside other underscore keys: the same split.
+    const first = parseNotification(JSON.parse('{"_context":{"user":"u"},"message_id":"m1","event_type":"e","priority":"INFO","payload":null}'));
+    expect(first.ctx).toEqual({ user: 'u' });
+    expect(first.notification).toEqual({ message_id: 'm1', event_type: 'e', priority: 'INFO', payload: null });
+    const mixed = parseNotification(JSON.parse('{"message_id":"m1","event_type":"e","priority":"INFO","payload":null,"_unique_id":"u1","_context_a":1,"_context":{"user":"u"}}'));
+    expect(mixed.ctx).toEqual({ a: 1, user: 'u' });
+    expect(mixed.notification).toEqual({ message_id: 'm1', event_type: 'e', priority: 'INFO', payload: null });
+    expect(mixed.uniqueId).toBe('u1');
+    // A _context that is not an object is no context: it stays a member of the notification.
+    const odd = parseNotification(JSON.parse('{"event_type":"e","priority":"INFO","payload":null,"_context":"x"}'));
+    expect(odd.ctx).toEqual({});
+    expect(odd.notification).toEqual({ event_type: 'e', priority: 'INFO', payload: null, _context: 'x' });
+  });
+
   it('reads a nested _context into the context, dedupes on message_id without _unique_id, and ignores a __proto__ member', () => {
     const raw = JSON.parse('{"event_type":"e","priority":"INFO","payload":{},"message_id":"m1","_context":{"user":"u","__proto__":{"polluted":true}}}');
     const parsed = parseNotification(raw);
