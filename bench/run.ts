@@ -7,6 +7,7 @@ import { loadBaselines } from './baselines.js';
 import { sayMark } from './callgrind.js';
 import { SIDES, runBench, runSide, type BenchOptions, type BenchReport, type Side } from './harness.js';
 import { runInstructions } from './instructions.js';
+import { runProfile } from './profile.js';
 import { SCENARIOS } from './scenarios.js';
 import { MOCK_RPC_MAX_WAIT_MS, SHORT_GROUP_QUERY, startKafkaMock } from '../test/support/kafka-broker.js';
 
@@ -14,7 +15,7 @@ import { MOCK_RPC_MAX_WAIT_MS, SHORT_GROUP_QUERY, startKafkaMock } from '../test
 export const DEFAULT_COUNT = 10_000;
 
 const HELP = `Usage: npm run bench -- [--url <url> | --kafka-mock] [--scenarios a,b] [--count N] [--warmup N] [--rounds N] [--duration ms]
-                            [--baselines-only] [--instructions]
+                            [--baselines-only] [--instructions] [--profile <scenario> [--sides a,b] [--top N]]
 
   --url <url>          transport URL (default: $TIDINGS_TRANSPORT_URL, else memory://)
   --kafka-mock         start librdkafka's mock cluster (3 brokers, as the tests do; needs
@@ -36,8 +37,14 @@ const HELP = `Usage: npm run bench -- [--url <url> | --kafka-mock] [--scenarios 
                        scenario in its own process under valgrind's callgrind, V8 on one
                        thread, over the measured window only; rounds alternate the sides and
                        each reports its median (slow: use counts of a few thousand)
+  --profile <scenario> instead of timing: V8's sampling profiler over the measured windows of
+                       one scenario (rounds alternate the sides; the first is not profiled),
+                       self time per operation by owner (tidings, the client library, the
+                       baseline's code, Node, GC, idle) and each side's top functions
+  --sides <a,b>        with --profile: the sides to profile, of tidings, raw, oslo (default all)
+  --top <N>            with --profile: functions listed per side (default 25)
 
-Prints a table, then one JSON object on the last line.`;
+Prints a table, then one JSON object on the last line (--profile prints its tables only).`;
 
 function positiveInt(flag: string, text: string | undefined, fallback: number | null): number | null {
   if (text === undefined) return fallback;
@@ -61,6 +68,9 @@ export async function main(argv: readonly string[], print: (line: string) => voi
       instructions: { type: 'boolean' },
       one: { type: 'string' },
       handshake: { type: 'boolean' },
+      profile: { type: 'string' },
+      sides: { type: 'string' },
+      top: { type: 'string' },
       'kafka-mock': { type: 'boolean' },
       'kafka-client': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -93,6 +103,9 @@ interface RunFlags {
   instructions?: boolean;
   one?: string;
   handshake?: boolean;
+  profile?: string;
+  sides?: string;
+  top?: string;
 }
 
 /** Runs the bench (or, with --instructions or --one, counts instructions: their report is printed only). */
@@ -123,6 +136,13 @@ async function runWith(url: string, values: RunFlags, print: (line: string) => v
   }
   if (values.instructions) {
     await runInstructions(options, transportUrl.toString());
+    return undefined;
+  }
+  if (values.profile !== undefined) {
+    const sides = (values.sides ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+    const wrong = sides.find((s) => !SIDES.includes(s as Side));
+    if (wrong !== undefined) throw new Error(`--sides takes sides of ${SIDES.join(', ')}; received ${JSON.stringify(wrong)}`);
+    await runProfile(options, values.profile, sides as Side[], positiveInt('--top', values.top, 25) ?? 25);
     return undefined;
   }
   return runBench(options);

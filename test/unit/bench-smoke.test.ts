@@ -16,6 +16,7 @@ import { Gate, SCENARIOS, measureBacklog } from '../../bench/scenarios.js';
 import { percentile, roundByRound, runBench } from '../../bench/harness.js';
 import { loadBaselines } from '../../bench/baselines.js';
 import { MODES, OPS, measure } from '../../bench/cost.js';
+import { ownerOf } from '../../bench/profile.js';
 import * as tidings from '../../src/index.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -286,6 +287,35 @@ describe('bench harness', () => {
     // A side the URL's broker has no baseline for, and an unknown side, fail naming the problem.
     await expect(main(['--url', 'memory://', '--one', 'consume-plain:raw', '--count', '5'], () => {})).rejects.toThrow('scenario consume-plain has no raw side on memory://');
     await expect(main(['--url', 'memory://', '--one', 'consume-plain:fast', '--count', '5'], () => {})).rejects.toThrow(/--one takes <scenario>:<side>, the side one of tidings, raw, oslo/);
+  });
+
+  it('--profile samples one scenario\'s measured windows and prints self time per operation by owner, then the top functions', async () => {
+    const out: string[] = [];
+    const report = await main(['--profile', 'consume-plain', '--count', '3000', '--rounds', '2', '--top', '5'], (line) => out.push(line));
+    expect(report).toBeUndefined();
+    // Round 1 warms up and is not profiled; round 2 is.
+    expect(out.filter((l) => l.startsWith('round '))).toEqual([expect.stringMatching(/^round 1\/2 tidings: .*\(warm-up, not profiled\)$/), expect.stringMatching(/^round 2\/2 tidings: \d+ notifications\/s/)]);
+    expect(out).toContain('consume-plain: self time per operation over the profiled windows (tidings 3000 ops)');
+    const owner = (name: string) => Number(out.find((l) => l.startsWith(`  ${name} `))?.trim().split(/\s+/)[1]);
+    expect(owner('tidings')).toBeGreaterThan(0);
+    const cpu = Number(out.find((l) => l.startsWith('CPU '))?.trim().split(/\s+/).at(-1));
+    expect(cpu).toBeGreaterThan(0);
+    const topAt = out.indexOf('tidings: top 5 functions by self time, µs per operation');
+    expect(topAt).toBeGreaterThan(0);
+    expect(out.slice(topAt + 1)).toHaveLength(5);
+    await expect(main(['--profile', 'consume-plain', '--sides', 'tidings,nope'], () => {})).rejects.toThrow(/--sides takes sides of tidings, raw, oslo; received "nope"/);
+    await expect(main(['--profile', 'no-such-scenario'], () => {})).rejects.toThrow(/no-such-scenario/);
+  }, 60_000);
+
+  it('--profile charges each sampled function to its owner', () => {
+    expect(ownerOf('', '(idle)')).toBe('idle');
+    expect(ownerOf('', '(garbage collector)')).toBe('gc');
+    expect(ownerOf('', 'writeBuffer')).toBe('native');
+    expect(ownerOf('node:internal/buffer', 'slice')).toBe('node');
+    expect(ownerOf('file:///work/main/node_modules/kafkajs/src/utils/long.js', 'fromString')).toBe('kafkajs');
+    expect(ownerOf('file:///work/main/node_modules/@platformatic/kafka/dist/index.js', 'x')).toBe('@platformatic/kafka');
+    expect(ownerOf('file:///work/main/src/driver/dedup.ts', 'begin')).toBe('tidings');
+    expect(ownerOf('file:///work/main/bench/oslo-envelope.ts', 'unenvelope')).toBe('bench');
   });
 
   it('percentile is nearest-rank', () => {
