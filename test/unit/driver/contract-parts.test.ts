@@ -70,6 +70,63 @@ describe('DuplicateMessageChecker', () => {
     expect(d.has('y') && d.has('z')).toBe(true);
   });
 
+  it('agrees with a plain model of the window and the ids being handled over long random runs', () => {
+    // The model: the window as a list, oldest first, and a set of the ids being handled.
+    let seed = 11;
+    const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    for (const size of [1, 3, 16, 100]) {
+      const d = new DuplicateMessageChecker(size);
+      const window: string[] = [];
+      const handling = new Set<string>();
+      const enter = (id: string) => {
+        window.push(id);
+        if (window.length > size) window.shift();
+      };
+      for (let step = 0; step < 30_000; step++) {
+        // Few distinct ids (so they come back often), built anew each time (equal strings, other objects).
+        const id = ['id', random(size * 3 + 5)].join('-');
+        const inWindow = window.includes(id);
+        switch (random(5)) {
+          case 0:
+            expect(d.has(id)).toBe(inWindow);
+            break;
+          case 1: {
+            const expected = !inWindow && !handling.has(id);
+            expect(d.begin(id)).toBe(expected);
+            if (expected) handling.add(id);
+            break;
+          }
+          case 2:
+            d.add(id);
+            handling.delete(id);
+            if (!inWindow) enter(id);
+            break;
+          case 3: {
+            const duplicate = inWindow || handling.has(id);
+            expect(d.checkAndAdd(id)).toBe(duplicate);
+            if (!duplicate) enter(id);
+            break;
+          }
+          default:
+            d.drop(id);
+            handling.delete(id);
+        }
+      }
+      for (let i = 0; i < size * 3 + 5; i++) expect(d.has(`id-${i}`)).toBe(window.includes(`id-${i}`));
+    }
+  });
+
+  it('holds any number of ids being handled beside a full window', () => {
+    const d = new DuplicateMessageChecker(8);
+    for (let i = 0; i < 8; i++) d.add(`w${i}`);
+    for (let i = 0; i < 10_000; i++) expect(d.begin(`f${i}`)).toBe(true);
+    for (let i = 0; i < 10_000; i += 997) expect(d.begin(`f${i}`)).toBe(false);
+    expect(d.has('w0') && d.has('w7')).toBe(true);
+    for (let i = 0; i < 10_000; i++) d.drop(`f${i}`);
+    for (let i = 0; i < 10_000; i += 997) expect(d.begin(`f${i}`)).toBe(true);
+    expect(d.has('w0') && d.has('w7')).toBe(true);
+  });
+
   it('defaults to a large window and refuses bad sizes', () => {
     const d = new DuplicateMessageChecker();
     expect(d.size).toBe(4096);
