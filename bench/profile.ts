@@ -28,6 +28,8 @@ const nowUs = (): number => Number(process.hrtime.bigint() / 1000n);
 export class SelfTimes {
   readonly byOwner = new Map<string, number>();
   readonly byFunction = new Map<string, number>();
+  /** tidings' own self time by source file (`driver/dedup.ts`...). */
+  readonly byTidingsFile = new Map<string, number>();
   /** Operations in the profiled windows. */
   ops = 0;
   /** CPU time of the profiled windows, µs (every thread of the process). */
@@ -51,6 +53,10 @@ export class SelfTimes {
       this.byOwner.set(owner, (this.byOwner.get(owner) ?? 0) + us);
       const name = `${frame.functionName || '(anonymous)'} ${shortUrl(frame.url)}`;
       this.byFunction.set(`${owner}\0${name}`, (this.byFunction.get(`${owner}\0${name}`) ?? 0) + us);
+      if (owner === 'tidings') {
+        const file = shortUrl(frame.url);
+        this.byTidingsFile.set(file, (this.byTidingsFile.get(file) ?? 0) + us);
+      }
     }
   }
 
@@ -142,6 +148,11 @@ export function formatProfile(name: string, times: ReadonlyMap<Side, SelfTimes>,
   const lines = [`${name}: self time per operation over the profiled windows (${sides.map((s) => `${s} ${times.get(s)!.ops} ops`).join(', ')})`, ...table(rows)];
   for (const side of sides) {
     const t = times.get(side)!;
+    if (t.byTidingsFile.size > 0) {
+      lines.push('', `${side}: tidings' self time by source file, µs per operation`);
+      const files = [...t.byTidingsFile].sort((a, b) => b[1] - a[1]);
+      lines.push(...table(files.map(([file, us]) => [fixed(us / Math.max(1, t.ops)), file])));
+    }
     lines.push('', `${side}: top ${top} functions by self time, µs per operation`);
     const fns = [...t.byFunction].sort((a, b) => b[1] - a[1]).slice(0, top);
     lines.push(...table(fns.map(([key, us]) => [fixed(us / Math.max(1, t.ops)), ...key.split('\0')])));

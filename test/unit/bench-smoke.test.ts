@@ -300,7 +300,11 @@ describe('bench harness', () => {
     expect(owner('tidings')).toBeGreaterThan(0);
     const cpu = Number(out.find((l) => l.startsWith('CPU '))?.trim().split(/\s+/).at(-1));
     expect(cpu).toBeGreaterThan(0);
+    const filesAt = out.indexOf("tidings: tidings' self time by source file, µs per operation");
+    expect(filesAt).toBeGreaterThan(0);
+    expect(out[filesAt + 1]).toMatch(/^\d+\.\d{3}\s+\S+\/\S+\.ts$/);
     const topAt = out.indexOf('tidings: top 5 functions by self time, µs per operation');
+    expect(topAt).toBeGreaterThan(filesAt);
     expect(topAt).toBeGreaterThan(0);
     expect(out.slice(topAt + 1)).toHaveLength(5);
     await expect(main(['--profile', 'consume-plain', '--sides', 'tidings,nope'], () => {})).rejects.toThrow(/--sides takes sides of tidings, raw, oslo; received "nope"/);
