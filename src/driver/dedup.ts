@@ -19,11 +19,10 @@ const MIN_SLOTS = 16;
 
 /** Remembers the last `size` ids, and the ids being handled; O(1) check and insert. */
 export class DuplicateMessageChecker {
-  /** Slots: a power of two, at least twice the ids held. */
-  private slots: number;
-  private hashes: Int32Array;
-  private keys: Array<string | undefined>;
-  private states: Uint8Array;
+  /** The table's slots (a power of two of them, at least twice the ids held): hash, id and state of each. */
+  private hashes = new Int32Array(0);
+  private keys: Array<string | undefined> = [];
+  private states = new Uint8Array(0);
   /** Occupied slots. */
   private count = 0;
   /** The window's ids in the order they entered it, and their hashes; `next` is the oldest. */
@@ -45,10 +44,7 @@ export class DuplicateMessageChecker {
     this.ringHashes = new Int32Array(size);
     let slots = MIN_SLOTS;
     while (slots < size * 2) slots *= 2;
-    this.slots = slots;
-    this.hashes = new Int32Array(slots);
-    this.keys = new Array<string | undefined>(slots).fill(undefined);
-    this.states = new Uint8Array(slots);
+    this.resize(slots);
   }
 
   /** True when `id` is in the window. */
@@ -122,7 +118,7 @@ export class DuplicateMessageChecker {
 
   /** The slot holding `id`, else the bitwise complement of the empty slot where it would go. */
   private find(id: string, hash: number): number {
-    const mask = this.slots - 1;
+    const mask = this.states.length - 1;
     let at = hash & mask;
     while (this.states[at] !== EMPTY) {
       if (this.hashes[at] === hash && this.keys[at] === id) return at;
@@ -135,12 +131,12 @@ export class DuplicateMessageChecker {
     this.hashes[at] = hash;
     this.keys[at] = id;
     this.states[at] = state;
-    if (++this.count * 2 > this.slots) this.grow();
+    if (++this.count * 2 > this.states.length) this.resize(this.states.length * 2);
   }
 
   /** Empties slot `at`, shifting back the entries after it that probed past it (no tombstones). */
   private vacate(at: number): void {
-    const mask = this.slots - 1;
+    const mask = this.states.length - 1;
     this.count--;
     let hole = at;
     for (let i = (hole + 1) & mask; this.states[i] !== EMPTY; i = (i + 1) & mask) {
@@ -157,14 +153,13 @@ export class DuplicateMessageChecker {
     this.keys[hole] = undefined;
   }
 
-  /** Doubles the table (more ids are being handled than it was made for). */
-  private grow(): void {
+  /** A new table of `slots` slots (a power of two) holding the entries of the old one: made once, then doubled when more ids are being handled than it was made for. */
+  private resize(slots: number): void {
     const { hashes, keys, states } = this;
-    this.slots *= 2;
-    const mask = this.slots - 1;
-    this.hashes = new Int32Array(this.slots);
-    this.keys = new Array<string | undefined>(this.slots).fill(undefined);
-    this.states = new Uint8Array(this.slots);
+    const mask = slots - 1;
+    this.hashes = new Int32Array(slots);
+    this.keys = new Array<string | undefined>(slots).fill(undefined);
+    this.states = new Uint8Array(slots);
     for (let i = 0; i < states.length; i++) {
       if (states[i] === EMPTY) continue;
       let at = hashes[i] & mask;
