@@ -335,12 +335,15 @@ export function formatTable(report: BenchReport): string[] {
     r.cpuUsPerOp !== undefined ? r.cpuUsPerOp.toFixed(1) : '-',
     r.osloCpuRatio !== undefined ? r.osloCpuRatio.toFixed(2) : '-',
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [
     `tidings bench on ${report.url} (node ${report.node}, count ${report.count}${report.durationMs !== null ? `, duration cap ${report.durationMs} ms` : ''}${report.baselinesOnly ? ', raw-client baselines only' : ''}${report.rounds > 1 ? `, ${report.rounds} rounds, the first a warm-up` : ''})`,
-    line(header),
-    line(widths.map((w) => '-'.repeat(w))),
-    ...rows.map(line),
+    ...textTable(header, rows),
   ];
+}
+
+/** Columns of text under a header and a rule of dashes: the first column left-aligned, the others right-aligned. */
+export function textTable(header: readonly string[], rows: ReadonlyArray<readonly string[]>): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
 }

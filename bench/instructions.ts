@@ -8,7 +8,7 @@
 import { fileURLToPath } from 'node:url';
 import { TransportURL } from '../src/index.js';
 import { countInstructions } from './callgrind.js';
-import { percentile, selectScenarios, sidesOf, warmupOf, type BenchOptions, type Side, type Stats } from './harness.js';
+import { percentile, selectScenarios, sidesOf, textTable, warmupOf, type BenchOptions, type Side, type Stats } from './harness.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TSX = fileURLToPath(new URL('../node_modules/tsx/dist/esm/index.mjs', import.meta.url));
@@ -91,12 +91,8 @@ export function formatInstructions(report: InstructionsReport): string[] {
   const header = ['scenario', 'tidings instr/op', 'raw instr/op', 'raw-oslo instr/op', 'raw/tidings', 'raw-oslo/tidings', 'raw/raw-oslo'];
   const cell = (n: number | undefined, digits = 0) => (n === undefined ? '-' : n.toFixed(digits));
   const rows = Object.entries(report.scenarios).map(([name, r]) => [name, cell(r.tidings?.perOp), cell(r.raw?.perOp), cell(r.oslo?.perOp), cell(r.ratio, 3), cell(r.osloRatio, 3), cell(r.osloFormatRatio, 3)]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [
     `tidings instructions per operation on ${report.url} (callgrind, node ${report.node} --single-threaded, count ${report.count} after ${report.warmup} warm-up, median of ${report.rounds} round${report.rounds === 1 ? '' : 's'})`,
-    line(header),
-    line(widths.map((w) => '-'.repeat(w))),
-    ...rows.map(line),
+    ...textTable(header, rows),
   ];
 }

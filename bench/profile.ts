@@ -7,7 +7,7 @@
 // are for comparing sides in one run, not absolute: the timed bench gives the rates.
 import { Session } from 'node:inspector/promises';
 import type { Mark } from './callgrind.js';
-import { runSide, selectScenarios, sidesOf, type BenchOptions, type Side } from './harness.js';
+import { runSide, selectScenarios, sidesOf, textTable, type BenchOptions, type Side } from './harness.js';
 import { TransportURL } from '../src/index.js';
 
 /** Sampling interval, µs: fine enough for functions of a microsecond over windows of 100 ms and more. */
@@ -60,9 +60,14 @@ export class SelfTimes {
     }
   }
 
+  /** `us` of the profiled windows, per operation. */
+  spread(us: number): number {
+    return this.ops > 0 ? us / this.ops : 0;
+  }
+
   /** µs per operation of `owner` (0 when it never showed). */
   perOp(owner: string): number {
-    return this.ops > 0 ? (this.byOwner.get(owner) ?? 0) / this.ops : 0;
+    return this.spread(this.byOwner.get(owner) ?? 0);
   }
 }
 
@@ -133,40 +138,36 @@ export async function runProfile(options: BenchOptions, name: string, only: read
   return times;
 }
 
-/** The owners table and each side's top functions. */
+/** The owners table, then per side tidings' time by source file and the top functions. */
 export function formatProfile(name: string, times: ReadonlyMap<Side, SelfTimes>, top: number): string[] {
   const sides = [...times.keys()];
+  const of = (side: Side) => times.get(side)!;
   const owners = new Set<string>();
   for (const t of times.values()) for (const owner of t.byOwner.keys()) owners.add(owner);
-  const total = (t: SelfTimes) => [...t.byOwner.values()].reduce((a, b) => a + b, 0) / Math.max(1, t.ops);
-  const rows: string[][] = [['µs per operation', ...sides]];
-  rows.push(['CPU (process.cpuUsage, every thread)', ...sides.map((s) => fixed(times.get(s)!.cpuUs / Math.max(1, times.get(s)!.ops)))]);
-  rows.push(['sampled, main thread (all below)', ...sides.map((s) => fixed(total(times.get(s)!)))]);
-  const weight = (owner: string) => Math.max(...sides.map((s) => times.get(s)!.perOp(owner)));
-  const ordered = [...owners].sort((a, b) => weight(b) - weight(a));
-  for (const owner of ordered) rows.push([`  ${owner}`, ...sides.map((s) => fixed(times.get(s)!.perOp(owner)))]);
-  const lines = [`${name}: self time per operation over the profiled windows (${sides.map((s) => `${s} ${times.get(s)!.ops} ops`).join(', ')})`, ...table(rows)];
+  const weight = (owner: string) => Math.max(...sides.map((s) => of(s).perOp(owner)));
+  const rows = [
+    ['CPU (process.cpuUsage, every thread)', ...sides.map((s) => fixed(of(s).spread(of(s).cpuUs)))],
+    ['sampled, main thread (all below)', ...sides.map((s) => fixed(of(s).spread([...of(s).byOwner.values()].reduce((a, b) => a + b, 0))))],
+    ...[...owners].sort((a, b) => weight(b) - weight(a)).map((owner) => [`  ${owner}`, ...sides.map((s) => fixed(of(s).perOp(owner)))]),
+  ];
+  const lines = [`${name}: self time per operation over the profiled windows (${sides.map((s) => `${s} ${of(s).ops} ops`).join(', ')})`, ...textTable(['µs per operation', ...sides], rows)];
   for (const side of sides) {
-    const t = times.get(side)!;
+    const t = of(side);
     if (t.byTidingsFile.size > 0) {
       lines.push('', `${side}: tidings' self time by source file, µs per operation`);
       const files = [...t.byTidingsFile].sort((a, b) => b[1] - a[1]);
-      lines.push(...table(files.map(([file, us]) => [fixed(us / Math.max(1, t.ops)), file])));
+      lines.push(...textTable(['source file', 'µs/op'], files.map(([file, us]) => [file, fixed(t.spread(us))])));
     }
     lines.push('', `${side}: top ${top} functions by self time, µs per operation`);
     const fns = [...t.byFunction].sort((a, b) => b[1] - a[1]).slice(0, top);
-    lines.push(...table(fns.map(([key, us]) => [fixed(us / Math.max(1, t.ops)), ...key.split('\0')])));
+    lines.push(...textTable(['function', 'owner', 'µs/op'], fns.map(([key, us]) => {
+      const [owner, fn] = key.split('\0');
+      return [fn, owner, fixed(t.spread(us))];
+    })));
   }
   return lines;
 }
 
 function fixed(n: number): string {
   return n.toFixed(3);
-}
-
-/** Columns padded to their widest cell. */
-function table(rows: readonly string[][]): string[] {
-  const widths: number[] = [];
-  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
-  return rows.map((row) => row.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd());
 }

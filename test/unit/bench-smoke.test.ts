@@ -302,11 +302,14 @@ describe('bench harness', () => {
     expect(cpu).toBeGreaterThan(0);
     const filesAt = out.indexOf("tidings: tidings' self time by source file, µs per operation");
     expect(filesAt).toBeGreaterThan(0);
-    expect(out[filesAt + 1]).toMatch(/^\d+\.\d{3}\s+\S+\/\S+\.ts$/);
+    expect(out[filesAt + 1]).toMatch(/^source file\s+µs\/op$/);
+    expect(out[filesAt + 3]).toMatch(/^\S+\/\S+\.ts\s+\d+\.\d{3}$/);
     const topAt = out.indexOf('tidings: top 5 functions by self time, µs per operation');
     expect(topAt).toBeGreaterThan(filesAt);
     expect(topAt).toBeGreaterThan(0);
-    expect(out.slice(topAt + 1)).toHaveLength(5);
+    expect(out[topAt + 1]).toMatch(/^function\s+owner\s+µs\/op$/);
+    expect(out.slice(topAt + 3)).toHaveLength(5);
+    for (const row of out.slice(topAt + 3)) expect(row).toMatch(/\s\d+\.\d{3}$/);
     await expect(main(['--profile', 'consume-plain', '--sides', 'tidings,nope'], () => {})).rejects.toThrow(/--sides takes sides of tidings, raw, oslo; received "nope"/);
     await expect(main(['--profile', 'no-such-scenario'], () => {})).rejects.toThrow(/no-such-scenario/);
   }, 60_000);
