@@ -1,6 +1,7 @@
 // Notification acks of one listener channel, coalesced: one basic.ack(multiple) per event-loop
 // turn for the deliveries settled in that turn, instead of one frame and one socket write each.
 import type { Channel, Message } from 'amqplib';
+import { AscendingIds } from '../../driver/ascending-ids.js';
 import type { Logger } from '../../logger.js';
 
 /**
@@ -10,8 +11,8 @@ import type { Logger } from '../../logger.js';
  * Deliveries settled at once (duplicates, malformed) are settled on the channel directly.
  */
 export class AckBatcher {
-  /** Tags handed out and not settled yet; a Set keeps delivery (= ascending tag) order. */
-  private readonly outstanding = new Set<number>();
+  /** Tags handed out and not settled yet (a channel delivers them in ascending order). */
+  private readonly outstanding = new AscendingIds();
   private acked: Message[] = [];
   private scheduled = false;
 
@@ -47,8 +48,7 @@ export class AckBatcher {
     const acked = this.acked;
     if (acked.length === 0) return;
     this.acked = [];
-    const oldest = this.outstanding.values().next();
-    const limit = oldest.done ? Infinity : oldest.value;
+    const limit = this.outstanding.lowest() ?? Infinity;
     let upTo: Message | undefined;
     try {
       for (const m of acked) {
