@@ -6,7 +6,7 @@ const TEST_KIT = { patterns: ['**/testing/**', 'vitest'], message: 'Only src/tes
 // One no-restricted-imports per file (a later block would replace an earlier one), so every
 // src/ block also carries TEST_KIT.
 const restrict = (patterns, message, extra = [TEST_KIT]) => ({
-  'no-restricted-imports': ['error', { patterns: [{ patterns, message }, ...extra].flatMap((g) => g.patterns.map((group) => ({ group: [group], message: g.message }))) }],
+  'no-restricted-imports': ['error', { patterns: [{ patterns, message }, ...extra].filter((g) => g.patterns.length > 0).map((g) => ({ group: g.patterns, message: g.message })) }],
 });
 
 export default tseslint.config(
@@ -19,18 +19,28 @@ export default tseslint.config(
       '@typescript-eslint/no-empty-function': 'off',
     },
   },
+  { files: ['src/core/**/*.ts'], rules: restrict(['../*', '!../core', '../../*', 'amqplib', 'ioredis', 'kafkajs'], 'src/core is the ground floor: it imports nothing else of tidings.') },
+  { files: ['src/structures/**/*.ts'], rules: restrict(['../*', '!../core', '!../structures', 'amqplib', 'ioredis', 'kafkajs'], 'src/structures holds data structures: they import only core.') },
   {
-    files: ['src/driver/**/*.ts'],
-    rules: restrict(['**/drivers/**', '**/rpc/**', '**/notify/**', '**/cli/**', '**/transport.js', 'amqplib', 'ioredis', 'kafkajs'], 'src/driver/ is the contract: it imports only core modules.'),
+    files: ['src/contract/**/*.ts'],
+    rules: restrict(['../*', '!../core', '!../structures', '!../contract', 'amqplib', 'ioredis', 'kafkajs'], 'src/contract is the driver contract: it imports only core and structures.'),
   },
   {
-    files: ['src/rpc/**/*.ts', 'src/notify/**/*.ts'],
-    rules: restrict(['**/drivers/**', '**/cli/**', 'amqplib', 'ioredis', 'kafkajs'], 'Façades talk to the driver contract (src/driver), never to a driver.'),
+    files: ['src/middleware/**/*.ts'],
+    rules: restrict(['../*', '!../core', '!../structures', '!../contract', '!../middleware', 'amqplib', 'ioredis', 'kafkajs'], 'Middleware takes its types from below (core, contract), never from a façade.'),
   },
-  { files: ['src/drivers/memory/**/*.ts'], rules: restrict(['**/rpc/**', '**/notify/**', '**/cli/**', '**/transport.js', '../amqp/**', '../redis/**', '../kafka/**', 'amqplib', 'ioredis', 'kafkajs'], 'A driver imports src/driver, core and its own broker library only.') },
-  { files: ['src/drivers/amqp/**/*.ts'], rules: restrict(['**/rpc/**', '**/notify/**', '**/cli/**', '**/transport.js', '../memory/**', '../redis/**', '../kafka/**', 'ioredis', 'kafkajs'], 'A driver imports src/driver, core and its own broker library only.') },
-  { files: ['src/drivers/redis/**/*.ts'], rules: restrict(['**/rpc/**', '**/notify/**', '**/cli/**', '**/transport.js', '../memory/**', '../amqp/**', '../kafka/**', 'amqplib', 'kafkajs'], 'A driver imports src/driver, core and its own broker library only.') },
-  { files: ['src/drivers/kafka/**/*.ts'], rules: restrict(['**/rpc/**', '**/notify/**', '**/cli/**', '**/transport.js', '../memory/**', '../amqp/**', '../redis/**', 'amqplib', 'ioredis'], 'A driver imports src/driver, core and its own broker library only.') },
+  {
+    files: ['src/observability/**/*.ts'],
+    rules: restrict(['../*', '!../core', '!../structures', '!../contract', '!../middleware', '!../observability', 'amqplib', 'ioredis', 'kafkajs'], 'Observability takes its types from below (core, contract, middleware), never from a façade.'),
+  },
+  {
+    files: ['src/rpc/**/*.ts', 'src/notify/**/*.ts', 'src/server/**/*.ts'],
+    rules: restrict(['**/drivers/**', '**/cli/**', 'amqplib', 'ioredis', 'kafkajs'], 'Façades talk to the driver contract (src/contract), never to a driver.'),
+  },
+  { files: ['src/drivers/memory/**/*.ts'], rules: restrict(['**/rpc/**', '**/notify/**', '**/server/**', '**/middleware/**', '**/observability/**', '**/cli/**', '**/transport.js', '../amqp/**', '../redis/**', '../kafka/**', 'amqplib', 'ioredis', 'kafkajs'], 'A driver imports src/contract, src/structures, core and its own broker library only.') },
+  { files: ['src/drivers/amqp/**/*.ts'], rules: restrict(['**/rpc/**', '**/notify/**', '**/server/**', '**/middleware/**', '**/observability/**', '**/cli/**', '**/transport.js', '../memory/**', '../redis/**', '../kafka/**', 'ioredis', 'kafkajs'], 'A driver imports src/contract, src/structures, core and its own broker library only.') },
+  { files: ['src/drivers/redis/**/*.ts'], rules: restrict(['**/rpc/**', '**/notify/**', '**/server/**', '**/middleware/**', '**/observability/**', '**/cli/**', '**/transport.js', '../memory/**', '../amqp/**', '../kafka/**', 'amqplib', 'kafkajs'], 'A driver imports src/contract, src/structures, core and its own broker library only.') },
+  { files: ['src/drivers/kafka/**/*.ts'], rules: restrict(['**/rpc/**', '**/notify/**', '**/server/**', '**/middleware/**', '**/observability/**', '**/cli/**', '**/transport.js', '../memory/**', '../amqp/**', '../redis/**', 'amqplib', 'ioredis'], 'A driver imports src/contract, src/structures, core and its own broker library only.') },
   {
     files: ['src/*.ts'],
     ignores: ['src/transport.ts'],

@@ -305,7 +305,7 @@ async function main(argv: string[]): Promise<void> {
       console.log(`${op.padEnd(7)} ${mode.padEnd(11)} ${String(r.opsPerSec).padStart(7)} ops/s  ${r.vsOff.toFixed(3)} of off${r.instructionsPerOp !== undefined ? `  ${r.instructionsPerOp} instructions/op (${r.instructionsVsOff?.toFixed(3)} of off)` : ''}`);
     }
   }
-  const { TransportURL } = await import('../src/transport-url.js');
+  const { TransportURL } = await import('../src/core/transport-url.js');
   console.log(JSON.stringify({ bench: 'tidings-cost', url: TransportURL.parse(url).toString(), src: values.src ?? null, count, rounds, date: new Date().toISOString(), report }));
 }
 

@@ -31,7 +31,7 @@
 import { Kafka, logLevel, type Consumer, type EachBatchPayload, type Producer } from 'kafkajs';
 import { withHeartbeats } from '../src/drivers/kafka/kafkajs-client.js';
 import { applyKafkajsIdleFix } from '../src/drivers/kafka/kafkajs-idle-fix.js';
-import { silentLogger } from '../src/logger.js';
+import { silentLogger } from '../src/core/logger.js';
 import { MOCK_RPC_MAX_WAIT_MS } from '../test/support/kafka-broker.js';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
 import { BATCH_SIZE, Gate, PAYLOAD_TEXT, measureConcurrentCalls, measureConsumed, measureDelivered, measureSent, measureSequentialCalls, waitUntil, type ConsumeMode, type ConsumeTiming } from './scenarios.js';

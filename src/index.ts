@@ -1,7 +1,7 @@
 // Public surface: façades, Target, errors, types. Never a driver.
-export * from './errors.js';
-export { Target, versionIsCompatible, type TargetInit } from './target.js';
-export { TransportURL, redactString, type TransportHost } from './transport-url.js';
+export * from './core/errors.js';
+export { Target, versionIsCompatible, type TargetInit } from './core/target.js';
+export { TransportURL, redactString, type TransportHost } from './core/transport-url.js';
 export {
   getRpcTransport,
   getNotificationTransport,
@@ -15,10 +15,10 @@ export {
   type TransportKind,
   type TransportURLSource,
 } from './transport.js';
-export { OTEL_METRICS, type InstrumentationOptions, type TracerProviderLike, type MeterProviderLike, type PropagatorLike } from './instrumentation.js';
-export type { TransportHealth, HealthError } from './driver/base-driver.js';
-export { CLOSE_DEFAULTS, type CloseOptions } from './lifecycle.js';
-export { silentLogger, createConsoleLogger, createMemoryLogger, type Logger, type LogLevel, type LogFields, type MemoryLogger } from './logger.js';
+export { OTEL_METRICS, type InstrumentationOptions, type TracerProviderLike, type MeterProviderLike, type PropagatorLike } from './observability/instrumentation.js';
+export type { TransportHealth, HealthError } from './contract/base-driver.js';
+export { CLOSE_DEFAULTS, type CloseOptions } from './core/lifecycle.js';
+export { silentLogger, createConsoleLogger, createMemoryLogger, type Logger, type LogLevel, type LogFields, type MemoryLogger } from './core/logger.js';
 export {
   toLogger,
   fromPino,
@@ -30,11 +30,11 @@ export {
   type WinstonLikeLogger,
   type ConsoleLike,
   type ConsoleAdapterOptions,
-} from './logger-adapters.js';
-export { NoOpSerializer, JsonPayloadSerializer, toPrimitive, type Serializer } from './serializer.js';
-export { RETRY_DEFAULTS, type RetryPolicy } from './retry.js';
-export { RemoteErrorRegistry, defaultRemoteErrorRegistry, remoteOrigin, type FailureInfo, type RemoteOrigin } from './driver/remote-error.js';
-export { PRIORITIES, type Priority, type Context } from './driver/types.js';
+} from './core/logger-adapters.js';
+export { NoOpSerializer, JsonPayloadSerializer, toPrimitive, type Serializer } from './core/serializer.js';
+export { RETRY_DEFAULTS, type RetryPolicy } from './core/retry.js';
+export { RemoteErrorRegistry, defaultRemoteErrorRegistry, remoteOrigin, type FailureInfo, type RemoteOrigin } from './contract/remote-error.js';
+export { PRIORITIES, type Priority, type Context } from './contract/types.js';
 export type {
   Middleware,
   RpcClientMiddleware,
@@ -46,7 +46,7 @@ export type {
   NotifierInvocation,
   ListenerInvocation,
   TransportMiddleware,
-} from './middleware.js';
+} from './middleware/middleware.js';
 export * from './rpc/index.js';
 export {
   isStandardSchema,
@@ -58,7 +58,7 @@ export {
   type StandardSchemaPathSegment,
   type InferInput,
   type InferOutput,
-} from './schema.js';
+} from './core/schema.js';
 export {
   Notifier,
   NOTIFIER_DEFAULTS,

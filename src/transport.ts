@@ -1,14 +1,14 @@
 // The only module that knows driver names: URL scheme -> lazy import() of the driver, so a
 // user of one broker never loads another broker's library.
-import { DriverLoadFailure, InvalidArgument, InvalidTransportURL, MessagingTimeout } from './errors.js';
-import { CloseOnce, type Closeable, type CloseOptions } from './lifecycle.js';
-import { silentLogger, type Logger } from './logger.js';
-import { toLogger, type LoggerLike } from './logger-adapters.js';
-import { TransportURL } from './transport-url.js';
-import { BaseDriver, type DriverModule, type TransportHealth } from './driver/base-driver.js';
-import { defaultRemoteErrorRegistry, type RemoteErrorRegistry } from './driver/remote-error.js';
-import { checkTransportMiddleware, type TransportMiddleware } from './middleware.js';
-import { checkInstrumentation, loadInstrumentation, type InstrumentationOptions } from './instrumentation.js';
+import { DriverLoadFailure, InvalidArgument, InvalidTransportURL, MessagingTimeout } from './core/errors.js';
+import { CloseOnce, type Closeable, type CloseOptions } from './core/lifecycle.js';
+import { silentLogger, type Logger } from './core/logger.js';
+import { toLogger, type LoggerLike } from './core/logger-adapters.js';
+import { TransportURL } from './core/transport-url.js';
+import { BaseDriver, type DriverModule, type TransportHealth } from './contract/base-driver.js';
+import { defaultRemoteErrorRegistry, type RemoteErrorRegistry } from './contract/remote-error.js';
+import { checkTransportMiddleware, type TransportMiddleware } from './middleware/middleware.js';
+import { checkInstrumentation, loadInstrumentation, type InstrumentationOptions } from './observability/instrumentation.js';
 
 /** Loads a driver module on first use of its scheme; see {@link registerDriver}. */
 export type DriverLoader = () => Promise<DriverModule>;

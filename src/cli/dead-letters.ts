@@ -1,7 +1,7 @@
 // `tidings dead-letters list|replay|purge`: what a driver set aside after maxDeliveries or as
 // malformed, through BaseDriver.deadLetters() (Redis and Kafka keep them; RabbitMQ does not).
 import { NotSupportedError, TransportURL } from '../index.js';
-import type { DeadLetterQuery } from '../driver/dead-letters.js';
+import type { DeadLetterQuery } from '../contract/dead-letters.js';
 import { COMMON_HELP, EXIT, EXIT_HELP, openTransport, parseCommandLine, parsePositiveInt, resolveUrl, UsageError, type CliIO, type Command } from './common.js';
 
 const OPTIONS = {

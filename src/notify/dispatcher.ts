@@ -1,120 +1,18 @@
 // Routes received notifications to endpoint methods named after their priority (oslo
 // notify/dispatcher.py): plain (one message per call) and batch (one array per priority group).
-import { InvalidArgument } from '../errors.js';
-import type { Logger } from '../logger.js';
-import { toLogger, type LoggerLike } from '../logger-adapters.js';
-import { NoOpSerializer, type Serializer } from '../serializer.js';
-import { PRIORITIES, isPriority, type Context, type Priority } from '../driver/types.js';
-import type { IncomingMessage } from '../driver/incoming-message.js';
+import { InvalidArgument } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import { toLogger, type LoggerLike } from '../core/logger-adapters.js';
+import { NoOpSerializer, type Serializer } from '../core/serializer.js';
+import { PRIORITIES, isPriority, type Context, type Priority } from '../contract/types.js';
+import type { IncomingMessage } from '../contract/incoming-message.js';
 import { NotificationFilter } from './filter.js';
 import { requirePriorityMethod } from './endpoint-check.js';
-import { checkMiddleware, composeMiddleware, type Chain, type ListenerInvocation, type ListenerMiddleware } from '../middleware.js';
+import { checkMiddleware, composeMiddleware, type Chain, type ListenerInvocation, type ListenerMiddleware } from '../middleware/middleware.js';
 import { runEventRoute, type EventRoute } from './event-routes.js';
+import { NotificationResult, ReceivedMetadata, type NotificationBatchItem, type NotificationHandlerResult, type NotificationMetadata } from '../contract/handlers.js';
 
-/** What an endpoint method returns. `undefined` counts as HANDLED. */
-export const NotificationResult = Object.freeze({
-  /** Done with; the next endpoint gets the notification too. */
-  HANDLED: 'handled',
-  /** Stop here; requeue the notification when the listener allows it, else acknowledge it. */
-  REQUEUE: 'requeue',
-} as const);
-export type NotificationResult = (typeof NotificationResult)[keyof typeof NotificationResult];
-
-/** What a handler may return (or resolve with). */
-export type NotificationHandlerResult = NotificationResult | void | undefined | null;
-
-/**
- * Metadata handed to endpoints. The enumerable keys are oslo's (`message_id`, `timestamp`), so
- * filters and JSON dumps see oslo's shape; `messageId`, `priority` and `unwrap()` are extras.
- */
-export interface NotificationMetadata {
-  /** The notification's `message_id` (a dashed uuid), as sent. */
-  readonly message_id: string | undefined;
-  /** The notification's `timestamp` (`YYYY-MM-DD HH:MM:SS[.ffffff]`, naive UTC), as sent. */
-  readonly timestamp: string | undefined;
-  /** Alias of `message_id`. */
-  readonly messageId: string | undefined;
-  /** The priority, lower-case. */
-  readonly priority: string;
-  /**
-   * True when the broker delivered this notification before (a requeue, a crashed member, a lost
-   * connection): a handler may already have acted on it, so a handler with side effects can check.
-   */
-  readonly redelivered: boolean;
-  /**
-   * How often it was delivered, this delivery included (1 the first time). RabbitMQ classic
-   * queues only flag a redelivery (2); quorum queues, Redis and memory:// count; Kafka counts
-   * requeues (the retry topic carries the count), not a record read again after a rebalance.
-   */
-  readonly deliveryCount: number;
-  /** The driver's raw broker message. */
-  unwrap(): unknown;
-}
-
-/**
- * NotificationMetadata as handlers get it: oslo's two keys are its only own enumerable
- * properties, so filters, equality checks and JSON see just them; the rest are accessors on the
- * prototype (cheaper per notification than defining non-enumerable own properties). Frozen.
- */
-class ReceivedMetadata implements NotificationMetadata {
-  readonly #priority: string;
-  readonly #incoming: IncomingMessage;
-
-  constructor(
-    readonly message_id: string | undefined,
-    readonly timestamp: string | undefined,
-    priority: string,
-    incoming: IncomingMessage,
-  ) {
-    this.#priority = priority;
-    this.#incoming = incoming;
-    Object.freeze(this);
-  }
-
-  get messageId(): string | undefined {
-    return this.message_id;
-  }
-
-  get priority(): string {
-    return this.#priority;
-  }
-
-  get redelivered(): boolean {
-    return this.#incoming.redelivered;
-  }
-
-  get deliveryCount(): number {
-    return this.#incoming.deliveryCount;
-  }
-
-  /** A function, so that `const { unwrap } = metadata` keeps working. */
-  get unwrap(): () => unknown {
-    const incoming = this.#incoming;
-    return () => incoming.unwrap();
-  }
-
-  /** The context as it arrived (before the serializer), for trace propagation; undefined for metadata not built here. */
-  static wireContextOf(metadata: NotificationMetadata): Context | undefined {
-    return #incoming in metadata ? metadata.#incoming.ctx : undefined;
-  }
-}
-
-/** @internal The context a received notification arrived with, before the serializer (what a tracer extracts from). */
-export const wireContextOf = (metadata: NotificationMetadata): Context | undefined => ReceivedMetadata.wireContextOf(metadata);
-
-/** A notification as a batch endpoint receives it. */
-export interface NotificationBatchItem<Ctx = Context> {
-  /** The context, after the serializer's `deserializeContext`. */
-  ctx: Ctx;
-  /** The sender's `publisherId`; null when it sent none. */
-  publisherId: string | null;
-  /** e.g. `compute.instance.create.end`. */
-  eventType: string;
-  /** Whatever the publisher sent, after the serializer's `deserializeEntity`. */
-  payload: any;
-  /** `message_id`, `timestamp`, priority and the raw message. */
-  metadata: NotificationMetadata;
-}
+export { NotificationResult, type NotificationBatchItem, type NotificationHandlerResult, type NotificationMetadata };
 
 type Awaitable<T> = T | Promise<T>;
 type PlainHandler<Ctx> = (ctx: Ctx, publisherId: string | null, eventType: string, payload: any, metadata: NotificationMetadata) => Awaitable<NotificationHandlerResult>;

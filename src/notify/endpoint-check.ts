@@ -1,7 +1,7 @@
 // Every notification endpoint must handle some priority: checked by the listener types where
 // the compiler can see it, and at run time with a suggestion for a near-miss name (`infoo`).
-import { InvalidArgument } from '../errors.js';
-import { PRIORITIES, isPriority, type Priority } from '../driver/types.js';
+import { InvalidArgument } from '../core/errors.js';
+import { PRIORITIES, isPriority, type Priority } from '../contract/types.js';
 
 /** True when `V` may be a function (`unknown` and `any` included: the types cannot tell). */
 type MaybeFunction<V> = unknown extends V ? true : [Extract<V, (...args: any[]) => unknown>] extends [never] ? false : true;

@@ -1,10 +1,10 @@
 // Events by name: `listener.on('compute.instance.*', handler)` routes notifications by event type
 // (a glob), beside the priority-named endpoints, with the payload checked by an optional schema.
-import { InvalidArgument } from '../errors.js';
-import { isPlainObject } from '../json-check.js';
-import { isStandardSchema, validateWith, type StandardSchemaV1 } from '../schema.js';
-import { PRIORITIES, isPriority, type Context, type Priority } from '../driver/types.js';
-import type { NotificationBatchItem, NotificationHandlerResult, NotificationMetadata } from './dispatcher.js';
+import { InvalidArgument } from '../core/errors.js';
+import { isPlainObject } from '../core/json-check.js';
+import { isStandardSchema, validateWith, type StandardSchemaV1 } from '../core/schema.js';
+import { PRIORITIES, isPriority, type Context, type Priority } from '../contract/types.js';
+import type { NotificationBatchItem, NotificationHandlerResult, NotificationMetadata } from '../contract/handlers.js';
 
 /** The metadata an `on()` handler gets: the endpoint metadata plus the event type and publisher. */
 export interface NotificationEventMetadata extends NotificationMetadata {

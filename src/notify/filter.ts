@@ -1,7 +1,7 @@
 // NotificationFilter: an endpoint's `filterRule`, screening notifications before its methods
 // run (oslo notify/filter.py). Regexes follow Python `re.match`: anchored at the start only.
-import { InvalidArgument } from '../errors.js';
-import { isPlainObject } from '../json-check.js';
+import { InvalidArgument } from '../core/errors.js';
+import { isPlainObject } from '../core/json-check.js';
 
 /** A pattern: a regex source string (as in oslo) or a RegExp. Either is anchored at the start only. */
 export type FilterPattern = string | RegExp;

@@ -1,7 +1,7 @@
 // Typed events and diagnostics channels of the notification façade; both cost nothing
 // when nobody listens (payload objects are built only after a `hasSubscribers` check).
 import { channel } from 'node:diagnostics_channel';
-import type { Context, Priority } from '../driver/types.js';
+import type { Context, Priority } from '../contract/types.js';
 import type { HandlerFailure } from './dispatcher.js';
 
 /** `node:diagnostics_channel` names published by the notification façade. */

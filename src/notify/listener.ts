@@ -1,20 +1,20 @@
 // Notification listeners (oslo notify/listener.py): subscribe to the (target, priority) pairs the
 // endpoints handle, dispatch on a bounded executor, then acknowledge or requeue each message.
 import type { EventEmitter } from 'eventemitter3';
-import { GuardedEventEmitter } from '../events.js';
-import { InvalidArgument, InvalidState, MessagingError, ServerListenError } from '../errors.js';
-import { silentLogger, type Logger } from '../logger.js';
-import { toLogger, type LoggerLike } from '../logger-adapters.js';
-import { Target, validateNotificationTarget, type TargetInit } from '../target.js';
-import type { Serializer } from '../serializer.js';
-import { BoundedExecutor } from '../executor.js';
-import { CloseOnce, withinDeadline, type CloseOptions } from '../lifecycle.js';
+import { GuardedEventEmitter } from '../core/events.js';
+import { InvalidArgument, InvalidState, MessagingError, ServerListenError } from '../core/errors.js';
+import { silentLogger, type Logger } from '../core/logger.js';
+import { toLogger, type LoggerLike } from '../core/logger-adapters.js';
+import { Target, validateNotificationTarget, type TargetInit } from '../core/target.js';
+import type { Serializer } from '../core/serializer.js';
+import { BoundedExecutor } from '../core/executor.js';
+import { CloseOnce, withinDeadline, type CloseOptions } from '../core/lifecycle.js';
 import type { Transport } from '../transport.js';
-import type { IncomingMessage } from '../driver/incoming-message.js';
-import { NotificationMessage } from '../driver/messages.js';
-import type { Listener } from '../driver/listener.js';
-import type { Context, Priority } from '../driver/types.js';
-import type { TargetAndPriority } from '../driver/base-driver.js';
+import type { IncomingMessage } from '../contract/incoming-message.js';
+import { NotificationMessage } from '../contract/messages.js';
+import type { Listener } from '../contract/listener.js';
+import type { Context, Priority } from '../contract/types.js';
+import type { TargetAndPriority } from '../contract/base-driver.js';
 import {
   BatchNotificationDispatcher,
   NotificationDispatcher,
@@ -25,9 +25,9 @@ import {
 } from './dispatcher.js';
 import type { CheckedEndpoints } from './endpoint-check.js';
 import { dispatchChannel, type NotificationListenerEvents } from './instrumentation.js';
-import { middlewareFor, type ListenerMiddleware } from '../middleware.js';
+import { middlewareFor, type ListenerMiddleware } from '../middleware/middleware.js';
 import { eventRoute, type NotificationEventHandler, type NotificationEventOptions } from './event-routes.js';
-import type { InferOutput, StandardSchemaV1 } from '../schema.js';
+import type { InferOutput, StandardSchemaV1 } from '../core/schema.js';
 
 /** Options of `getNotificationListener()` (and, with batch options, `getBatchNotificationListener()`). */
 export interface NotificationListenerOptions<Ctx = Context> {

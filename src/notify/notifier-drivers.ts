@@ -1,11 +1,11 @@
 // Where a Notifier sends: the broker (oslo `messaging` 1.0 / `messagingv2` 2.0), a log, an
 // in-memory list for tests, or nowhere (oslo notify/messaging.py, _impl_log.py, _impl_test.py, _impl_noop.py).
-import { SECRET_KEY_PATTERN } from '../secrets.js';
-import { Target } from '../target.js';
-import type { Logger, LogLevel } from '../logger.js';
+import { SECRET_KEY_PATTERN } from '../core/secrets.js';
+import { Target } from '../core/target.js';
+import type { Logger, LogLevel } from '../core/logger.js';
 import type { Transport } from '../transport.js';
-import { notificationAddress } from '../driver/addressing.js';
-import type { Context, Priority } from '../driver/types.js';
+import { notificationAddress } from '../contract/addressing.js';
+import type { Context, Priority } from '../contract/types.js';
 
 /** Priorities as they appear in the body (`priority` field): upper-case. */
 export type WirePriority = Uppercase<Priority>;

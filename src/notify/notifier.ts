@@ -2,16 +2,16 @@
 // every configured driver; resolves only when all of them delivered it.
 import { randomUUID } from 'node:crypto';
 import type { EventEmitter } from 'eventemitter3';
-import { GuardedEventEmitter } from '../events.js';
-import { InvalidArgument, MessageDeliveryFailure, MessagingError } from '../errors.js';
-import { silentLogger, type Logger } from '../logger.js';
-import { toLogger, type LoggerLike } from '../logger-adapters.js';
-import { NoOpSerializer, type Serializer } from '../serializer.js';
-import { assertJsonSafe, isPlainObject } from '../json-check.js';
+import { GuardedEventEmitter } from '../core/events.js';
+import { InvalidArgument, MessageDeliveryFailure, MessagingError } from '../core/errors.js';
+import { silentLogger, type Logger } from '../core/logger.js';
+import { toLogger, type LoggerLike } from '../core/logger-adapters.js';
+import { NoOpSerializer, type Serializer } from '../core/serializer.js';
+import { assertJsonSafe, isPlainObject } from '../core/json-check.js';
 import type { Transport } from '../transport.js';
-import type { Context, Priority } from '../driver/types.js';
+import type { Context, Priority } from '../contract/types.js';
 import { sendChannel, type NotifierEvents } from './instrumentation.js';
-import { composeMiddleware, middlewareFor, type Chain, type NotifierInvocation, type NotifierMiddleware } from '../middleware.js';
+import { composeMiddleware, middlewareFor, type Chain, type NotifierInvocation, type NotifierMiddleware } from '../middleware/middleware.js';
 import {
   LogNotifierDriver,
   MessagingNotifierDriver,

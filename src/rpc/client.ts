@@ -1,17 +1,17 @@
 // The RPC client (oslo RPCClient / _CallContext): validates everything locally, builds the
 // `{method, args, namespace?, version?}` message and hands it to the driver.
-import { InvalidArgument, RPCVersionCapError } from '../errors.js';
-import { throwIfAborted } from '../retry.js';
-import { NoOpSerializer, type Serializer } from '../serializer.js';
-import { checkVersion, Target, validateSendTarget, versionIsCompatible, type TargetInit } from '../target.js';
+import { InvalidArgument, RPCVersionCapError } from '../core/errors.js';
+import { throwIfAborted } from '../core/retry.js';
+import { NoOpSerializer, type Serializer } from '../core/serializer.js';
+import { checkVersion, Target, validateSendTarget, versionIsCompatible, type TargetInit } from '../core/target.js';
 import type { Transport } from '../transport.js';
-import type { SendOptions } from '../driver/base-driver.js';
-import type { Context, DriverMessage } from '../driver/types.js';
+import type { SendOptions } from '../contract/base-driver.js';
+import type { Context, DriverMessage } from '../contract/types.js';
 import type { RpcArgs, RpcMethodName, RpcResult, UntypedApi } from './endpoint.js';
 import { traceRpc, type RpcTraceContext } from './instrumentation.js';
-import { assertJsonSafe, isPlainObject } from '../json-check.js';
-import { checkMiddleware, composeMiddleware, middlewareFor, type Chain, type RpcClientInvocation, type RpcClientMiddleware } from '../middleware.js';
-import { validateWith } from '../schema.js';
+import { assertJsonSafe, isPlainObject } from '../core/json-check.js';
+import { checkMiddleware, composeMiddleware, middlewareFor, type Chain, type RpcClientInvocation, type RpcClientMiddleware } from '../middleware/middleware.js';
+import { validateWith } from '../core/schema.js';
 import { contractMethod, isRpcContract, type RpcContract, type RpcContractApi } from './contract.js';
 import { discoverServers, pingServer, RPC_DISCOVER_DEFAULTS, type DiscoveredServer, type RpcDiscoverOptions, type RpcPingOptions } from './discovery.js';
 

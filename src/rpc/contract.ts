@@ -1,10 +1,10 @@
 // RPC contracts: per-method argument and result schemas (any Standard Schema library) shared by
 // client and server, the Api type both sides infer from them, and the server's endpoint builder.
-import { InvalidArgument } from '../errors.js';
-import { isPlainObject } from '../json-check.js';
-import { isStandardSchema, validateWith, type InferInput, type InferOutput, type StandardSchemaV1 } from '../schema.js';
-import type { Target, TargetInit } from '../target.js';
-import type { Context } from '../driver/types.js';
+import { InvalidArgument } from '../core/errors.js';
+import { isPlainObject } from '../core/json-check.js';
+import { isStandardSchema, validateWith, type InferInput, type InferOutput, type StandardSchemaV1 } from '../core/schema.js';
+import type { Target, TargetInit } from '../core/target.js';
+import type { Context } from '../contract/types.js';
 import { expose } from './access-policy.js';
 import { expectedExceptions, type RpcMeta } from './endpoint.js';
 

@@ -1,12 +1,22 @@
 // Health checks over RPC: `RpcClient.ping()` on oslo's ping endpoint, and `discover()`, a fanout
 // ping whose replies are collected for a window (the driver seam's `collectReplies`).
 import { performance } from 'node:perf_hooks';
-import { InvalidArgument, NoSuchMethod, NotSupportedError, UnsupportedVersion } from '../errors.js';
-import { isPlainObject } from '../json-check.js';
-import { Target } from '../target.js';
-import type { CollectedReply } from '../driver/pending-replies.js';
-import type { RpcClient } from './client.js';
+import { InvalidArgument, NoSuchMethod, NotSupportedError, UnsupportedVersion } from '../core/errors.js';
+import { isPlainObject } from '../core/json-check.js';
+import { Target } from '../core/target.js';
+import type { CollectedReply } from '../contract/pending-replies.js';
+import type { Transport } from '../transport.js';
 import { PING_DETAIL_ARG, PING_METHOD } from './dispatcher.js';
+
+/** What ping and discover need of an `RpcClient` (structural, so this file does not import the client). */
+export interface PingingClient {
+  /** The client's target: its exchange, topic and server. */
+  readonly target: Target;
+  /** The transport whose driver sends the pings. */
+  readonly transport: Pick<Transport, 'driver'>;
+  /** The client's send retry count. */
+  readonly retry: number | undefined;
+}
 
 /** Options of `RpcClient.ping()`. */
 export interface RpcPingOptions {
@@ -50,7 +60,7 @@ export interface DiscoveredServer {
 }
 
 /** The ping's own target: the client's exchange and topic, default namespace and version (where the ping endpoint lives). */
-function pingTarget(client: RpcClient<any, any>, server: string | undefined, fanout: boolean): Target {
+function pingTarget(client: PingingClient, server: string | undefined, fanout: boolean): Target {
   const { exchange, topic } = client.target;
   return new Target({ exchange, topic, server, fanout });
 }
@@ -59,7 +69,7 @@ function pingTarget(client: RpcClient<any, any>, server: string | undefined, fan
  * Calls `oslo_rpc_server_ping` and resolves with the round trip in ms. A server without the ping
  * endpoint rejects with NotSupportedError saying how to enable it; otherwise as `call()`.
  */
-export async function pingServer(client: RpcClient<any, any>, timeout: number, options: RpcPingOptions): Promise<number> {
+export async function pingServer(client: PingingClient, timeout: number, options: RpcPingOptions): Promise<number> {
   const server = options.server ?? client.target.server;
   if (server !== undefined && (typeof server !== 'string' || server === '')) throw new InvalidArgument('server', 'a non-empty string', server);
   const began = performance.now();
@@ -80,7 +90,7 @@ export async function pingServer(client: RpcClient<any, any>, timeout: number, o
  * servers that answered, sorted by name. Servers without the ping endpoint are not listed.
  * Needs the driver's `fanout` capability (NotSupportedError at once otherwise).
  */
-export async function discoverServers(client: RpcClient<any, any>, windowMs: number, options: RpcDiscoverOptions): Promise<DiscoveredServer[]> {
+export async function discoverServers(client: PingingClient, windowMs: number, options: RpcDiscoverOptions): Promise<DiscoveredServer[]> {
   const driver = client.transport.driver;
   driver.requireFeatures({ fanout: true });
   const message = { method: PING_METHOD, args: { [PING_DETAIL_ARG]: true } };

@@ -1,16 +1,16 @@
 // oslo's RPCDispatcher: picks the endpoint for a request by namespace and version, checks the
 // access policy, invokes the method, and runs the call-monitor heartbeat while it works.
-import { InvalidArgument, NoSuchMethod, UnsupportedVersion } from '../errors.js';
-import type { Logger } from '../logger.js';
-import { toLogger, type LoggerLike } from '../logger-adapters.js';
-import { NoOpSerializer, type Serializer } from '../serializer.js';
-import { Target, versionIsCompatible } from '../target.js';
-import type { RpcIncomingMessage } from '../driver/incoming-message.js';
-import type { RpcRequest } from '../driver/types.js';
+import { InvalidArgument, NoSuchMethod, UnsupportedVersion } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import { toLogger, type LoggerLike } from '../core/logger-adapters.js';
+import { NoOpSerializer, type Serializer } from '../core/serializer.js';
+import { Target, versionIsCompatible } from '../core/target.js';
+import type { RpcIncomingMessage } from '../contract/incoming-message.js';
+import type { RpcRequest } from '../contract/types.js';
 import { DefaultRpcAccessPolicy, expose, lookupEndpointMethod, type RpcAccessPolicy } from './access-policy.js';
 import { isExpectedError, type RpcMeta } from './endpoint.js';
-import { assertJsonSafe, isPlainObject } from '../json-check.js';
-import { checkMiddleware, composeMiddleware, type Chain, type RpcServerInvocation, type RpcServerMiddleware } from '../middleware.js';
+import { assertJsonSafe, isPlainObject } from '../core/json-check.js';
+import { checkMiddleware, composeMiddleware, type Chain, type RpcServerInvocation, type RpcServerMiddleware } from '../middleware/middleware.js';
 
 /** The target of endpoints that declare none: the default namespace, version 1.0. */
 export const DEFAULT_ENDPOINT_TARGET = new Target({ version: '1.0' });

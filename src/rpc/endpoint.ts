@@ -1,20 +1,9 @@
 // What RPC endpoints look like: the handler signature, the `meta` every handler gets, the
 // types that derive a typed client from an endpoint class, and the expected-errors marker.
-import type { Context } from '../driver/types.js';
+import type { Context } from '../contract/types.js';
+import type { RpcMeta } from '../contract/handlers.js';
 
-/** Facts about the request being handled, beside the context and the arguments. */
-export interface RpcMeta {
-  /** The message's unique id (`_unique_id` on the wire) when the driver knows it. */
-  readonly messageId?: string;
-  /** The method name the caller asked for. */
-  readonly method: string;
-  /** The requested namespace; undefined is the default (null) namespace. */
-  readonly namespace?: string;
-  /** The requested version (`'1.0'` when the caller sent none, as oslo does). */
-  readonly version: string;
-  /** The raw broker message (amqplib `ConsumeMessage`, ...); an escape hatch, not portable. */
-  unwrap(): unknown;
-}
+export type { RpcMeta };
 
 /**
  * An endpoint method. `ctx` is the request context as received (after the server's

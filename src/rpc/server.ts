@@ -3,21 +3,21 @@
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { EventEmitter } from 'eventemitter3';
-import { GuardedEventEmitter } from '../events.js';
-import { InvalidArgument, InvalidState, InvalidTarget, NotSupportedError, ServerListenError } from '../errors.js';
-import { errorFields, silentLogger, type Logger } from '../logger.js';
-import { toLogger, type LoggerLike } from '../logger-adapters.js';
-import type { Serializer } from '../serializer.js';
-import { Target, validateServerTarget, type TargetInit } from '../target.js';
-import { BoundedExecutor } from '../executor.js';
-import { CloseOnce, withinDeadline, type CloseOptions } from '../lifecycle.js';
+import { GuardedEventEmitter } from '../core/events.js';
+import { InvalidArgument, InvalidState, InvalidTarget, NotSupportedError, ServerListenError } from '../core/errors.js';
+import { errorFields, silentLogger, type Logger } from '../core/logger.js';
+import { toLogger, type LoggerLike } from '../core/logger-adapters.js';
+import type { Serializer } from '../core/serializer.js';
+import { Target, validateServerTarget, type TargetInit } from '../core/target.js';
+import { BoundedExecutor } from '../core/executor.js';
+import { CloseOnce, withinDeadline, type CloseOptions } from '../core/lifecycle.js';
 import type { Transport } from '../transport.js';
-import type { RpcIncomingMessage } from '../driver/incoming-message.js';
-import type { Listener } from '../driver/listener.js';
+import type { RpcIncomingMessage } from '../contract/incoming-message.js';
+import type { Listener } from '../contract/listener.js';
 import type { RpcAccessPolicy } from './access-policy.js';
 import { RpcDispatcher, type DispatchOutcome } from './dispatcher.js';
 import { traceRpc, type RpcTraceContext } from './instrumentation.js';
-import { middlewareFor, type RpcServerMiddleware } from '../middleware.js';
+import { middlewareFor, type RpcServerMiddleware } from '../middleware/middleware.js';
 
 /** Options of `getRpcServer()`. */
 export interface RpcServerOptions {

@@ -1,8 +1,8 @@
 // Conformance at the driver seam itself (BaseDriver, below the façades): rules the drivers once
-// disagreed on, now decided by the contract and written once in src/driver.
+// disagreed on, now decided by the contract and written once in src/contract.
 import { describe, expect, it } from 'vitest';
 import { AbortError, createMemoryLogger, getRpcClient, InvalidArgument, InvalidTarget, Target, type TransportOptions } from '../index.js';
-import type { RpcIncomingMessage } from '../driver/incoming-message.js';
+import type { RpcIncomingMessage } from '../contract/incoming-message.js';
 import type { ConformanceEnv } from './harness.js';
 import { waitFor } from './wait.js';
 

@@ -9,7 +9,7 @@ import {
   type Transport,
   type TransportOptions,
 } from '../index.js';
-import type { DriverCapabilities } from '../driver/capabilities.js';
+import type { DriverCapabilities } from '../contract/capabilities.js';
 import { deferred, uniqueName, type Deferred } from './wait.js';
 
 /** What a driver hands to `runConformanceSuite`. */

@@ -2,7 +2,7 @@
 // the fanout call whose replies the seam collects for a window (`collectReplies`).
 import { describe, expect, it } from 'vitest';
 import { getRpcClient, InvalidArgument, NotSupportedError, Target } from '../index.js';
-import type { CollectedReply } from '../driver/pending-replies.js';
+import type { CollectedReply } from '../contract/pending-replies.js';
 import { expectNotSupported, type ConformanceEnv } from './harness.js';
 import { startServer } from './rpc.js';
 

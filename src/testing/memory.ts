@@ -1,8 +1,8 @@
 // The memory:// broker's test hooks and its conformance subject: what the suite needs to inject
 // raw messages into the embedded broker, and what applications testing on memory:// may use.
-import type { DriverCapabilities } from '../driver/capabilities.js';
+import type { DriverCapabilities } from '../contract/capabilities.js';
 import { getMemoryBroker as brokerOf, resetMemoryBrokers as resetBrokers } from '../drivers/memory/index.js';
-import { TransportURL } from '../transport-url.js';
+import { TransportURL } from '../core/transport-url.js';
 import type { ConformanceSubject } from './harness.js';
 import { uniqueName } from './wait.js';
 

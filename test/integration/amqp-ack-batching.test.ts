@@ -3,11 +3,11 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { IncomingMessage } from '../../src/driver/incoming-message.js';
-import type { Listener } from '../../src/driver/listener.js';
+import type { IncomingMessage } from '../../src/contract/incoming-message.js';
+import type { Listener } from '../../src/contract/listener.js';
 import type { AmqpDriver } from '../../src/drivers/amqp/index.js';
 import { makeAmqpDriver } from '../support/amqp-driver.js';
-import { Target } from '../../src/target.js';
+import { Target } from '../../src/core/target.js';
 import { requireRabbitMQ } from '../support/brokers.js';
 import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';

@@ -4,12 +4,12 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { IncomingMessage, RpcIncomingMessage } from '../../src/driver/incoming-message.js';
-import type { Listener } from '../../src/driver/listener.js';
+import type { IncomingMessage, RpcIncomingMessage } from '../../src/contract/incoming-message.js';
+import type { Listener } from '../../src/contract/listener.js';
 import type { AmqpDriver } from '../../src/drivers/amqp/index.js';
-import { InvalidArgument, InvalidState, InvalidTransportURL, MessageDeliveryFailure, MessagingTimeout } from '../../src/errors.js';
-import { createMemoryLogger, type MemoryLogger } from '../../src/logger.js';
-import { Target } from '../../src/target.js';
+import { InvalidArgument, InvalidState, InvalidTransportURL, MessageDeliveryFailure, MessagingTimeout } from '../../src/core/errors.js';
+import { createMemoryLogger, type MemoryLogger } from '../../src/core/logger.js';
+import { Target } from '../../src/core/target.js';
 import { getRpcTransport } from '../../src/transport.js';
 import { cleanupAmqpDrivers, makeAmqpDriver, sampleNotification } from '../support/amqp-driver.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';

@@ -2,11 +2,11 @@
 // suppression on `_unique_id`, prefetch, malformed bodies, requeue and redelivery.
 import type { Channel, ChannelModel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { IncomingMessage } from '../../src/driver/incoming-message.js';
-import type { Listener } from '../../src/driver/listener.js';
+import type { IncomingMessage } from '../../src/contract/incoming-message.js';
+import type { Listener } from '../../src/contract/listener.js';
 import type { AmqpDriver } from '../../src/drivers/amqp/index.js';
-import { createMemoryLogger, type MemoryLogger } from '../../src/logger.js';
-import { Target } from '../../src/target.js';
+import { createMemoryLogger, type MemoryLogger } from '../../src/core/logger.js';
+import { Target } from '../../src/core/target.js';
 import { cleanupAmqpDrivers, makeAmqpDriver, openRawChannel, sampleNotification } from '../support/amqp-driver.js';
 import { requireRabbitMQ } from '../support/brokers.js';
 import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';

@@ -2,7 +2,7 @@
 // the queue for another listener; an RPC request (acknowledged on receipt) is not redelivered, and
 // its reply still reaches the caller while the transport is open.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MessagingTimeout } from '../../src/errors.js';
+import { MessagingTimeout } from '../../src/core/errors.js';
 import { getNotificationTransport, getRpcTransport, type Transport } from '../../src/transport.js';
 import { getRpcClient } from '../../src/rpc/client.js';
 import { getRpcServer } from '../../src/rpc/server.js';

@@ -2,8 +2,8 @@
 // skipped the client-side check as InvalidArgument naming the field, and the good path works.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { InvalidArgument } from '../../src/errors.js';
-import { remoteOrigin } from '../../src/driver/remote-error.js';
+import { InvalidArgument } from '../../src/core/errors.js';
+import { remoteOrigin } from '../../src/contract/remote-error.js';
 import { getRpcClient } from '../../src/rpc/client.js';
 import { defineRpcContract, implementContract } from '../../src/rpc/contract.js';
 import { getRpcServer, type RpcServer } from '../../src/rpc/server.js';

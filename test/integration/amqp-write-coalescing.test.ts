@@ -5,8 +5,8 @@ import { EventEmitter } from 'eventemitter3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AmqpConnection, type DriverEventEmitter } from '../../src/drivers/amqp/connection.js';
 import { resolveOptions } from '../../src/drivers/amqp/options.js';
-import { createMemoryLogger } from '../../src/logger.js';
-import { TransportURL } from '../../src/transport-url.js';
+import { createMemoryLogger } from '../../src/core/logger.js';
+import { TransportURL } from '../../src/core/transport-url.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
 

@@ -11,7 +11,7 @@ import type { RedisDriver } from '../../src/drivers/redis/index.js';
 import { replyKey, topicShards } from '../../src/drivers/redis/topology.js';
 import { getRpcClient } from '../../src/rpc/client.js';
 import { getRpcServer } from '../../src/rpc/server.js';
-import { Target } from '../../src/target.js';
+import { Target } from '../../src/core/target.js';
 import { getNotificationTransport, getRpcTransport, type Transport } from '../../src/transport.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { countDeliveries, streamFor } from '../support/redis-keys.js';

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/run-cli.js';
-import type { DeadLetter } from '../../src/driver/dead-letters.js';
+import type { DeadLetter } from '../../src/contract/dead-letters.js';
 import { TopicKeys } from '../../src/drivers/redis/topology.js';
 import { getNotificationListener, getNotificationTransport, Notifier, NotificationResult, Target, type NotificationListener, type Transport } from '../../src/index.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';

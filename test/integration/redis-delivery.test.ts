@@ -3,12 +3,12 @@
 // while the listener goes on, trimming that never drops a pending entry, reply lists with a TTL.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { IncomingMessage } from '../../src/driver/incoming-message.js';
-import type { Listener } from '../../src/driver/listener.js';
+import type { IncomingMessage } from '../../src/contract/incoming-message.js';
+import type { Listener } from '../../src/contract/listener.js';
 import { TopicKeys, poolGroup, replyKey } from '../../src/drivers/redis/topology.js';
 import type { RedisDriver } from '../../src/drivers/redis/index.js';
-import { createMemoryLogger, type MemoryLogger } from '../../src/logger.js';
-import { Target } from '../../src/target.js';
+import { createMemoryLogger, type MemoryLogger } from '../../src/core/logger.js';
+import { Target } from '../../src/core/target.js';
 import { getNotificationTransport, getRpcTransport } from '../../src/transport.js';
 import { getRpcClient } from '../../src/rpc/client.js';
 import { getRpcServer } from '../../src/rpc/server.js';

@@ -4,10 +4,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisDriver } from '../../src/drivers/redis/index.js';
-import { MessagingError } from '../../src/errors.js';
+import { MessagingError } from '../../src/core/errors.js';
 import { getRpcClient } from '../../src/rpc/client.js';
 import { getRpcServer } from '../../src/rpc/server.js';
-import { Target } from '../../src/target.js';
+import { Target } from '../../src/core/target.js';
 import { getNotificationTransport, getRpcTransport, type Transport } from '../../src/transport.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { countDeliveries } from '../support/redis-keys.js';

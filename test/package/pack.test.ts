@@ -61,7 +61,7 @@ describe('npm pack', () => {
   it('packs dist, src, README.md, LICENSE and package.json, and nothing else', () => {
     const paths = packed.files.map((f) => f.path);
     expect(new Set(paths.map((p) => p.split('/')[0]))).toEqual(new Set(['dist', 'src', 'README.md', 'LICENSE', 'package.json']));
-    expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/index.js.map', 'dist/index.d.ts.map', 'dist/driver/index.js', 'dist/testing/index.js', 'dist/testing/index.d.ts', 'dist/cli/main.js', 'src/index.ts', 'src/testing/index.ts']));
+    expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/index.js.map', 'dist/index.d.ts.map', 'dist/contract/index.js', 'dist/testing/index.js', 'dist/testing/index.d.ts', 'dist/cli/main.js', 'src/index.ts', 'src/testing/index.ts']));
     expect(paths.filter((p) => /(^|\/)(test|bench|\.ci|examples)\/|\.test\.[jt]s$/.test(p))).toEqual([]);
   });
 });

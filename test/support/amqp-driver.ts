@@ -1,11 +1,11 @@
 // Driver-level RabbitMQ test helpers: an AmqpDriver built like transport.ts builds it, a raw
 // amqplib channel for inspecting the wire, a sample notification body, and cleanup.
 import { connect, type Channel, type ChannelModel } from 'amqplib';
-import type { Listener } from '../../src/driver/listener.js';
-import { defaultRemoteErrorRegistry } from '../../src/driver/remote-error.js';
+import type { Listener } from '../../src/contract/listener.js';
+import { defaultRemoteErrorRegistry } from '../../src/contract/remote-error.js';
 import { createDriver, type AmqpDriver } from '../../src/drivers/amqp/index.js';
-import { createMemoryLogger, type Logger } from '../../src/logger.js';
-import { TransportURL } from '../../src/transport-url.js';
+import { createMemoryLogger, type Logger } from '../../src/core/logger.js';
+import { TransportURL } from '../../src/core/transport-url.js';
 import { RABBIT_URL } from './brokers.js';
 
 export function makeAmqpDriver(exchange: string, options: Record<string, unknown> = {}, logger: Logger = createMemoryLogger(), url = RABBIT_URL): AmqpDriver {

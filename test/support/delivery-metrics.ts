@@ -3,11 +3,11 @@
 // driver with `maxDeliveries` dead-letters (counted), and a blocked pool whose lag the broker reports.
 import { expect } from 'vitest';
 import { getNotificationTransport, type Transport, type TransportOptions } from '../../src/transport.js';
-import { Target } from '../../src/target.js';
+import { Target } from '../../src/core/target.js';
 import { Notifier } from '../../src/notify/notifier.js';
 import { getNotificationListener } from '../../src/notify/listener.js';
 import { NotificationResult, type NotificationMetadata } from '../../src/notify/dispatcher.js';
-import { OTEL_METRICS } from '../../src/instrumentation.js';
+import { OTEL_METRICS } from '../../src/observability/instrumentation.js';
 import { deferred, uniqueName, waitFor } from '../../src/testing/wait.js';
 import type { OtelHarness } from './otel.js';
 

@@ -4,11 +4,11 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import type { Transport } from '../../src/transport.js';
 import { requireRedis } from './brokers.js';
-import type { IncomingMessage } from '../../src/driver/incoming-message.js';
-import type { Listener } from '../../src/driver/listener.js';
-import type { BaseDriver } from '../../src/driver/base-driver.js';
-import { isPriority } from '../../src/driver/types.js';
-import { Target } from '../../src/target.js';
+import type { IncomingMessage } from '../../src/contract/incoming-message.js';
+import type { Listener } from '../../src/contract/listener.js';
+import type { BaseDriver } from '../../src/contract/base-driver.js';
+import { isPriority } from '../../src/contract/types.js';
+import { Target } from '../../src/core/target.js';
 import { keyPattern, replyKey, TopicKeys } from '../../src/drivers/redis/topology.js';
 
 /** A plain client on the test Redis (127.0.0.1:6379); the caller quits it. */

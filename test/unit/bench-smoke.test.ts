@@ -321,7 +321,7 @@ describe('bench harness', () => {
     expect(ownerOf('node:internal/buffer', 'slice')).toBe('node');
     expect(ownerOf('file:///work/main/node_modules/kafkajs/src/utils/long.js', 'fromString')).toBe('kafkajs');
     expect(ownerOf('file:///work/main/node_modules/@platformatic/kafka/dist/index.js', 'x')).toBe('@platformatic/kafka');
-    expect(ownerOf('file:///work/main/src/driver/dedup.ts', 'begin')).toBe('tidings');
+    expect(ownerOf('file:///work/main/src/structures/dedup.ts', 'begin')).toBe('tidings');
     expect(ownerOf('file:///work/main/bench/oslo-envelope.ts', 'unenvelope')).toBe('bench');
   });
 

@@ -7,7 +7,7 @@ import { DEFAULTS, QUERY_NAMES, resolveOptions } from '../../src/drivers/amqp/op
 import { MEMORY_DEFAULTS } from '../../src/drivers/memory/options.js';
 import { DEFAULTS as KAFKA_DEFAULTS, QUERY_NAMES as KAFKA_QUERY_NAMES, resolveOptions as resolveKafkaOptions } from '../../src/drivers/kafka/options.js';
 import * as redisOptions from '../../src/drivers/redis/options.js';
-import { TransportURL } from '../../src/transport-url.js';
+import { TransportURL } from '../../src/core/transport-url.js';
 import { ROOT } from '../support/markdown.js';
 
 interface Row {

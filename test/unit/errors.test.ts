@@ -20,7 +20,7 @@ import {
   RPCVersionCapError,
   ServerListenError,
   UnsupportedVersion,
-} from '../../src/errors.js';
+} from '../../src/core/errors.js';
 
 const cases: Array<[string, () => MessagingError, string, boolean]> = [
   ['MessagingError', () => new MessagingError('m'), 'MESSAGING_ERROR', false],

@@ -1,8 +1,8 @@
 // The façades' event emitter: typed eventemitter3 whose emit() logs a throwing listener instead
 // of throwing it into the caller (dispatch, replies, sends).
 import { describe, expect, it } from 'vitest';
-import { GuardedEventEmitter } from '../../src/events.js';
-import { createMemoryLogger } from '../../src/logger.js';
+import { GuardedEventEmitter } from '../../src/core/events.js';
+import { createMemoryLogger } from '../../src/core/logger.js';
 
 interface Events {
   tick: [n: number, label: string];

@@ -2,7 +2,7 @@
 // task at once only when a slot is free; submit waits for one, in order; drain resolves only
 // when every started and waiting task has finished.
 import { describe, expect, it } from 'vitest';
-import { BoundedExecutor } from '../../src/executor.js';
+import { BoundedExecutor } from '../../src/core/executor.js';
 import { deferred } from '../../src/testing/wait.js';
 
 /** Lets every pending promise reaction run (a macrotask turn), without waiting on a clock. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidArgument } from '../../src/errors.js';
-import { assertJsonSafe, isPlainObject } from '../../src/json-check.js';
+import { InvalidArgument } from '../../src/core/errors.js';
+import { assertJsonSafe, isPlainObject } from '../../src/core/json-check.js';
 
 const fieldOf = (value: unknown): string | undefined => {
   try {

@@ -1,8 +1,8 @@
 // close({ deadlineMs }) and `await using` on RpcServer, NotificationListener and Transport over
 // memory://: order, drain within the deadline, the deadline passed, idempotence, every state.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { InvalidArgument, MessagingTimeout } from '../../src/errors.js';
-import { CLOSE_DEFAULTS } from '../../src/lifecycle.js';
+import { InvalidArgument, MessagingTimeout } from '../../src/core/errors.js';
+import { CLOSE_DEFAULTS } from '../../src/core/lifecycle.js';
 import { getNotificationTransport, getRpcTransport, type Transport } from '../../src/transport.js';
 import { getRpcClient } from '../../src/rpc/client.js';
 import { getRpcServer, type RpcServer } from '../../src/rpc/server.js';

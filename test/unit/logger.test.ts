@@ -1,7 +1,7 @@
 // Loggers: silent default, memory logger for tests, JSON-lines console logger, errorReplacer.
 import { describe, expect, it } from 'vitest';
-import { ConnectionError } from '../../src/errors.js';
-import { createConsoleLogger, createMemoryLogger, errorFields, errorReplacer, isTidingsLogger, silentLogger } from '../../src/logger.js';
+import { ConnectionError } from '../../src/core/errors.js';
+import { createConsoleLogger, createMemoryLogger, errorFields, errorReplacer, isTidingsLogger, silentLogger } from '../../src/core/logger.js';
 
 describe('silentLogger', () => {
   it('drops everything and its child is itself', () => {

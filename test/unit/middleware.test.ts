@@ -1,14 +1,14 @@
 // Middleware on all four façades over memory://: order, changing inputs and results, refusing,
 // mapping and recovering errors, wrap, transport-level middleware, and option validation.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { InvalidArgument, MessagingTimeout, RemoteError } from '../../src/errors.js';
+import { InvalidArgument, MessagingTimeout, RemoteError } from '../../src/core/errors.js';
 import { getRpcClient } from '../../src/rpc/client.js';
 import { Notifier } from '../../src/notify/notifier.js';
 import { getBatchNotificationListener, getNotificationListener } from '../../src/notify/listener.js';
 import { NotificationResult } from '../../src/notify/dispatcher.js';
 import { getNotificationTransport, type Transport } from '../../src/transport.js';
-import { composeMiddleware, type ListenerMiddleware, type Middleware, type NotifierMiddleware, type RpcClientMiddleware, type RpcServerMiddleware } from '../../src/middleware.js';
-import { createMemoryLogger } from '../../src/logger.js';
+import { composeMiddleware, type ListenerMiddleware, type Middleware, type NotifierMiddleware, type RpcClientMiddleware, type RpcServerMiddleware } from '../../src/middleware/middleware.js';
+import { createMemoryLogger } from '../../src/core/logger.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { createHarness, type Harness } from './rpc/harness.js';
 

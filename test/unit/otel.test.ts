@@ -2,7 +2,7 @@
 // across transports, W3C keys in the context, attributes, error status, metrics, and zero cost when off.
 import { afterEach, describe, expect, it } from 'vitest';
 import { context, trace } from '@opentelemetry/api';
-import { InvalidArgument } from '../../src/errors.js';
+import { InvalidArgument } from '../../src/core/errors.js';
 import { getNotificationTransport, getRpcTransport, type Transport } from '../../src/transport.js';
 import { getRpcClient } from '../../src/rpc/client.js';
 import { getRpcServer } from '../../src/rpc/server.js';
@@ -10,9 +10,9 @@ import { uniqueName } from '../../src/testing/wait.js';
 import { assertNotifyTrace, assertRpcTrace, createOtelHarness, isChildOf, type OtelHarness } from '../support/otel.js';
 import { assertDeliveryMetrics } from '../support/delivery-metrics.js';
 import { getMemoryBroker } from '../../src/testing/memory.js';
-import { Target } from '../../src/target.js';
+import { Target } from '../../src/core/target.js';
 import { getNotificationListener } from '../../src/notify/listener.js';
-import { OTEL_METRICS } from '../../src/instrumentation.js';
+import { OTEL_METRICS } from '../../src/observability/instrumentation.js';
 import { waitFor } from '../../src/testing/wait.js';
 
 const transports: Transport[] = [];

@@ -75,7 +75,7 @@ describe('package.json exports, files, license', () => {
 
   it('exports the API, the driver contract and the test kit, each from its dist/ index', () => {
     expect(Object.keys(pkg.exports)).toEqual(['.', './driver', './testing', './package.json']);
-    for (const [subpath, dir] of [['.', ''], ['./driver', 'driver/'], ['./testing', 'testing/']] as const) {
+    for (const [subpath, dir] of [['.', ''], ['./driver', 'contract/'], ['./testing', 'testing/']] as const) {
       expect(pkg.exports[subpath], subpath).toEqual({ types: `./dist/${dir}index.d.ts`, import: `./dist/${dir}index.js`, default: `./dist/${dir}index.js` });
     }
   });

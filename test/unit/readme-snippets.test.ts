@@ -30,7 +30,7 @@ function typecheck(blocks: readonly CodeBlock[], dir: string): string[] {
   const fromDir = (path: string) => relative(dir, join(ROOT, path)).split('\\').join('/');
   const config = {
     extends: fromDir('tsconfig.json'),
-    compilerOptions: { noEmit: true, paths: { tidings: [fromDir('src/index.ts')], 'tidings/driver': [fromDir('src/driver/index.ts')], 'tidings/testing': [fromDir('src/testing/index.ts')] } },
+    compilerOptions: { noEmit: true, paths: { tidings: [fromDir('src/index.ts')], 'tidings/driver': [fromDir('src/contract/index.ts')], 'tidings/testing': [fromDir('src/testing/index.ts')] } },
     include: ['*.ts'],
   };
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(config));

@@ -2,8 +2,8 @@
 // lazy loading, planned schemes becoming registrable, and modules that are not drivers.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { DriverModule } from '../../src/driver/base-driver.js';
-import { DriverLoadFailure, InvalidArgument, InvalidTransportURL } from '../../src/errors.js';
+import type { DriverModule } from '../../src/contract/base-driver.js';
+import { DriverLoadFailure, InvalidArgument, InvalidTransportURL } from '../../src/core/errors.js';
 import { getRpcTransport, registerDriver, TRANSPORT_SCHEMES, type DriverLoader } from '../../src/transport.js';
 import { expectFailure } from '../../src/testing/harness.js';
 

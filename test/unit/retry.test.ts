@@ -1,8 +1,8 @@
 // withRetry: retries only retriable errors, honours retry counts and AbortSignal, wraps the last failure.
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { AbortError, ConnectionError, InvalidArgument, MessageDeliveryFailure, MessagingTimeout } from '../../src/errors.js';
-import { abortableSleep, retryDelay, RETRY_DEFAULTS, throwIfAborted, withRetry, type RetryPolicy } from '../../src/retry.js';
+import { AbortError, ConnectionError, InvalidArgument, MessageDeliveryFailure, MessagingTimeout } from '../../src/core/errors.js';
+import { abortableSleep, retryDelay, RETRY_DEFAULTS, throwIfAborted, withRetry, type RetryPolicy } from '../../src/core/retry.js';
 
 const fast: RetryPolicy = { intervalMs: 1, backoffMs: 1, maxIntervalMs: 5 };
 

@@ -1,7 +1,7 @@
 // Serializers: NoOp identity with a plain-object context, JsonPayload's toPrimitive.
 import { describe, expect, it } from 'vitest';
-import { InvalidArgument } from '../../src/errors.js';
-import { JsonPayloadSerializer, NoOpSerializer, toPrimitive } from '../../src/serializer.js';
+import { InvalidArgument } from '../../src/core/errors.js';
+import { JsonPayloadSerializer, NoOpSerializer, toPrimitive } from '../../src/core/serializer.js';
 
 describe('NoOpSerializer', () => {
   const s = new NoOpSerializer();

@@ -1,7 +1,7 @@
 // Target: validation (oslo §3.2), copies, equality and oslo's version_is_compatible.
 import { describe, expect, it } from 'vitest';
-import { InvalidArgument, InvalidTarget } from '../../src/errors.js';
-import { Target, validateNotificationTarget, validateSendTarget, validateServerTarget, versionIsCompatible, checkVersion } from '../../src/target.js';
+import { InvalidArgument, InvalidTarget } from '../../src/core/errors.js';
+import { Target, validateNotificationTarget, validateSendTarget, validateServerTarget, versionIsCompatible, checkVersion } from '../../src/core/target.js';
 
 describe('Target construction', () => {
   it('keeps the given fields, freezes itself and defaults legacyNamespaces to []', () => {

@@ -1,6 +1,6 @@
 // A logger given to the transport reaches the façades built on it unless they get their own.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createMemoryLogger } from '../../src/logger.js';
+import { createMemoryLogger } from '../../src/core/logger.js';
 import { getNotificationListener, getNotificationTransport, getRpcClient, getRpcServer, getRpcTransport, Notifier, Target, type Transport } from '../../src/index.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
 

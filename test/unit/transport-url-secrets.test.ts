@@ -3,11 +3,11 @@
 import { createServer } from 'node:net';
 import { inspect } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { InvalidTransportURL } from '../../src/errors.js';
-import { createMemoryLogger, errorReplacer, type MemoryLogger } from '../../src/logger.js';
+import { InvalidTransportURL } from '../../src/core/errors.js';
+import { createMemoryLogger, errorReplacer, type MemoryLogger } from '../../src/core/logger.js';
 import { getRpcClient } from '../../src/rpc/client.js';
 import { getRpcTransport } from '../../src/transport.js';
-import { TransportURL } from '../../src/transport-url.js';
+import { TransportURL } from '../../src/core/transport-url.js';
 import { uniqueName } from '../../src/testing/wait.js';
 
 /** Fixed so that a failure reproduces; change it to explore other passwords. */

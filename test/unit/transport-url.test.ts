@@ -1,8 +1,8 @@
 // TransportURL: parse/format exactly as oslo (oslo-wire.md §3.1), and never show a password.
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { InvalidTransportURL } from '../../src/errors.js';
-import { redactString, redactUrlsIn, TransportURL } from '../../src/transport-url.js';
+import { InvalidTransportURL } from '../../src/core/errors.js';
+import { redactString, redactUrlsIn, TransportURL } from '../../src/core/transport-url.js';
 
 const SECRET = 'S3cr3tPa55';
 

@@ -1,10 +1,10 @@
 // transport.ts: scheme -> driver, option validation, default URL, redaction.
 import { inspect } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { InvalidArgument, InvalidTransportURL } from '../../src/errors.js';
-import { createMemoryLogger } from '../../src/logger.js';
+import { InvalidArgument, InvalidTransportURL } from '../../src/core/errors.js';
+import { createMemoryLogger } from '../../src/core/logger.js';
 import { DEFAULT_TRANSPORT_URL, getNotificationTransport, getRpcTransport, Transport } from '../../src/transport.js';
-import { TransportURL } from '../../src/transport-url.js';
+import { TransportURL } from '../../src/core/transport-url.js';
 
 const SECRET = 'hunter2-secret';
 const savedEnv = process.env.TIDINGS_TRANSPORT_URL;

@@ -1,8 +1,8 @@
 // Notification acks of one listener channel, coalesced: one basic.ack(multiple) per event-loop
 // turn for the deliveries settled in that turn, instead of one frame and one socket write each.
 import type { Channel, Message } from 'amqplib';
-import { AscendingIds } from '../../driver/ascending-ids.js';
-import type { Logger } from '../../logger.js';
+import { AscendingIds } from '../../structures/ascending-ids.js';
+import type { Logger } from '../../core/logger.js';
 
 /**
  * Tracks the deliveries of ONE channel that are handed out for later settling. `multiple` acks

@@ -1,19 +1,19 @@
 // The RabbitMQ driver, wire-compatible with oslo.messaging 14 (oslo-wire.md §1): sends, calls,
 // notifications and replies on one confirmed publisher connection; one connection per listener.
 import { EventEmitter } from 'eventemitter3';
-import { BaseDriver, type ConnectionState, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
-import type { DriverCapabilities } from '../../driver/capabilities.js';
-import { notificationAddress, requestAddress } from '../../driver/addressing.js';
-import { newHexId } from '../../driver/envelope.js';
-import type { ReplySender } from '../../driver/messages.js';
-import { PendingReplies, type PendingCall } from '../../driver/pending-replies.js';
-import { encodeNotification, encodeRpcRequest } from '../../driver/wire.js';
-import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
-import type { Listener } from '../../driver/listener.js';
-import type { Context, DriverMessage } from '../../driver/types.js';
-import { AbortError, InvalidState, MessageDeliveryFailure, MessageUndeliverable, MessagingError } from '../../errors.js';
-import type { Target } from '../../target.js';
-import { abortableSleep, retryAfterFirst } from '../../retry.js';
+import { BaseDriver, type ConnectionState, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../contract/base-driver.js';
+import type { DriverCapabilities } from '../../contract/capabilities.js';
+import { notificationAddress, requestAddress } from '../../contract/addressing.js';
+import { newHexId } from '../../contract/envelope.js';
+import type { ReplySender } from '../../contract/messages.js';
+import { PendingReplies, type PendingCall } from '../../contract/pending-replies.js';
+import { encodeNotification, encodeRpcRequest } from '../../contract/wire.js';
+import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
+import type { Listener } from '../../contract/listener.js';
+import type { Context, DriverMessage } from '../../contract/types.js';
+import { AbortError, InvalidState, MessageDeliveryFailure, MessageUndeliverable, MessagingError } from '../../core/errors.js';
+import type { Target } from '../../core/target.js';
+import { abortableSleep, retryAfterFirst } from '../../core/retry.js';
 import { AmqpListener } from './amqp-listener.js';
 import { AmqpConnection, type DriverEventEmitter } from './connection.js';
 import { resolveOptions, type ResolvedAmqpOptions } from './options.js';

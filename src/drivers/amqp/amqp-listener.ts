@@ -2,12 +2,12 @@
 // reconnect) and feeds deliveries to the shared inbound pipeline, which buffers for polling.
 // A delivery's generation is the id of the channel it came from.
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
-import { InboundPushSource, type ListenerKind } from '../../driver/inbound.js';
-import type { ReceivedMessage } from '../../driver/incoming-message.js';
-import type { NotificationMessage, ReplySender } from '../../driver/messages.js';
-import type { DeliveryStats } from '../../driver/delivery-stats.js';
-import type { Logger } from '../../logger.js';
-import { withRetry } from '../../retry.js';
+import { InboundPushSource, type ListenerKind } from '../../contract/inbound.js';
+import type { ReceivedMessage } from '../../contract/incoming-message.js';
+import type { NotificationMessage, ReplySender } from '../../contract/messages.js';
+import type { DeliveryStats } from '../../contract/delivery-stats.js';
+import type { Logger } from '../../core/logger.js';
+import { withRetry } from '../../core/retry.js';
 import { AckBatcher } from './ack-batcher.js';
 import type { AmqpConnection } from './connection.js';
 import { declareMismatch, isPreconditionFailed, toMessagingError } from './errors.js';

@@ -5,10 +5,10 @@ import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { connect, credentials, type ChannelModel, type Options, type SocketOptions } from 'amqplib';
 import { EventEmitter } from 'eventemitter3';
-import { newHexId } from '../../driver/envelope.js';
-import { ConnectionError, InvalidArgument, InvalidState, MessageDeliveryFailure } from '../../errors.js';
-import type { Logger } from '../../logger.js';
-import { abortableSleep, retryDelay } from '../../retry.js';
+import { newHexId } from '../../contract/envelope.js';
+import { ConnectionError, InvalidArgument, InvalidState, MessageDeliveryFailure } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import { abortableSleep, retryDelay } from '../../core/retry.js';
 import { toMessagingError } from './errors.js';
 import type { AmqpHost, ResolvedAmqpOptions } from './options.js';
 

@@ -1,6 +1,6 @@
 // Maps amqplib and socket errors into tidings' error tree; the raw error only rides as `cause`.
-import { ConnectionError, InvalidArgument, MessagingError } from '../../errors.js';
-import { redactUrlsIn } from '../../transport-url.js';
+import { ConnectionError, InvalidArgument, MessagingError } from '../../core/errors.js';
+import { redactUrlsIn } from '../../core/transport-url.js';
 
 /** AMQP reply codes that matter here. */
 export const AMQP_CODES = Object.freeze({ ACCESS_REFUSED: 403, RESOURCE_LOCKED: 405, PRECONDITION_FAILED: 406 });

@@ -1,6 +1,6 @@
 // Entry point of the RabbitMQ driver (`rabbit://`, `amqp://`, `kombu://`, `amqps://`), loaded
 // lazily by transport.ts. Also exports what tests and tools need to observe the driver.
-import type { BaseDriver, DriverInit } from '../../driver/base-driver.js';
+import type { BaseDriver, DriverInit } from '../../contract/base-driver.js';
 import { AmqpDriver } from './amqp-driver.js';
 
 export function createDriver(init: DriverInit): BaseDriver {

@@ -1,8 +1,8 @@
-// Options of the RabbitMQ driver as a table (src/driver/options.ts): oslo.messaging 14 defaults and
+// Options of the RabbitMQ driver as a table (src/contract/options.ts): oslo.messaging 14 defaults and
 // oslo's `[oslo_messaging_rabbit]` query names, plus what only RabbitMQ needs (hosts, vhost, amqps).
-import { booleanOption, customOption, defineDriverOptions, enumOption, intOption, msOption, secondsOption, stringOption, type OptionsOf } from '../../driver/options.js';
-import { InvalidArgument } from '../../errors.js';
-import type { TransportURL } from '../../transport-url.js';
+import { booleanOption, customOption, defineDriverOptions, enumOption, intOption, msOption, secondsOption, stringOption, type OptionsOf } from '../../contract/options.js';
+import { InvalidArgument } from '../../core/errors.js';
+import type { TransportURL } from '../../core/transport-url.js';
 
 const isPem = (v: unknown): v is string | Buffer => typeof v === 'string' || Buffer.isBuffer(v);
 

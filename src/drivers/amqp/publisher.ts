@@ -1,8 +1,8 @@
 // Confirmed publishing on the send connection: many publishes in flight on one ConfirmChannel,
 // each awaiting its own confirm; declares cached per connection; blocked/drain back-pressure.
 import type { Channel, ChannelModel, ConfirmChannel, Message, Options } from 'amqplib';
-import { AbortError, ConnectionError, MessageDeliveryFailure, MessageUndeliverable } from '../../errors.js';
-import type { Logger } from '../../logger.js';
+import { AbortError, ConnectionError, MessageDeliveryFailure, MessageUndeliverable } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
 import type { AmqpConnection } from './connection.js';
 import { declareMismatch, isPreconditionFailed, toMessagingError } from './errors.js';
 import type { ResolvedAmqpOptions } from './options.js';

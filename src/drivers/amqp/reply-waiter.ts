@@ -1,9 +1,9 @@
 // The caller side of RPC on RabbitMQ: one `reply_<hex>` queue per transport with one consumer
 // (oslo amqpdriver.py ReplyWaiter); replies go to the shared PendingReplies registry.
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
-import { newReplyAddress } from '../../driver/addressing.js';
-import type { PendingReplies } from '../../driver/pending-replies.js';
-import type { Logger } from '../../logger.js';
+import { newReplyAddress } from '../../contract/addressing.js';
+import type { PendingReplies } from '../../contract/pending-replies.js';
+import type { Logger } from '../../core/logger.js';
 import type { AmqpConnection } from './connection.js';
 import { toMessagingError } from './errors.js';
 import type { ResolvedAmqpOptions } from './options.js';

@@ -1,7 +1,7 @@
 // The exchanges and queues oslo.messaging 14 declares (oslo-wire.md §1.2), as pure functions of
 // the options, so both sides of a mixed Python/TypeScript deployment declare identical objects.
 import type { Options } from 'amqplib';
-import { fanoutAddress, newFanoutQueueName, notificationQueueName, serverAddress, topicAddress } from '../../driver/addressing.js';
+import { fanoutAddress, newFanoutQueueName, notificationQueueName, serverAddress, topicAddress } from '../../contract/addressing.js';
 import type { AmqpOptions } from './options.js';
 
 export interface ExchangeDecl {

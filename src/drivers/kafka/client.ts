@@ -2,8 +2,8 @@
 // make topics, run a group consumer, commit) and nothing else. kafkajs-client.ts and
 // platformatic-client.ts (`?client=platformatic`) implement it; each is imported only when a
 // transport first needs it, so an application loads the one library it chose.
-import { DriverLoadFailure } from '../../errors.js';
-import type { Logger } from '../../logger.js';
+import { DriverLoadFailure } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
 import type { ResolvedKafkaOptions } from './options.js';
 
 /** A record to produce. */

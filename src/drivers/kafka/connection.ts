@@ -1,7 +1,7 @@
 // The client of one transport: loads the chosen client library on first use and coalesces
 // produced records into shared produce requests (one per event-loop turn, or per `linger`).
-import type { Logger } from '../../logger.js';
-import { InvalidState } from '../../errors.js';
+import type { Logger } from '../../core/logger.js';
+import { InvalidState } from '../../core/errors.js';
 import { loadClient, type KafkaClientAdapter, type OutgoingRecord } from './client.js';
 import type { ResolvedKafkaOptions } from './options.js';
 

@@ -1,7 +1,7 @@
 // Maps kafkajs and @platformatic/kafka errors into tidings' error tree; the raw error only rides
 // as `cause`, and its `retriable` flag (both libraries set one) carries over.
-import { ConnectionError, MessageDeliveryFailure, MessagingError } from '../../errors.js';
-import { redactUrlsIn } from '../../transport-url.js';
+import { ConnectionError, MessageDeliveryFailure, MessagingError } from '../../core/errors.js';
+import { redactUrlsIn } from '../../core/transport-url.js';
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);

@@ -1,6 +1,6 @@
 // Entry point of the Kafka driver (`kafka://`), loaded lazily by transport.ts; the client library
 // it uses (kafkajs, or @platformatic/kafka with `?client=platformatic`) is loaded on first use.
-import type { BaseDriver, DriverInit } from '../../driver/base-driver.js';
+import type { BaseDriver, DriverInit } from '../../contract/base-driver.js';
 import { KafkaDriver } from './kafka-driver.js';
 
 export function createDriver(init: DriverInit): BaseDriver {

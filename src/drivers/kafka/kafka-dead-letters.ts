@@ -1,9 +1,9 @@
 // The Kafka driver's dead letters (`tidings dead-letters`): the records of `<address>.dlq`. A
 // Kafka topic cannot delete one record, so removal is a marker record in the same topic naming
 // the ids it removes; every operation reads the whole topic (up to its end) and skips removed ids.
-import type { DeadLetter, DeadLetterQuery, DeadLetterStore } from '../../driver/dead-letters.js';
-import { InvalidArgument } from '../../errors.js';
-import type { Logger } from '../../logger.js';
+import type { DeadLetter, DeadLetterQuery, DeadLetterStore } from '../../contract/dead-letters.js';
+import { InvalidArgument } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
 import type { IncomingRecord } from './client.js';
 import type { KafkaConnection } from './connection.js';
 import type { ResolvedKafkaOptions } from './options.js';

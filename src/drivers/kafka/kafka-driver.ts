@@ -1,17 +1,17 @@
 // The Kafka driver: oslo.messaging's Kafka notifications (oslo-wire.md §2) with at-least-once
 // listeners, pools as consumer groups, requeue through retry topics and dead letters; and RPC,
 // which oslo has not over Kafka (kafka-rpc.ts).
-import { BaseDriver, type ConnectionState, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
-import type { DriverCapabilities } from '../../driver/capabilities.js';
-import type { DeadLetterStore } from '../../driver/dead-letters.js';
-import type { IncomingMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
-import type { Listener } from '../../driver/listener.js';
-import type { Context, DriverMessage } from '../../driver/types.js';
-import { encodeNotification } from '../../driver/wire.js';
-import { PendingReplies } from '../../driver/pending-replies.js';
-import { MessageDeliveryFailure, MessagingError } from '../../errors.js';
-import { retryAfterFirst } from '../../retry.js';
-import type { Target } from '../../target.js';
+import { BaseDriver, type ConnectionState, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../contract/base-driver.js';
+import type { DriverCapabilities } from '../../contract/capabilities.js';
+import type { DeadLetterStore } from '../../contract/dead-letters.js';
+import type { IncomingMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
+import type { Listener } from '../../contract/listener.js';
+import type { Context, DriverMessage } from '../../contract/types.js';
+import { encodeNotification } from '../../contract/wire.js';
+import { PendingReplies } from '../../contract/pending-replies.js';
+import { MessageDeliveryFailure, MessagingError } from '../../core/errors.js';
+import { retryAfterFirst } from '../../core/retry.js';
+import type { Target } from '../../core/target.js';
 import { recordKey } from './client.js';
 import { KafkaConnection } from './connection.js';
 import { KafkaDeadLetters } from './kafka-dead-letters.js';

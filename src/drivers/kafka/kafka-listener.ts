@@ -12,13 +12,13 @@
 // known (`carried`), at the moment this one reads its start positions. So records of a newly owned
 // partition are held for HANDOVER_GRACE_MS, the group's committed offsets are read again, and
 // what lies below them (handled by the previous owner) is committed past, not run twice.
-import { requeueReason } from '../../driver/dead-letters.js';
-import type { ConsumerLag, DeliveryStats } from '../../driver/delivery-stats.js';
-import { NotificationInbound, type DeliverySettler } from '../../driver/inbound.js';
-import type { IncomingMessage } from '../../driver/incoming-message.js';
-import type { NotificationMessage } from '../../driver/messages.js';
-import type { ListenerSink, PushSource } from '../../driver/push-listener.js';
-import type { Logger } from '../../logger.js';
+import { requeueReason } from '../../contract/dead-letters.js';
+import type { ConsumerLag, DeliveryStats } from '../../contract/delivery-stats.js';
+import { NotificationInbound, type DeliverySettler } from '../../contract/inbound.js';
+import type { IncomingMessage } from '../../contract/incoming-message.js';
+import type { NotificationMessage } from '../../contract/messages.js';
+import type { ListenerSink, PushSource } from '../../contract/push-listener.js';
+import type { Logger } from '../../core/logger.js';
 import { partitionKey, type Assignment, type IncomingRecord, type KafkaClientAdapter, type KafkaConsumerHandle } from './client.js';
 import type { KafkaConnection } from './connection.js';
 import { PartitionOffsets } from './offset-tracker.js';

@@ -2,21 +2,21 @@
 // exchange: each request to one server), `<topic>.<server>` (a group per server name) and
 // `<topic>_fanout` (read by every server directly, no group); replies on a `reply_<hex>` topic per
 // transport read directly from its end, so a call never pays a group join. oslo's rules (reply
-// matching, timeouts, ack on receipt, dedupe) are the shared ones in src/driver.
-import { fanoutAddress, newReplyAddress, requestAddress } from '../../driver/addressing.js';
-import type { SendOptions } from '../../driver/base-driver.js';
-import { decodeBody, newHexId } from '../../driver/envelope.js';
-import { RpcInbound, type DeliverySettler } from '../../driver/inbound.js';
-import type { RpcIncomingMessage } from '../../driver/incoming-message.js';
-import type { ReplySender } from '../../driver/messages.js';
-import type { PendingCall, PendingReplies } from '../../driver/pending-replies.js';
-import type { ListenerSink, PushSource } from '../../driver/push-listener.js';
-import type { Context, DriverMessage } from '../../driver/types.js';
-import { encodeRpcRequest } from '../../driver/wire.js';
-import { MessageDeliveryFailure, MessagingError } from '../../errors.js';
-import type { Logger } from '../../logger.js';
-import { withRetry } from '../../retry.js';
-import type { Target } from '../../target.js';
+// matching, timeouts, ack on receipt, dedupe) are the shared ones in src/contract.
+import { fanoutAddress, newReplyAddress, requestAddress } from '../../contract/addressing.js';
+import type { SendOptions } from '../../contract/base-driver.js';
+import { decodeBody, newHexId } from '../../contract/envelope.js';
+import { RpcInbound, type DeliverySettler } from '../../contract/inbound.js';
+import type { RpcIncomingMessage } from '../../contract/incoming-message.js';
+import type { ReplySender } from '../../contract/messages.js';
+import type { PendingCall, PendingReplies } from '../../contract/pending-replies.js';
+import type { ListenerSink, PushSource } from '../../contract/push-listener.js';
+import type { Context, DriverMessage } from '../../contract/types.js';
+import { encodeRpcRequest } from '../../contract/wire.js';
+import { MessageDeliveryFailure, MessagingError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import { withRetry } from '../../core/retry.js';
+import type { Target } from '../../core/target.js';
 import { partitionKey, type IncomingRecord, type KafkaConsumerHandle, type KafkaReaderHandle, type OutgoingRecord } from './client.js';
 import type { KafkaConnection } from './connection.js';
 import type { ResolvedKafkaOptions } from './options.js';

@@ -17,8 +17,8 @@ import {
   type Producer,
   type SASLOptions,
 } from 'kafkajs';
-import { ConnectionError, InvalidArgument } from '../../errors.js';
-import type { Logger } from '../../logger.js';
+import { ConnectionError, InvalidArgument } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
 import type { Assignment, ConsumerHandlers, ConsumerSettings, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle, KafkaReaderHandle, OutgoingRecord, CommitOffset, ReaderSettings } from './client.js';
 import { partitionKey, partitionLag } from './client.js';
 import { isUnsupportedApi, toMessagingError } from './errors.js';

@@ -2,8 +2,8 @@
 // so a call never waits for a group join. kafkajs has no public assign(); the reader drives
 // kafkajs's own cluster (metadata, ListOffsets, Fetch) through the Kafka instance's cluster factory.
 import type { Kafka } from 'kafkajs';
-import { ConnectionError } from '../../errors.js';
-import type { Logger } from '../../logger.js';
+import { ConnectionError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
 import { partitionKey, type IncomingRecord, type KafkaReaderHandle, type ReaderSettings } from './client.js';
 import { toMessagingError } from './errors.js';
 import type { ResolvedKafkaOptions } from './options.js';

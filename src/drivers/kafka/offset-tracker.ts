@@ -4,7 +4,7 @@
 // past the highest settled when none is). Offsets are numbers: a Kafka offset stays far below 2^53
 // (at a million records a second, one partition reaches it after 285 years), and a number costs
 // less to parse and compare than a bigint for every record.
-import { AscendingIds } from '../../driver/ascending-ids.js';
+import { AscendingIds } from '../../structures/ascending-ids.js';
 
 /** One partition's records handed out in this group generation, in offset order. */
 export class PartitionOffsets {

@@ -1,8 +1,8 @@
-// Options of the Kafka driver as a table (src/driver/options.ts): oslo.messaging 14's
+// Options of the Kafka driver as a table (src/contract/options.ts): oslo.messaging 14's
 // `[oslo_messaging_kafka]` names where oslo has one, plus what tidings adds (client, acks, commits).
-import { booleanOption, customOption, defineDriverOptions, enumOption, intOption, msOption, secondsOption, stringOption, type OptionsOf } from '../../driver/options.js';
-import type { DriverMessage } from '../../driver/types.js';
-import type { TransportURL } from '../../transport-url.js';
+import { booleanOption, customOption, defineDriverOptions, enumOption, intOption, msOption, secondsOption, stringOption, type OptionsOf } from '../../contract/options.js';
+import type { DriverMessage } from '../../contract/types.js';
+import type { TransportURL } from '../../core/transport-url.js';
 
 /** A function choosing a notification's record key (per-key order); undefined = no key. */
 export type KeyFunction = (notification: DriverMessage, topic: string) => string | undefined;

@@ -15,8 +15,8 @@ import {
   type MessagesStream,
   type SASLOptions,
 } from '@platformatic/kafka';
-import { NotSupportedError, ConnectionError, type MessagingError } from '../../errors.js';
-import type { Logger } from '../../logger.js';
+import { NotSupportedError, ConnectionError, type MessagingError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
 import type { Assignment, CommitOffset, ConsumerHandlers, ConsumerSettings, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle, KafkaReaderHandle, OutgoingRecord, ReaderSettings } from './client.js';
 import { partitionKey, partitionLag } from './client.js';
 import { isUnsupportedApi, toMessagingError } from './errors.js';

@@ -1,8 +1,8 @@
 // Kafka topic names for oslo's addresses (oslo-wire.md §2): `<topic>.<priority>` (+ `.<vhost>`),
 // and the topics tidings adds per consumer group: a retry topic for requeues and a dead-letter topic.
 import { createHash } from 'node:crypto';
-import { notificationAddress } from '../../driver/addressing.js';
-import type { Priority } from '../../driver/types.js';
+import { notificationAddress } from '../../contract/addressing.js';
+import type { Priority } from '../../contract/types.js';
 
 /** Kafka's limit on a topic name's length. */
 const MAX_TOPIC_LENGTH = 249;

@@ -1,6 +1,6 @@
 // Entry point of the memory:// driver, loaded lazily by src/transport.ts. Tests reach the
 // in-process broker through getMemoryBroker() / resetMemoryBrokers() from this module.
-import type { BaseDriver, DriverInit } from '../../driver/base-driver.js';
+import type { BaseDriver, DriverInit } from '../../contract/base-driver.js';
 import { MemoryDriver } from './memory-driver.js';
 
 /** The DriverModule factory `transport.ts` calls for `memory://` URLs. */

@@ -2,8 +2,8 @@
 // round-robin consumers with prefetch, ack/reject/requeue, per-message expiration) so that
 // memory:// behaves like rabbit://. One broker per virtual host, process-global, so two
 // transports on the same URL talk.
-import { Fifo } from '../../driver/fifo.js';
-import { InvalidArgument } from '../../errors.js';
+import { Fifo } from '../../structures/fifo.js';
+import { InvalidArgument } from '../../core/errors.js';
 
 /** A message as a consumer receives it. `body` is the JSON string that was published. */
 export interface MemoryDelivery {

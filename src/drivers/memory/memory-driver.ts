@@ -1,19 +1,19 @@
 // The memory:// driver: the embedded default transport and the reference implementation of
 // the driver contract. Same topology, envelope and acknowledgement rules as oslo's rabbit driver.
-import { fanoutAddress, newReplyAddress, notificationAddress, requestAddress } from '../../driver/addressing.js';
-import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../driver/base-driver.js';
-import type { DriverCapabilities } from '../../driver/capabilities.js';
-import { newHexId } from '../../driver/envelope.js';
-import type { ListenerKind } from '../../driver/inbound.js';
-import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../driver/incoming-message.js';
-import type { Listener } from '../../driver/listener.js';
-import type { ReplySender } from '../../driver/messages.js';
-import { PendingReplies } from '../../driver/pending-replies.js';
-import type { Context, DriverMessage } from '../../driver/types.js';
-import { encodeNotification, encodeRpcRequest } from '../../driver/wire.js';
-import { MessageDeliveryFailure } from '../../errors.js';
-import type { LogFields } from '../../logger.js';
-import type { Target } from '../../target.js';
+import { fanoutAddress, newReplyAddress, notificationAddress, requestAddress } from '../../contract/addressing.js';
+import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../contract/base-driver.js';
+import type { DriverCapabilities } from '../../contract/capabilities.js';
+import { newHexId } from '../../contract/envelope.js';
+import type { ListenerKind } from '../../contract/inbound.js';
+import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
+import type { Listener } from '../../contract/listener.js';
+import type { ReplySender } from '../../contract/messages.js';
+import { PendingReplies } from '../../contract/pending-replies.js';
+import type { Context, DriverMessage } from '../../contract/types.js';
+import { encodeNotification, encodeRpcRequest } from '../../contract/wire.js';
+import { MessageDeliveryFailure } from '../../core/errors.js';
+import type { LogFields } from '../../core/logger.js';
+import type { Target } from '../../core/target.js';
 import { getMemoryBroker, type MemoryBroker } from './memory-broker.js';
 import { MemoryListener } from './memory-listener.js';
 import { resolveMemoryOptions, type MemoryDriverOptions } from './options.js';

@@ -1,10 +1,10 @@
 // The memory:// listener: broker consumers on oslo's queues (declared by topology.ts) pushing
 // through the shared inbound pipeline into the listener.
-import { InboundPushSource, type ListenerKind } from '../../driver/inbound.js';
-import type { ReceivedMessage } from '../../driver/incoming-message.js';
-import type { DeliveryStats } from '../../driver/delivery-stats.js';
-import type { ReplySender } from '../../driver/messages.js';
-import type { Logger } from '../../logger.js';
+import { InboundPushSource, type ListenerKind } from '../../contract/inbound.js';
+import type { ReceivedMessage } from '../../contract/incoming-message.js';
+import type { DeliveryStats } from '../../contract/delivery-stats.js';
+import type { ReplySender } from '../../contract/messages.js';
+import type { Logger } from '../../core/logger.js';
 import type { MemoryBroker, MemoryConsumer, MemoryDelivery } from './memory-broker.js';
 import type { ListenerQueues } from './topology.js';
 

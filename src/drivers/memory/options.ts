@@ -1,7 +1,7 @@
-// Options of the memory:// driver as a table (src/driver/options.ts): frozen DEFAULTS, validation
+// Options of the memory:// driver as a table (src/contract/options.ts): frozen DEFAULTS, validation
 // that names the field, and URL query keys (`memory:///vhost?prefetch_count=10`) onto the same fields.
-import { defineDriverOptions, intOption, type OptionsOf } from '../../driver/options.js';
-import type { TransportURL } from '../../transport-url.js';
+import { defineDriverOptions, intOption, type OptionsOf } from '../../contract/options.js';
+import type { TransportURL } from '../../core/transport-url.js';
 
 const FIELDS = {
   /**

@@ -1,6 +1,6 @@
 // The exchanges, queues and bindings memory:// declares: oslo's rabbit topology (oslo-wire.md
 // §1.2) on the in-process broker, so memory:// routes exactly like rabbit://.
-import { fanoutAddress, newFanoutQueueName, notificationQueueName, serverAddress, topicAddress } from '../../driver/addressing.js';
+import { fanoutAddress, newFanoutQueueName, notificationQueueName, serverAddress, topicAddress } from '../../contract/addressing.js';
 import type { MemoryBroker } from './memory-broker.js';
 
 /** What a listener consumes, and which of those queues are its own (deleted on its cleanup). */

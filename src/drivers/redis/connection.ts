@@ -4,8 +4,8 @@
 // URL only.
 import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions as IoRedisOptions } from 'ioredis';
-import { InvalidArgument } from '../../errors.js';
-import type { Logger } from '../../logger.js';
+import { InvalidArgument } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
 import { isBusyGroup, isOutOfMemory, noteConnectionError } from './errors.js';
 import { SCRIPTS, type ScriptName } from './scripts/index.js';
 import type { ResolvedRedisOptions } from './options.js';

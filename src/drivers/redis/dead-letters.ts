@@ -1,8 +1,8 @@
 // The Redis driver's dead letters (`tidings dead-letters`): entries that the claim script or a
 // malformed-entry reject moved to a topic shard's `:dead` stream with x-* metadata (scripts/index.ts).
-import type { DeadLetter, DeadLetterQuery, DeadLetterStore } from '../../driver/dead-letters.js';
-import { isPriority } from '../../driver/types.js';
-import { InvalidArgument } from '../../errors.js';
+import type { DeadLetter, DeadLetterQuery, DeadLetterStore } from '../../contract/dead-letters.js';
+import { isPriority } from '../../contract/types.js';
+import { InvalidArgument } from '../../core/errors.js';
 import { runScript, type RedisClient } from './connection.js';
 import { toMessagingError } from './errors.js';
 import { BODY_FIELD, hashTagOf, TopicKeys, topicShards } from './topology.js';

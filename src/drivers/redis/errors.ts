@@ -1,6 +1,6 @@
 // Maps ioredis and socket errors into tidings' error tree; the raw error only rides as `cause`.
-import { ConnectionError, MessageDeliveryFailure, MessagingError } from '../../errors.js';
-import { redactUrlsIn } from '../../transport-url.js';
+import { ConnectionError, MessageDeliveryFailure, MessagingError } from '../../core/errors.js';
+import { redactUrlsIn } from '../../core/transport-url.js';
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);

@@ -1,6 +1,6 @@
 // Entry point of the Redis driver (`redis://`, `rediss://`, `redis+sentinel://`), loaded lazily
 // by transport.ts. Also exports what tests and tools need: options and key names.
-import type { BaseDriver, DriverInit } from '../../driver/base-driver.js';
+import type { BaseDriver, DriverInit } from '../../contract/base-driver.js';
 import { RedisDriver } from './redis-driver.js';
 
 export function createDriver(init: DriverInit): BaseDriver {

@@ -1,8 +1,8 @@
-// Options of the Redis driver as a table (src/driver/options.ts): key layout, leases, dead letters,
+// Options of the Redis driver as a table (src/contract/options.ts): key layout, leases, dead letters,
 // GC periods and connection settings, plus what comes from the URL itself (hosts, db, mode, TLS).
-import { booleanOption, defineDriverOptions, intOption, msOption, stringOption, type OptionsOf } from '../../driver/options.js';
-import { InvalidArgument, InvalidTransportURL } from '../../errors.js';
-import type { TransportURL } from '../../transport-url.js';
+import { booleanOption, defineDriverOptions, intOption, msOption, stringOption, type OptionsOf } from '../../contract/options.js';
+import { InvalidArgument, InvalidTransportURL } from '../../core/errors.js';
+import type { TransportURL } from '../../core/transport-url.js';
 
 /*
  * oslo.messaging has no Redis driver, so the query names are tidings' own, snake_case with the

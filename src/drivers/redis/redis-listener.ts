@@ -1,13 +1,13 @@
 // A listener on Redis Streams: blocking XREADGROUP readers (one connection each) feed the shared
 // inbound pipeline; settling, lease extension, claims of expired leases, dead letters and GC run
 // on the driver's command connection. RPC requests are read with NOACK (acknowledged on receipt).
-import { requeueReason } from '../../driver/dead-letters.js';
-import { NotificationInbound, RpcInbound, type DeliverySettler } from '../../driver/inbound.js';
-import type { ReceivedMessage } from '../../driver/incoming-message.js';
-import type { ConsumerLag, DeliveryStats } from '../../driver/delivery-stats.js';
-import type { ReplySender } from '../../driver/messages.js';
-import type { ListenerSink, PushSource } from '../../driver/push-listener.js';
-import type { Logger } from '../../logger.js';
+import { requeueReason } from '../../contract/dead-letters.js';
+import { NotificationInbound, RpcInbound, type DeliverySettler } from '../../contract/inbound.js';
+import type { ReceivedMessage } from '../../contract/incoming-message.js';
+import type { ConsumerLag, DeliveryStats } from '../../contract/delivery-stats.js';
+import type { ReplySender } from '../../contract/messages.js';
+import type { ListenerSink, PushSource } from '../../contract/push-listener.js';
+import type { Logger } from '../../core/logger.js';
 import { closeClient, createGroup, runScript, type RedisClient } from './connection.js';
 import { isNoGroup, toMessagingError } from './errors.js';
 import type { ResolvedRedisOptions } from './options.js';

@@ -1,8 +1,8 @@
 // Key names of the Redis driver. Every key of one topic (and shard) carries one hash tag
 // `{<exchange>:<topic>}` so that a Lua script touching several of them works in Redis Cluster.
-// oslo's addresses (src/driver/addressing.ts) name the parts; groups are pools.
-import { notificationAddress, serverAddress, topicAddress } from '../../driver/addressing.js';
-import type { Priority } from '../../driver/types.js';
+// oslo's addresses (src/contract/addressing.ts) name the parts; groups are pools.
+import { notificationAddress, serverAddress, topicAddress } from '../../contract/addressing.js';
+import type { Priority } from '../../contract/types.js';
 
 /** The consumer group of RPC servers on every RPC stream (shared topic, named server, fanout inbox). */
 export const SERVER_GROUP = 'servers';

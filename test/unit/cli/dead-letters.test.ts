@@ -3,8 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../../src/cli/run-cli.js';
-import type { DriverInit } from '../../../src/driver/base-driver.js';
-import type { DeadLetter, DeadLetterQuery, DeadLetterStore } from '../../../src/driver/dead-letters.js';
+import type { DriverInit } from '../../../src/contract/base-driver.js';
+import type { DeadLetter, DeadLetterQuery, DeadLetterStore } from '../../../src/contract/dead-letters.js';
 import { MemoryDriver } from '../../../src/drivers/memory/index.js';
 import { registerDriver } from '../../../src/transport.js';
 import { captureIO } from '../../support/cli-io.js';

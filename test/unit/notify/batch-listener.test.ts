@@ -1,7 +1,7 @@
 // Batch notification listeners over memory://: oslo's 205/100 test, one stopwatch per batch,
 // one array per priority group, whole-group requeue, option validation.
 import { describe, expect, it } from 'vitest';
-import { InvalidArgument } from '../../../src/errors.js';
+import { InvalidArgument } from '../../../src/core/errors.js';
 import type { Transport } from '../../../src/transport.js';
 import { Notifier } from '../../../src/notify/notifier.js';
 import { NotificationResult, type NotificationBatchItem } from '../../../src/notify/dispatcher.js';

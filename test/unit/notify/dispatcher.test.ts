@@ -1,9 +1,9 @@
 // Dispatcher logic without a broker: endpoint order, results, exceptions, filters, batch grouping.
 import { describe, expect, it } from 'vitest';
-import { InvalidArgument } from '../../../src/errors.js';
-import { createMemoryLogger } from '../../../src/logger.js';
-import { IncomingMessage } from '../../../src/driver/incoming-message.js';
-import type { Context, DriverMessage, ReceivedNotification } from '../../../src/driver/types.js';
+import { InvalidArgument } from '../../../src/core/errors.js';
+import { createMemoryLogger } from '../../../src/core/logger.js';
+import { IncomingMessage } from '../../../src/contract/incoming-message.js';
+import type { Context, DriverMessage, ReceivedNotification } from '../../../src/contract/types.js';
 import {
   BatchNotificationDispatcher,
   NotificationDispatcher,
@@ -13,7 +13,7 @@ import {
   type NotificationMetadata,
 } from '../../../src/notify/dispatcher.js';
 import { NotificationFilter } from '../../../src/notify/filter.js';
-import { requeueReason } from '../../../src/driver/dead-letters.js';
+import { requeueReason } from '../../../src/contract/dead-letters.js';
 import { deferred } from '../../../src/testing/wait.js';
 
 /** Our own contract class, settled in memory: enough to drive the dispatcher. */

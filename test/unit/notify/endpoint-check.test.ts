@@ -1,7 +1,7 @@
 // Endpoints without a priority method fail at construction with InvalidArgument naming the
 // endpoint's index, the priorities it could have and, for a near-miss name, a suggestion.
 import { describe, expect, it } from 'vitest';
-import { InvalidArgument } from '../../../src/errors.js';
+import { InvalidArgument } from '../../../src/core/errors.js';
 import { NotificationFilter } from '../../../src/notify/filter.js';
 import { getBatchNotificationListener, getNotificationListener } from '../../../src/notify/listener.js';
 import { useNotifyHarness } from './harness.js';

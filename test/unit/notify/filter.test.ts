@@ -1,6 +1,6 @@
 // NotificationFilter: Python re.match semantics (anchored at the start only) and dict filters.
 import { describe, expect, it } from 'vitest';
-import { InvalidArgument } from '../../../src/errors.js';
+import { InvalidArgument } from '../../../src/core/errors.js';
 import { NotificationFilter } from '../../../src/notify/filter.js';
 
 const meta = { message_id: 'm-1', timestamp: '2024-05-01 10:00:00.123000' };

@@ -1,11 +1,11 @@
 // Notification listeners end to end over memory://: priorities, pools, requeue, errors,
 // filters, back-pressure, draining on stop, lifecycle order and bad input.
 import { describe, expect, it } from 'vitest';
-import { InvalidArgument, InvalidState, InvalidTarget, NotSupportedError } from '../../../src/errors.js';
-import { createMemoryLogger } from '../../../src/logger.js';
-import { Target } from '../../../src/target.js';
+import { InvalidArgument, InvalidState, InvalidTarget, NotSupportedError } from '../../../src/core/errors.js';
+import { createMemoryLogger } from '../../../src/core/logger.js';
+import { Target } from '../../../src/core/target.js';
 import type { Transport } from '../../../src/transport.js';
-import { PRIORITIES, type Context, type Priority } from '../../../src/driver/types.js';
+import { PRIORITIES, type Context, type Priority } from '../../../src/contract/types.js';
 import { Notifier } from '../../../src/notify/notifier.js';
 import { NotificationFilter } from '../../../src/notify/filter.js';
 import { NotificationResult, type HandlerFailure, type NotificationMetadata } from '../../../src/notify/dispatcher.js';

@@ -1,13 +1,13 @@
 // Notifier: the §1.10 body, routing per topic and priority, driver kinds, validation and failures.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { InvalidArgument, MessageDeliveryFailure, MessagingError } from '../../../src/errors.js';
-import { createMemoryLogger } from '../../../src/logger.js';
-import { JsonPayloadSerializer } from '../../../src/serializer.js';
-import { Target } from '../../../src/target.js';
+import { InvalidArgument, MessageDeliveryFailure, MessagingError } from '../../../src/core/errors.js';
+import { createMemoryLogger } from '../../../src/core/logger.js';
+import { JsonPayloadSerializer } from '../../../src/core/serializer.js';
+import { Target } from '../../../src/core/target.js';
 import { getNotificationTransport, type Transport } from '../../../src/transport.js';
-import { PRIORITIES, type Context } from '../../../src/driver/types.js';
-import type { NotificationSendOptions } from '../../../src/driver/base-driver.js';
+import { PRIORITIES, type Context } from '../../../src/contract/types.js';
+import type { NotificationSendOptions } from '../../../src/contract/base-driver.js';
 import { Notifier, formatTimestamp } from '../../../src/notify/notifier.js';
 import { TestNotificationSink, maskSecrets, type NotificationBody } from '../../../src/notify/notifier-drivers.js';
 import { NOTIFY_CHANNELS, type NotificationSentEvent } from '../../../src/notify/instrumentation.js';

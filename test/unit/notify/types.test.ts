@@ -1,6 +1,6 @@
 // Type-level checks of the public notification API: endpoint shapes users write compile.
 import { describe, expectTypeOf, it } from 'vitest';
-import type { Context } from '../../../src/driver/types.js';
+import type { Context } from '../../../src/contract/types.js';
 import type { Transport } from '../../../src/transport.js';
 import {
   NotificationFilter,

@@ -9,10 +9,10 @@ import {
   RemoteError,
   RPCVersionCapError,
   UnsupportedVersion,
-} from '../../../src/errors.js';
-import { defaultRemoteErrorRegistry } from '../../../src/driver/remote-error.js';
-import { NoOpSerializer } from '../../../src/serializer.js';
-import { Target } from '../../../src/target.js';
+} from '../../../src/core/errors.js';
+import { defaultRemoteErrorRegistry } from '../../../src/contract/remote-error.js';
+import { NoOpSerializer } from '../../../src/core/serializer.js';
+import { Target } from '../../../src/core/target.js';
 import { getRpcClient } from '../../../src/rpc/client.js';
 import type { RpcMeta } from '../../../src/rpc/endpoint.js';
 import { deferred, waitFor } from '../../../src/testing/wait.js';

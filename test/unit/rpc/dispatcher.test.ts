@@ -1,8 +1,8 @@
 import { describe, it, expect, vi, afterEach } from 'vitest';
-import { InvalidArgument, MalformedMessage, NoSuchMethod, UnsupportedVersion } from '../../../src/errors.js';
-import { createMemoryLogger } from '../../../src/logger.js';
-import { JsonPayloadSerializer, NoOpSerializer } from '../../../src/serializer.js';
-import { Target } from '../../../src/target.js';
+import { InvalidArgument, MalformedMessage, NoSuchMethod, UnsupportedVersion } from '../../../src/core/errors.js';
+import { createMemoryLogger } from '../../../src/core/logger.js';
+import { JsonPayloadSerializer, NoOpSerializer } from '../../../src/core/serializer.js';
+import { Target } from '../../../src/core/target.js';
 import { LegacyRpcAccessPolicy } from '../../../src/rpc/access-policy.js';
 import { RpcDispatcher, type DispatchOutcome } from '../../../src/rpc/dispatcher.js';
 import { expectedExceptions, type RpcMeta } from '../../../src/rpc/endpoint.js';

@@ -1,7 +1,7 @@
 // A driver-free RpcIncomingMessage for dispatcher tests: records replies and heartbeats.
-import { RpcIncomingMessage, type RpcReply } from '../../../src/driver/incoming-message.js';
-import type { Context, DriverMessage, RpcRequest } from '../../../src/driver/types.js';
-import { parseRpcRequest } from '../../../src/driver/wire.js';
+import { RpcIncomingMessage, type RpcReply } from '../../../src/contract/incoming-message.js';
+import type { Context, DriverMessage, RpcRequest } from '../../../src/contract/types.js';
+import { parseRpcRequest } from '../../../src/contract/wire.js';
 
 export class FakeRpcIncoming extends RpcIncomingMessage {
   readonly replies: RpcReply[] = [];

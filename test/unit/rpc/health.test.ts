@@ -1,7 +1,7 @@
 // Health and discovery on memory://: RpcClient.ping()/discover(), the ping endpoint's detail and
 // default, transport.health() and its redacted lastError.
 import { afterEach, describe, expect, it } from 'vitest';
-import { InvalidArgument, MessagingTimeout, NotSupportedError } from '../../../src/errors.js';
+import { InvalidArgument, MessagingTimeout, NotSupportedError } from '../../../src/core/errors.js';
 import { getRpcClient } from '../../../src/rpc/client.js';
 import { PING_METHOD, RpcDispatcher } from '../../../src/rpc/dispatcher.js';
 import { RPC_SERVER_DEFAULTS } from '../../../src/rpc/server.js';

@@ -1,7 +1,7 @@
 import diagnostics from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ConnectionError, InvalidArgument, InvalidState, InvalidTarget, MessagingTimeout, ServerListenError } from '../../../src/errors.js';
-import { createMemoryLogger } from '../../../src/logger.js';
+import { ConnectionError, InvalidArgument, InvalidState, InvalidTarget, MessagingTimeout, ServerListenError } from '../../../src/core/errors.js';
+import { createMemoryLogger } from '../../../src/core/logger.js';
 import { getRpcClient } from '../../../src/rpc/client.js';
 import { expectedExceptions } from '../../../src/rpc/endpoint.js';
 import { RPC_CHANNELS } from '../../../src/rpc/instrumentation.js';

@@ -1,6 +1,6 @@
 // Type tests for the public generics of the RPC client; the runtime part only builds clients.
 import { describe, it, expectTypeOf } from 'vitest';
-import { Target } from '../../../src/target.js';
+import { Target } from '../../../src/core/target.js';
 import type { RpcClient } from '../../../src/rpc/client.js';
 import type { RpcArgs, RpcMeta, RpcMethodName, RpcResult, UntypedApi } from '../../../src/rpc/endpoint.js';
 

@@ -1,8 +1,8 @@
 // Events by name over memory://: listener.on(glob, handler) beside priority endpoints, the glob's
 // meaning, the priorities it subscribes to, batch listeners, and bad or late registrations.
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { InvalidArgument, InvalidState } from '../../../src/errors.js';
-import { PRIORITIES, type Context } from '../../../src/driver/types.js';
+import { InvalidArgument, InvalidState } from '../../../src/core/errors.js';
+import { PRIORITIES, type Context } from '../../../src/contract/types.js';
 import { Notifier } from '../../../src/notify/notifier.js';
 import { NotificationResult, type HandlerFailure } from '../../../src/notify/dispatcher.js';
 import { eventTypeGlob, type NotificationEventMetadata } from '../../../src/notify/event-routes.js';

@@ -1,12 +1,12 @@
 // One behaviour suite for every Standard Schema library: each library's test file builds the
 // same schemas with its own API and runs this over memory:// (RPC contracts and payload schemas).
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { InvalidArgument } from '../../../src/errors.js';
-import { createMemoryLogger } from '../../../src/logger.js';
-import { remoteOrigin } from '../../../src/driver/remote-error.js';
+import { InvalidArgument } from '../../../src/core/errors.js';
+import { createMemoryLogger } from '../../../src/core/logger.js';
+import { remoteOrigin } from '../../../src/contract/remote-error.js';
 import { getRpcClient } from '../../../src/rpc/client.js';
 import { defineRpcContract, implementContract } from '../../../src/rpc/contract.js';
-import type { StandardSchemaV1 } from '../../../src/schema.js';
+import type { StandardSchemaV1 } from '../../../src/core/schema.js';
 import { Notifier } from '../../../src/notify/notifier.js';
 import { getNotificationListener } from '../../../src/notify/listener.js';
 import type { HandlerFailure } from '../../../src/notify/dispatcher.js';

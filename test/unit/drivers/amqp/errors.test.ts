@@ -1,6 +1,6 @@
 // The RabbitMQ driver's error mapping never lets a URL password through into a message.
 import { describe, expect, it } from 'vitest';
-import { ConnectionError } from '../../../../src/errors.js';
+import { ConnectionError } from '../../../../src/core/errors.js';
 import { toMessagingError } from '../../../../src/drivers/amqp/errors.js';
 
 const SECRET = 'Hz7kQpWx-secret';

@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { DEFAULTS, resolveOptions } from '../../../../src/drivers/amqp/options.js';
-import { InvalidArgument, InvalidTransportURL } from '../../../../src/errors.js';
-import { TransportURL } from '../../../../src/transport-url.js';
+import { InvalidArgument, InvalidTransportURL } from '../../../../src/core/errors.js';
+import { TransportURL } from '../../../../src/core/transport-url.js';
 
 const parse = (url: string, opts: Record<string, unknown> = {}) => resolveOptions(TransportURL.parse(url), opts);
 

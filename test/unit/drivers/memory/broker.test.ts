@@ -2,7 +2,7 @@
 // cancel vs close, expiration, isolation per virtual host.
 import { afterEach, describe, expect, it } from 'vitest';
 import { MemoryBroker, getMemoryBroker, resetMemoryBrokers, type MemoryDelivery } from '../../../../src/drivers/memory/index.js';
-import { InvalidArgument } from '../../../../src/errors.js';
+import { InvalidArgument } from '../../../../src/core/errors.js';
 import { uniqueName, waitFor } from '../../../../src/testing/wait.js';
 
 afterEach(resetMemoryBrokers);

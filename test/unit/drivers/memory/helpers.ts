@@ -1,12 +1,12 @@
 // Shared fixtures for the memory:// driver unit tests: drivers on isolated virtual hosts,
 // listeners that record what they receive, and cleanup of everything a test opened.
-import type { ReceivedMessage, RpcIncomingMessage } from '../../../../src/driver/incoming-message.js';
-import type { Listener } from '../../../../src/driver/listener.js';
-import { defaultRemoteErrorRegistry, type RemoteErrorRegistry } from '../../../../src/driver/remote-error.js';
+import type { ReceivedMessage, RpcIncomingMessage } from '../../../../src/contract/incoming-message.js';
+import type { Listener } from '../../../../src/contract/listener.js';
+import { defaultRemoteErrorRegistry, type RemoteErrorRegistry } from '../../../../src/contract/remote-error.js';
 import { MemoryDriver } from '../../../../src/drivers/memory/index.js';
-import { silentLogger, type Logger } from '../../../../src/logger.js';
-import { Target } from '../../../../src/target.js';
-import { TransportURL } from '../../../../src/transport-url.js';
+import { silentLogger, type Logger } from '../../../../src/core/logger.js';
+import { Target } from '../../../../src/core/target.js';
+import { TransportURL } from '../../../../src/core/transport-url.js';
 import { uniqueName } from '../../../../src/testing/wait.js';
 
 export interface DriverFixtureOptions {

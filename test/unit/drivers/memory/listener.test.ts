@@ -1,11 +1,11 @@
 // Listener behaviour of memory://: malformed messages, dedupe, prefetch, batching, stop()
 // handing out what is buffered, cleanup giving unacked messages back.
 import { afterEach, describe, expect, it } from 'vitest';
-import { serializeEnvelope } from '../../../../src/driver/envelope.js';
-import type { IncomingMessage } from '../../../../src/driver/incoming-message.js';
+import { serializeEnvelope } from '../../../../src/contract/envelope.js';
+import type { IncomingMessage } from '../../../../src/contract/incoming-message.js';
 import { getMemoryBroker, type MemoryDelivery } from '../../../../src/drivers/memory/index.js';
-import { createMemoryLogger } from '../../../../src/logger.js';
-import { Target } from '../../../../src/target.js';
+import { createMemoryLogger } from '../../../../src/core/logger.js';
+import { Target } from '../../../../src/core/target.js';
 import { deferred, uniqueName, waitFor } from '../../../../src/testing/wait.js';
 import { cleanupAll, makePair, record, track } from './helpers.js';
 

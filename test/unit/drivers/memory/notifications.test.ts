@@ -1,12 +1,12 @@
 // Notifications through the memory:// driver API: store-and-forward, shared queues, pools,
 // requeue, dedupe on acknowledge, envelope versions.
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeBody } from '../../../../src/driver/envelope.js';
-import type { IncomingMessage } from '../../../../src/driver/incoming-message.js';
+import { decodeBody } from '../../../../src/contract/envelope.js';
+import type { IncomingMessage } from '../../../../src/contract/incoming-message.js';
 import { getMemoryBroker, type MemoryDelivery } from '../../../../src/drivers/memory/index.js';
-import { InvalidArgument, InvalidTarget } from '../../../../src/errors.js';
-import { createMemoryLogger } from '../../../../src/logger.js';
-import { Target } from '../../../../src/target.js';
+import { InvalidArgument, InvalidTarget } from '../../../../src/core/errors.js';
+import { createMemoryLogger } from '../../../../src/core/logger.js';
+import { Target } from '../../../../src/core/target.js';
 import { uniqueName, waitFor } from '../../../../src/testing/wait.js';
 import { cleanupAll, makePair, record } from './helpers.js';
 

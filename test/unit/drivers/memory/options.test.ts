@@ -2,10 +2,10 @@
 // through getRpcTransport.
 import { describe, expect, it } from 'vitest';
 import { MEMORY_DEFAULTS, MemoryDriver, getMemoryBroker, resolveMemoryOptions } from '../../../../src/drivers/memory/index.js';
-import { InvalidArgument, InvalidTransportURL } from '../../../../src/errors.js';
-import { Target } from '../../../../src/target.js';
+import { InvalidArgument, InvalidTransportURL } from '../../../../src/core/errors.js';
+import { Target } from '../../../../src/core/target.js';
 import { getRpcTransport } from '../../../../src/transport.js';
-import { TransportURL } from '../../../../src/transport-url.js';
+import { TransportURL } from '../../../../src/core/transport-url.js';
 import { uniqueName } from '../../../../src/testing/wait.js';
 
 const url = (s: string) => TransportURL.parse(s);

@@ -1,12 +1,12 @@
 // RPC through the memory:// driver API: call/reply, cast, routing (shared topic queue, server
 // queue, fanout), timeouts, abort, call-monitor, remote errors and the JSON wire.
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeBody } from '../../../../src/driver/envelope.js';
-import type { RpcIncomingMessage } from '../../../../src/driver/incoming-message.js';
-import { RemoteErrorRegistry, defaultRemoteErrorRegistry, remoteOrigin } from '../../../../src/driver/remote-error.js';
-import { AbortError, InvalidArgument, InvalidState, InvalidTarget, MessageDeliveryFailure, MessagingTimeout, RemoteError } from '../../../../src/errors.js';
-import { createMemoryLogger } from '../../../../src/logger.js';
-import { Target } from '../../../../src/target.js';
+import { decodeBody } from '../../../../src/contract/envelope.js';
+import type { RpcIncomingMessage } from '../../../../src/contract/incoming-message.js';
+import { RemoteErrorRegistry, defaultRemoteErrorRegistry, remoteOrigin } from '../../../../src/contract/remote-error.js';
+import { AbortError, InvalidArgument, InvalidState, InvalidTarget, MessageDeliveryFailure, MessagingTimeout, RemoteError } from '../../../../src/core/errors.js';
+import { createMemoryLogger } from '../../../../src/core/logger.js';
+import { Target } from '../../../../src/core/target.js';
 import { deferred, uniqueName, waitFor } from '../../../../src/testing/wait.js';
 import { getMemoryBroker } from '../../../../src/drivers/memory/index.js';
 import { cleanupAll, echoServer, makePair, record } from './helpers.js';

@@ -1,0 +1,437 @@
+// THE CONTRACT every backend implements. The façades in rpc/ and notify/ talk only to this.
+import type { Logger } from '../core/logger.js';
+import { validateNotificationTarget, validateSendTarget, validateServerTarget, type Target } from '../core/target.js';
+import { redactUrlsIn, type TransportURL } from '../core/transport-url.js';
+import { AbortError, InvalidArgument, InvalidState, NotSupportedError } from '../core/errors.js';
+import { requireCapability, type DriverCapabilities } from './capabilities.js';
+import type { DeadLetterStore } from './dead-letters.js';
+import { DeliveryStats, type ConsumerLag, type LagSource } from './delivery-stats.js';
+import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from './incoming-message.js';
+import type { Listener } from './listener.js';
+import { listenToPushSource, type PushSource } from './push-listener.js';
+import type { RemoteErrorRegistry } from './remote-error.js';
+import { isPriority, PRIORITIES, type Context, type DriverMessage, type Priority } from './types.js';
+
+/** What `transport.ts` hands to a driver's constructor. */
+export interface DriverInit {
+  /** The parsed URL. Its `toString()` is redacted; use `format()` only to connect. */
+  readonly url: TransportURL;
+  /** Exchange for targets without one (oslo `control_exchange`). @default 'openstack' */
+  readonly defaultExchange: string;
+  /** Modules whose registered error classes are rebuilt on the caller. */
+  readonly allowedRemoteExmods: readonly string[];
+  /** Where remote error classes are looked up. */
+  readonly remoteErrors: RemoteErrorRegistry;
+  /** Already a child logger bound to `{driver, url (redacted)}`. */
+  readonly logger: Logger;
+  /** Driver options from the caller, merged over URL query options by the driver itself. */
+  readonly options: Readonly<Record<string, unknown>>;
+}
+
+/** Options of `BaseDriver.send()`, set by the RPC client. */
+export interface SendOptions {
+  /** True for `call`: resolve with the reply's result. */
+  waitForReply?: boolean;
+  /** Reply deadline in ms (calls). Undefined = no deadline. */
+  timeout?: number;
+  /** Call-monitor window in ms: the call fails if no heartbeat/reply arrives within it. */
+  callMonitorTimeout?: number;
+  /** Connection retries: undefined or -1 = forever, 0 = none, N = N retries. */
+  retry?: number;
+  /** Aborts the wait for a reply (and a send still waiting for a connection). */
+  signal?: AbortSignal;
+  /**
+   * With `waitForReply` and a `timeout` (the window): collect every final reply until the window
+   * passes and resolve with `CollectedReply[]` instead of the first result; allowed with a fanout
+   * target (one reply per server: `RpcClient.discover()`). `callMonitorTimeout` does not apply.
+   */
+  collectReplies?: boolean;
+}
+
+/**
+ * A driver's connection state (`transport.health()`): what a readiness probe reports.
+ * Drivers connect lazily, so `connected` is false before the transport's first use.
+ */
+export interface TransportHealth {
+  /** A connection to the broker is open now (always true for memory://, false once cleaned up). */
+  readonly connected: boolean;
+  /** The broker refuses to take messages from this transport (RabbitMQ `connection.blocked`). */
+  readonly blocked: boolean;
+  /** The connection was lost and the driver is trying to restore it. */
+  readonly reconnecting: boolean;
+  /** The last connection error, if any: its message (URLs redacted) and when it happened. */
+  readonly lastError?: HealthError;
+}
+
+/** A connection error as `TransportHealth` reports it: never a password or an unredacted URL. */
+export interface HealthError {
+  /** The error's message with every URL redacted. */
+  readonly message: string;
+  /** When it happened, ISO 8601. */
+  readonly at: string;
+}
+
+/** What a driver reports about its connection; BaseDriver adds `lastError` and the cleaned-up state. */
+export type ConnectionState = Pick<TransportHealth, 'connected' | 'blocked' | 'reconnecting'>;
+
+const CLEANED_UP: ConnectionState = Object.freeze({ connected: false, blocked: false, reconnecting: false });
+const ALWAYS_CONNECTED: ConnectionState = Object.freeze({ connected: true, blocked: false, reconnecting: false });
+
+/** Options of `BaseDriver.sendNotification()`, set by the Notifier. */
+export interface NotificationSendOptions {
+  /** 1.0 sends the raw dict (oslo `messaging`), 2.0 the envelope (oslo `messagingv2`). @default 2.0 */
+  version?: 1.0 | 2.0;
+  /** As SendOptions.retry. */
+  retry?: number;
+}
+
+/** Options of `BaseDriver.listen()`. */
+export interface ListenOptions {
+  /** Messages per callback. @default 1 */
+  batchSize?: number;
+  /** Deadline for collecting one batch, in ms. */
+  batchTimeout?: number;
+}
+
+/** Options of `BaseDriver.listenForNotifications()`. */
+export interface NotificationListenOptions extends ListenOptions {
+  /** Pool name: every pool gets its own copy; listeners in one pool share the messages. */
+  pool?: string;
+}
+
+/** One notification subscription: a target and a priority, i.e. the queue `<topic>.<priority>`. */
+export type TargetAndPriority = readonly [Target, Priority];
+
+/** The module shape `transport.ts` imports lazily for each scheme. */
+export interface DriverModule {
+  /** Creates the driver; MUST NOT connect yet (drivers connect lazily on first use). */
+  createDriver(init: DriverInit): BaseDriver;
+}
+
+/**
+ * A messaging backend. All durations are milliseconds.
+ *
+ * Errors: every rejection MUST be a `MessagingError` subclass; a broker library's own error
+ * MAY appear only as `cause`. Nothing here may log payloads, passwords or unredacted URLs.
+ */
+export abstract class BaseDriver {
+  /** Short driver name for messages, e.g. `memory`, `amqp`. */
+  abstract readonly name: string;
+  /** What this driver supports; see `requireFeatures`. */
+  abstract readonly capabilities: DriverCapabilities;
+
+  /**
+   * Redeliveries, dead letters and malformed messages counted by this driver's listeners since it
+   * was created, per address (read by the OpenTelemetry metrics). A driver passes it to its
+   * inbound pipelines and counts its own dead letters in it.
+   */
+  readonly deliveryStats = new DeliveryStats();
+  private readonly lagSources = new Set<LagSource>();
+
+  /** The transport URL; `toString()` is redacted. */
+  readonly url: TransportURL;
+  /** Exchange of targets that name none (the transport's `controlExchange`). */
+  readonly defaultExchange: string;
+  /** Modules whose registered error classes replies are rebuilt as (see `deserializeRemoteError`). */
+  readonly allowedRemoteExmods: readonly string[];
+  /** Classes for rebuilding remote errors. */
+  readonly remoteErrors: RemoteErrorRegistry;
+  /** The transport's logger, bound to this driver. */
+  protected readonly logger: Logger;
+  /** Listeners handed out and not cleaned up yet: `cleanup()` releases them. */
+  private readonly openListeners = new Set<Listener<ReceivedMessage>>();
+  private cleaning?: Promise<void>;
+  private lastError?: HealthError;
+
+  constructor(init: DriverInit) {
+    this.url = init.url;
+    this.defaultExchange = init.defaultExchange;
+    this.allowedRemoteExmods = init.allowedRemoteExmods;
+    this.remoteErrors = init.remoteErrors;
+    this.logger = init.logger;
+  }
+
+  /**
+   * Fails at once with NotSupportedError when a requested feature is missing.
+   * `requeue: true` requires the `requeue` capability.
+   */
+  requireFeatures(features: { requeue?: boolean; pools?: boolean; fanout?: boolean; callMonitor?: boolean }): void {
+    if (features.requeue) requireCapability(this.name, this.capabilities, 'requeue', 'requeueing notifications');
+    if (features.pools) requireCapability(this.name, this.capabilities, 'pools', 'notification listener pools');
+    if (features.fanout) requireCapability(this.name, this.capabilities, 'fanout', 'fanout casts');
+    if (features.callMonitor) requireCapability(this.name, this.capabilities, 'callMonitor', 'call-monitor heartbeats');
+  }
+
+  /**
+   * Sends an RPC message (`{method, args, namespace?, version?}`) to `target` with `ctx`.
+   * Written once here: it checks the driver is open and the arguments (a topic; no fanout with
+   * `waitForReply` unless `collectReplies`; `collectReplies` only with `waitForReply` and a
+   * `timeout`; non-negative durations; an integer `retry` of -1 or more; a signal not aborted
+   * yet), rejecting with `InvalidState`, `InvalidTarget`, `InvalidArgument` or `AbortError`
+   * before anything is sent, then calls the driver's `doSend`.
+   */
+  send(target: Target, ctx: Context, message: DriverMessage, options: SendOptions = {}): Promise<unknown> {
+    try {
+      this.assertOpen();
+      const collect = options.collectReplies === true;
+      if (collect && (options.waitForReply !== true || options.timeout === undefined)) {
+        throw new InvalidArgument('collectReplies', 'true only with waitForReply: true and a timeout (the collection window)', options);
+      }
+      validateSendTarget(target, options.waitForReply === true && !collect);
+      checkDuration('timeout', options.timeout);
+      checkDuration('callMonitorTimeout', options.callMonitorTimeout);
+      checkRetry(options.retry);
+      if (options.signal?.aborted) throw new AbortError('The operation was aborted', { cause: options.signal.reason });
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.doSend(target, ctx, message, options);
+  }
+
+  /**
+   * The driver's part of `send()`, with arguments already checked (see `send`).
+   *
+   * - Without `waitForReply` (a cast) it MUST resolve with `undefined` only once the broker
+   *   has accepted the message (publisher confirm, write acknowledged).
+   * - With `collectReplies` it MUST register the call with `collectReplies` in `PendingReplies`
+   *   and send as for a call, to a fanout target too (every server gets `_msg_id`/`_reply_q`),
+   *   so that the call resolves with every final reply that came within `timeout`.
+   * - With `waitForReply` it MUST resolve with the reply's `result`, or reject with the
+   *   remote error rebuilt by `deserializeRemoteError(failure, allowedRemoteExmods,
+   *   remoteErrors)`, or with `MessagingTimeout` when `timeout` (or a call-monitor window)
+   *   passes. Late replies after a timeout MUST be dropped, never delivered to another call.
+   *   `PendingReplies` does all of this once the driver feeds it the replies.
+   * - Connection failures are retried per `retry`; once exhausted it MUST reject with
+   *   `MessageDeliveryFailure`. A retry MUST NOT make the message appear twice to a consumer
+   *   (the `_unique_id` stays the same across retries and listeners dedupe on it).
+   * - An aborted `signal` MUST reject with `AbortError` and stop waiting for the reply.
+   */
+  protected abstract doSend(target: Target, ctx: Context, message: DriverMessage, options: SendOptions): Promise<unknown>;
+
+  /**
+   * Publishes a notification dict (oslo 1.10 body) to `target.topic` = `<topic>.<priority>`.
+   * Checks the driver is open, the topic, `version` and `retry` before anything is sent, then
+   * calls the driver's `doSendNotification`.
+   */
+  sendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions = {}): Promise<void> {
+    try {
+      this.assertOpen();
+      validateNotificationTarget(target);
+      if (options.version !== undefined && options.version !== 1.0 && options.version !== 2.0) throw new InvalidArgument('version', '1.0 or 2.0', options.version);
+      checkRetry(options.retry);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.doSendNotification(target, ctx, message, options);
+  }
+
+  /**
+   * The driver's part of `sendNotification()`. It MUST resolve only after the broker accepted
+   * the notification. Notifications are store-and-forward: when the driver has
+   * `durableNotifications`, a notification sent before any listener exists MUST reach the
+   * un-pooled listener that later listens on it.
+   */
+  protected abstract doSendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions): Promise<void>;
+
+  /**
+   * Subscribes an RPC server to `target` (a topic and the server's name). Checks the
+   * driver is open, the target and the batch options, then calls the driver's `doListen`.
+   */
+  async listen(target: Target, options: ListenOptions = {}): Promise<Listener<RpcIncomingMessage>> {
+    this.assertOpen();
+    validateServerTarget(target);
+    checkBatchOptions(options);
+    return this.doListen(target, options);
+  }
+
+  /**
+   * The driver's part of `listen()`: the shared `<topic>` queue (round-robin between all
+   * servers of the topic), the `<topic>.<server>` queue, and the topic's fanout. Resolves once
+   * the subscriptions are in place, so that a message sent after it resolves is received.
+   * Malformed messages MUST be rejected (not requeued) and logged; the listener keeps going.
+   * Use `openListener` for the wrapping and cleanup tracking.
+   */
+  protected abstract doListen(target: Target, options: ListenOptions): Promise<Listener<RpcIncomingMessage>>;
+
+  /**
+   * Subscribes to `<topic>.<priority>` for every pair. Checks the driver is open, the pairs
+   * (non-empty; each a target with a topic and a known priority), the pool (a non-empty string,
+   * and the `pools` capability) and the batch options, then calls `doListenForNotifications`.
+   */
+  async listenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions = {}): Promise<Listener<IncomingMessage>> {
+    this.assertOpen();
+    if (!Array.isArray(targetsAndPriorities) || targetsAndPriorities.length === 0) {
+      throw new InvalidArgument('targetsAndPriorities', 'a non-empty array of [target, priority] pairs', targetsAndPriorities);
+    }
+    for (const pair of targetsAndPriorities) {
+      if (!Array.isArray(pair)) throw new InvalidArgument('targetsAndPriorities', 'a non-empty array of [target, priority] pairs', pair);
+      validateNotificationTarget(pair[0]);
+      if (!isPriority(pair[1])) throw new InvalidArgument('priority', `one of ${PRIORITIES.join(', ')}`, pair[1]);
+    }
+    const pool = options.pool;
+    if (pool !== undefined) {
+      if (typeof pool !== 'string' || pool === '') throw new InvalidArgument('pool', 'a non-empty string', pool);
+      this.requireFeatures({ pools: true });
+    }
+    checkBatchOptions(options);
+    return this.doListenForNotifications(targetsAndPriorities, options);
+  }
+
+  /**
+   * The driver's part of `listenForNotifications()`: without a pool, listeners share one queue
+   * per pair; with a pool, each pool gets every message once and members of the pool share
+   * them. Resolves once subscribed.
+   */
+  protected abstract doListenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions): Promise<Listener<IncomingMessage>>;
+
+  /**
+   * Releases every listener, connection and timer. Pending calls reject (MessagingTimeout or
+   * MessageDeliveryFailure), never hang. Idempotent. After cleanup every method rejects with
+   * `InvalidState`. Listeners are cleaned up first (they hand what they received to their
+   * callbacks, unless a callback holds them back, and give unsettled messages back), then the
+   * driver's `close()`.
+   */
+  cleanup(): Promise<void> {
+    this.cleaning ??= (async () => {
+      this.cleanupStarted();
+      await Promise.all([...this.openListeners].map((l) => l.cleanup().catch((err: unknown) => this.logger.warn('Listener cleanup failed', { err }))));
+      await this.close();
+    })();
+    return this.cleaning;
+  }
+
+  /**
+   * The connection state for `transport.health()`. Never throws, never connects. After
+   * `cleanup()` it reports not connected; `lastError` is the last one `noteConnectionError` got.
+   */
+  health(): TransportHealth {
+    const state = this.closed ? CLEANED_UP : this.connectionState();
+    const lastError = this.lastError;
+    return lastError === undefined ? { ...state } : { ...state, lastError };
+  }
+
+  /**
+   * The driver's part of `health()`: whether a connection is open, blocked or being restored.
+   * MUST NOT connect or throw. The default suits an in-process driver: always connected.
+   */
+  protected connectionState(): ConnectionState {
+    return ALWAYS_CONNECTED;
+  }
+
+  /** Records a connection error for `health()`: only its message, URLs redacted, and the time. */
+  protected noteConnectionError(err: unknown): void {
+    const message = err instanceof Error ? err.message : String(err);
+    this.lastError = { message: redactUrlsIn(message), at: new Date().toISOString() };
+  }
+
+  /** Called synchronously when `cleanup()` begins, before listeners are released (e.g. to abort retries). */
+  protected cleanupStarted(): void {}
+
+  /**
+   * The driver's part of `cleanup()`, called once after its listeners are released: fail pending
+   * calls, close connections. MUST NOT throw for a broker that is already gone.
+   */
+  protected abstract close(): Promise<void>;
+
+  /** True once `cleanup()` began. */
+  protected get closed(): boolean {
+    return this.cleaning !== undefined;
+  }
+
+  /** Throws InvalidState once the driver is cleaned up. */
+  protected assertOpen(): void {
+    if (this.closed) throw new InvalidState(`The ${this.name} transport ${this.url.toString()} was cleaned up; create a new one`);
+  }
+
+  /**
+   * Wraps a push source into the Listener the façades get and tracks it for `cleanup()`.
+   * `subscribe` runs after the source is attached (messages may arrive before `start()`: they
+   * wait); when it fails, or the driver is cleaned up meanwhile, the source is cleaned up and
+   * the call rejects.
+   */
+  protected async openListener<M extends ReceivedMessage>(
+    source: PushSource<M>,
+    subscribe: () => Promise<void> | void,
+    options: ListenOptions & { prefetchSize?: number; logger?: Logger },
+  ): Promise<Listener<M>> {
+    this.assertOpen();
+    const listener = listenToPushSource(source, { ...options, logger: options.logger ?? this.logger });
+    const tracked: Listener<M> = {
+      start: (callback) => listener.start(callback),
+      stop: () => listener.stop(),
+      cleanup: async () => {
+        try {
+          await listener.cleanup();
+        } finally {
+          this.openListeners.delete(tracked as Listener<ReceivedMessage>);
+        }
+      },
+    };
+    this.openListeners.add(tracked as Listener<ReceivedMessage>);
+    try {
+      await subscribe();
+    } catch (err) {
+      await tracked.cleanup().catch(() => undefined);
+      throw this.closed ? new InvalidState('The transport was cleaned up while the listener was starting', { cause: err }) : err;
+    }
+    if (this.closed) {
+      await tracked.cleanup();
+      throw new InvalidState('The transport was cleaned up while the listener was starting');
+    }
+    return tracked;
+  }
+
+  /**
+   * The dead letters this driver keeps (messages set aside after `maxDeliveries` or as
+   * malformed), for `tidings dead-letters`. Drivers that keep none inherit this, which throws
+   * NotSupportedError naming the driver.
+   */
+  deadLetters(): DeadLetterStore {
+    throw new NotSupportedError(`The ${this.name} driver keeps no dead letters: it rejects a malformed message and redelivers a requeued one without a delivery limit`);
+  }
+
+  /**
+   * How far this driver's open notification listeners are behind, per address and pool, where the
+   * broker tells it (Kafka: high watermark minus the group's committed offset; Redis: the group's
+   * `lag`). Empty on drivers whose broker does not tell (RabbitMQ: see the queue depth instead).
+   */
+  async consumerLag(): Promise<ConsumerLag[]> {
+    const open: LagSource[] = [];
+    for (const source of this.lagSources) {
+      if (source.closed) this.lagSources.delete(source);
+      else open.push(source);
+    }
+    return (await Promise.all(open.map((s) => s.lag()))).flat();
+  }
+
+  /** Registers a listener for {@link consumerLag} until it is closed. */
+  protected reportLag(source: LagSource): void {
+    this.lagSources.add(source);
+  }
+
+  /** The exchange a target resolves to. */
+  exchangeFor(target: Target): string {
+    return target.exchange ?? this.defaultExchange;
+  }
+
+  /** Class name and redacted URL, for logs and errors. */
+  toString(): string {
+    return `${this.constructor.name}<${this.url.toString()}>`;
+  }
+}
+
+function checkDuration(field: string, value: unknown): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new InvalidArgument(field, 'a non-negative number of milliseconds', value);
+}
+
+function checkRetry(value: unknown): void {
+  if (value === undefined) return;
+  if (!Number.isInteger(value) || (value as number) < -1) throw new InvalidArgument('retry', 'an integer: -1 (forever), 0 (none) or a count of retries', value);
+}
+
+function checkBatchOptions(options: ListenOptions): void {
+  const { batchSize, batchTimeout } = options;
+  if (batchSize !== undefined && (!Number.isInteger(batchSize) || batchSize < 1)) throw new InvalidArgument('batchSize', 'a positive integer', batchSize);
+  checkDuration('batchTimeout', batchTimeout);
+}

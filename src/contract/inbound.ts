@@ -1,0 +1,256 @@
+// The inbound pipeline, once for every driver: decode, validate, reject malformed (logged, not
+// requeued), dedupe on `_unique_id`, ack RPC requests on receipt, and wrap into the message
+// classes. A driver feeds raw bodies with its own delivery handle and settles what it is told.
+import type { Logger, LogFields } from '../core/logger.js';
+import { DuplicateMessageChecker } from '../structures/dedup.js';
+import type { DeliveryStats } from './delivery-stats.js';
+import { decodeBody } from './envelope.js';
+import type { ReceivedMessage } from './incoming-message.js';
+import { NotificationMessage, RpcMessage, type ReplySender } from './messages.js';
+import type { ListenerSink, PushSource } from './push-listener.js';
+import type { DriverMessage } from './types.js';
+import { parseNotification, parseRpcRequest } from './wire.js';
+
+/**
+ * How a driver settles one delivery (`D`: its broker's message handle) on the broker.
+ * `generation` is the subscription (channel, consumer) the delivery came from, as the driver
+ * passed it to `receive`. None of these may throw: a delivery that can no longer be settled
+ * (its channel is gone) is the broker's to redeliver, and the driver logs at debug.
+ */
+export interface DeliverySettler<D> {
+  /** False when it could not be sent (the channel is gone, so the broker redelivers it). */
+  ack(delivery: D, generation: number): boolean;
+  /**
+   * Give it back for redelivery. `reason` is the handler's error when one threw (undefined when
+   * it asked for a requeue): a driver that dead-letters SHOULD keep `requeueReason(reason)` of
+   * the last delivery with the dead letter.
+   */
+  requeue(delivery: D, generation: number, reason?: unknown): void;
+  /** Drop it without redelivery (malformed): the broker's dead-letter rules apply. */
+  reject(delivery: D, generation: number): void;
+  /** Where the delivery came from, for the malformed-message log line (never the body). */
+  describe(delivery: D): LogFields;
+  /**
+   * How often the broker delivered it, counting this delivery: 1 the first time. A broker that
+   * only flags a redelivery without counting (RabbitMQ classic queues) reports 2. Without it
+   * every delivery counts as a first one.
+   */
+  deliveries?(delivery: D): number;
+  /**
+   * The oslo address it was consumed from (`<topic>.<priority>`, `<topic>`...), for the
+   * redelivery and malformed-message counters. @default `'unknown'`
+   */
+  address?(delivery: D): string;
+}
+
+/** What an inbound pipeline is built with. */
+export interface InboundOptions<D> {
+  /** Settles deliveries on the driver's broker. */
+  readonly settler: DeliverySettler<D>;
+  /** Where malformed messages and duplicates are reported. */
+  readonly logger: Logger;
+  /** Ids remembered for duplicate suppression. */
+  readonly dedupWindow: number;
+  /** The driver's counters of redeliveries and malformed messages (`BaseDriver.deliveryStats`). */
+  readonly stats?: DeliveryStats;
+  /** The pool (consumer group) of a notification listener, for the counters. */
+  readonly pool?: string;
+}
+
+/** Shared by both pipelines: decoding and the malformed-message rule. */
+abstract class Inbound<D> {
+  /** Settles deliveries on the driver's broker. */
+  protected readonly settler: DeliverySettler<D>;
+  /** The listener's logger. */
+  protected readonly logger: Logger;
+  /** Recently seen `_unique_id`s. */
+  protected readonly dedup: DuplicateMessageChecker;
+  private readonly stats?: DeliveryStats;
+  private readonly pool?: string;
+
+  constructor(options: InboundOptions<D>) {
+    this.settler = options.settler;
+    this.logger = options.logger;
+    this.dedup = new DuplicateMessageChecker(options.dedupWindow);
+    this.stats = options.stats;
+    this.pool = options.pool;
+  }
+
+  /** How often `delivery` was delivered (1 the first time); a redelivery is counted. */
+  protected deliveries(delivery: D): number {
+    const n = this.settler.deliveries?.(delivery) ?? 1;
+    if (n > 1) this.stats?.redelivered(this.addressOf(delivery), this.pool);
+    return n;
+  }
+
+  private addressOf(delivery: D): string {
+    return this.settler.address?.(delivery) ?? 'unknown';
+  }
+
+  /** `parse(decoded body)`, or undefined after rejecting (never requeueing) and logging a malformed one. */
+  protected decode<T>(body: Uint8Array | string, delivery: D, generation: number, parse: (raw: DriverMessage) => T): T | undefined {
+    try {
+      return parse(decodeBody(body));
+    } catch (err) {
+      this.rejectMalformed(delivery, generation, body, err);
+      return undefined;
+    }
+  }
+
+  /** Rejects (never requeues) a message that cannot be dispatched and logs why; the listener goes on. */
+  private rejectMalformed(delivery: D, generation: number, body: Uint8Array | string, err: unknown): void {
+    this.settler.reject(delivery, generation);
+    this.stats?.deadLettered(this.addressOf(delivery), 'malformed', this.pool);
+    this.logger.warn('Rejecting a malformed message (not requeued)', {
+      ...this.settler.describe(delivery),
+      bytes: body.length,
+      reason: err instanceof Error ? err.message : String(err),
+    });
+  }
+}
+
+/** RPC requests: acknowledged on receipt (at-most-once, as oslo), duplicates dropped. */
+export class RpcInbound<D> extends Inbound<D> {
+  private readonly replies: ReplySender;
+
+  constructor(options: InboundOptions<D> & { readonly replies: ReplySender }) {
+    super(options);
+    this.replies = options.replies;
+  }
+
+  /** The request to dispatch, or undefined when it was settled here (malformed or duplicate). */
+  receive(body: Uint8Array | string, delivery: D, generation = 0): RpcMessage<D> | undefined {
+    const request = this.decode(body, delivery, generation, parseRpcRequest);
+    if (request === undefined) return undefined;
+    // oslo acks a request before dispatch; one whose ack failed comes again to someone else.
+    if (!this.settler.ack(delivery, generation)) return undefined;
+    const id = request.uniqueId;
+    if (id !== undefined && this.dedup.checkAndAdd(id)) {
+      this.logger.debug('Dropping a duplicate RPC message', { uniqueId: id });
+      return undefined;
+    }
+    return new RpcMessage(request, delivery, this.replies, this.logger, this.deliveries(delivery));
+  }
+}
+
+/**
+ * Notifications: settled by the listener's outcome. A copy of a message still being handled
+ * (a redelivery after a reconnect) is a duplicate too; ids are remembered once acknowledged,
+ * so a requeued message comes back.
+ */
+export class NotificationInbound<D> extends Inbound<D> {
+  private unsettledCount = 0;
+  private settledWaiters: Array<() => void> = [];
+
+  /** Notifications handed out and not acknowledged or requeued yet. */
+  get unsettled(): number {
+    return this.unsettledCount;
+  }
+
+  /**
+   * Resolves once every notification handed out is settled (or abandoned), or after `timeoutMs`:
+   * a listener closing its channel first lets running handlers acknowledge.
+   */
+  whenSettled(timeoutMs: number): Promise<void> {
+    if (this.unsettledCount === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.settledWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  /** The notification to dispatch, or undefined when it was settled here (malformed or duplicate). */
+  receive(body: Uint8Array | string, delivery: D, generation = 0): NotificationMessage<D> | undefined {
+    const parsed = this.decode(body, delivery, generation, parseNotification);
+    if (parsed === undefined) return undefined;
+    const id = parsed.uniqueId;
+    if (id !== undefined) {
+      // In the window, or a copy of one still being handled: a duplicate.
+      if (!this.dedup.begin(id)) {
+        this.logger.debug('Dropping a duplicate notification', { uniqueId: id });
+        this.settler.ack(delivery, generation);
+        return undefined;
+      }
+    }
+    this.unsettledCount++;
+    return new NotificationMessage(parsed, delivery, generation, this, this.deliveries(delivery));
+  }
+
+  /** @internal */
+  acknowledge(message: NotificationMessage<D>): void {
+    if (message.uniqueId !== undefined) this.dedup.add(message.uniqueId);
+    this.forget();
+    this.settler.ack(message.delivery, message.generation);
+  }
+
+  /** @internal */
+  requeue(message: NotificationMessage<D>, reason?: unknown): void {
+    if (message.uniqueId !== undefined) this.dedup.drop(message.uniqueId);
+    this.forget();
+    this.settler.requeue(message.delivery, message.generation, reason);
+  }
+
+  /**
+   * The broker will redeliver `message` (its channel died before it was settled): forget it
+   * without settling, so the redelivered copy is not taken for a duplicate.
+   */
+  abandon(message: NotificationMessage<D>): void {
+    if (!message.abandon()) return;
+    if (message.uniqueId !== undefined) this.dedup.drop(message.uniqueId);
+    this.forget();
+  }
+
+  /** One notification fewer is unsettled. */
+  private forget(): void {
+    this.unsettledCount--;
+    if (this.unsettledCount === 0 && this.settledWaiters.length > 0) {
+      const waiters = this.settledWaiters;
+      this.settledWaiters = [];
+      for (const wake of waiters) wake();
+    }
+  }
+}
+
+/** What a listener receives: RPC requests or notifications. */
+export type ListenerKind = 'rpc' | 'notification';
+
+/**
+ * What every driver's push source shares: the sink it delivers to and the inbound pipeline of
+ * its kind. A driver extends it with consuming and settling (it is the pipeline's
+ * DeliverySettler), and from its consumer callback passes each raw body to `receive`.
+ * `M` MUST be the message type of `kind`: `RpcIncomingMessage` or `IncomingMessage`.
+ */
+export abstract class InboundPushSource<M extends ReceivedMessage, D> implements PushSource<M>, DeliverySettler<D> {
+  /** Where `receive`d messages go; set by the listener before the source subscribes. */
+  protected sink?: ListenerSink<M>;
+  /** The pipeline of an RPC listener. */
+  protected readonly rpc?: RpcInbound<D>;
+  /** The pipeline of a notification listener. */
+  protected readonly notifications?: NotificationInbound<D>;
+
+  constructor(kind: ListenerKind, options: Omit<InboundOptions<D>, 'settler'> & { readonly replies: ReplySender }) {
+    const pipeline = { ...options, settler: this };
+    if (kind === 'rpc') this.rpc = new RpcInbound(pipeline);
+    else this.notifications = new NotificationInbound(pipeline);
+  }
+
+  attach(sink: ListenerSink<M>): void {
+    this.sink = sink;
+  }
+
+  /** Runs a raw body through the pipeline: the message to deliver, or undefined when it was settled here. */
+  protected receive(body: Uint8Array | string, delivery: D, generation: number): M | undefined {
+    const message = this.rpc ? this.rpc.receive(body, delivery, generation) : this.notifications!.receive(body, delivery, generation);
+    return message as unknown as M | undefined;
+  }
+
+  abstract stop(): Promise<void>;
+  abstract cleanup(): Promise<void>;
+  abstract ack(delivery: D, generation: number): boolean;
+  abstract requeue(delivery: D, generation: number, reason?: unknown): void;
+  abstract reject(delivery: D, generation: number): void;
+  abstract describe(delivery: D): LogFields;
+}

@@ -1,0 +1,270 @@
+// Small parts of the driver contract: DuplicateMessageChecker, StopWatch, capabilities, BaseDriver helpers.
+import { describe, expect, it } from 'vitest';
+import { InvalidState, NotSupportedError } from '../../../src/core/errors.js';
+import { silentLogger } from '../../../src/core/logger.js';
+import { Target } from '../../../src/core/target.js';
+import { TransportURL } from '../../../src/core/transport-url.js';
+import { BaseDriver } from '../../../src/contract/base-driver.js';
+import { requireCapability, type DriverCapabilities } from '../../../src/contract/capabilities.js';
+import { DuplicateMessageChecker } from '../../../src/structures/dedup.js';
+import { defaultRemoteErrorRegistry } from '../../../src/contract/remote-error.js';
+import { StopWatch } from '../../../src/structures/stopwatch.js';
+import { isPriority, PRIORITIES } from '../../../src/contract/types.js';
+
+describe('DuplicateMessageChecker', () => {
+  it('reports an id seen inside the window as a duplicate', () => {
+    const d = new DuplicateMessageChecker(3);
+    expect(d.checkAndAdd('a')).toBe(false);
+    expect(d.checkAndAdd('a')).toBe(true);
+    expect(d.has('a')).toBe(true);
+    expect(d.has('b')).toBe(false);
+  });
+
+  it('evicts the oldest id once the window is full', () => {
+    const d = new DuplicateMessageChecker(3);
+    for (const id of ['a', 'b', 'c']) d.add(id);
+    d.add('d');
+    expect(d.has('a')).toBe(false);
+    expect(['b', 'c', 'd'].every((id) => d.has(id))).toBe(true);
+    expect(d.checkAndAdd('a')).toBe(false); // 'a' fell out; now it evicts 'b'
+    expect(d.has('b')).toBe(false);
+    expect(d.has('c')).toBe(true);
+  });
+
+  it('re-adding an id already in the window does not evict anything', () => {
+    const d = new DuplicateMessageChecker(2);
+    d.add('a');
+    d.add('b');
+    d.add('b');
+    d.add('a');
+    expect(d.has('a') && d.has('b')).toBe(true);
+  });
+
+  it('an id being handled (begin) is a duplicate until dropped, and joins the window once added', () => {
+    const d = new DuplicateMessageChecker(2);
+    expect(d.begin('a')).toBe(true);
+    expect(d.begin('a')).toBe(false); // a copy while the first is handled
+    expect(d.checkAndAdd('a')).toBe(true);
+    expect(d.has('a')).toBe(false); // being handled is not in the window
+    d.drop('a'); // requeued: it may come again
+    expect(d.begin('a')).toBe(true);
+    d.add('a');
+    expect(d.has('a')).toBe(true);
+    expect(d.begin('a')).toBe(false);
+    d.drop('a'); // dropping a handled id changes nothing
+    expect(d.has('a')).toBe(true);
+  });
+
+  it('ids being handled do not take window slots, and the window evicts only handled ids', () => {
+    const d = new DuplicateMessageChecker(2);
+    expect(['x', 'y', 'z'].every((id) => d.begin(id))).toBe(true);
+    d.add('a');
+    d.add('b');
+    d.add('x'); // evicts 'a'
+    expect(d.has('a')).toBe(false);
+    expect(d.has('b') && d.has('x')).toBe(true);
+    expect(d.begin('y') || d.begin('z')).toBe(false); // still being handled
+    d.add('y'); // evicts 'b'
+    d.add('z'); // evicts 'x'
+    expect(['b', 'x'].some((id) => d.has(id))).toBe(false);
+    expect(d.has('y') && d.has('z')).toBe(true);
+  });
+
+  it('agrees with a plain model of the window and the ids being handled over long random runs', () => {
+    // The model: the window as a list, oldest first, and a set of the ids being handled.
+    let seed = 11;
+    const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    for (const size of [1, 3, 16, 100]) {
+      const d = new DuplicateMessageChecker(size);
+      const window: string[] = [];
+      const handling = new Set<string>();
+      const enter = (id: string) => {
+        window.push(id);
+        if (window.length > size) window.shift();
+      };
+      for (let step = 0; step < 30_000; step++) {
+        // Few distinct ids (so they come back often), built anew each time (equal strings, other objects).
+        const id = ['id', random(size * 3 + 5)].join('-');
+        const inWindow = window.includes(id);
+        switch (random(5)) {
+          case 0:
+            expect(d.has(id)).toBe(inWindow);
+            break;
+          case 1: {
+            const expected = !inWindow && !handling.has(id);
+            expect(d.begin(id)).toBe(expected);
+            if (expected) handling.add(id);
+            break;
+          }
+          case 2:
+            d.add(id);
+            handling.delete(id);
+            if (!inWindow) enter(id);
+            break;
+          case 3: {
+            const duplicate = inWindow || handling.has(id);
+            expect(d.checkAndAdd(id)).toBe(duplicate);
+            if (!duplicate) enter(id);
+            break;
+          }
+          default:
+            d.drop(id);
+            handling.delete(id);
+        }
+      }
+      for (let i = 0; i < size * 3 + 5; i++) expect(d.has(`id-${i}`)).toBe(window.includes(`id-${i}`));
+    }
+  });
+
+  it('holds any number of ids being handled beside a full window', () => {
+    const d = new DuplicateMessageChecker(8);
+    for (let i = 0; i < 8; i++) d.add(`w${i}`);
+    for (let i = 0; i < 10_000; i++) expect(d.begin(`f${i}`)).toBe(true);
+    for (let i = 0; i < 10_000; i += 997) expect(d.begin(`f${i}`)).toBe(false);
+    expect(d.has('w0') && d.has('w7')).toBe(true);
+    for (let i = 0; i < 10_000; i++) d.drop(`f${i}`);
+    for (let i = 0; i < 10_000; i += 997) expect(d.begin(`f${i}`)).toBe(true);
+    expect(d.has('w0') && d.has('w7')).toBe(true);
+  });
+
+  it('defaults to a large window and refuses bad sizes', () => {
+    const d = new DuplicateMessageChecker();
+    expect(d.size).toBe(4096);
+    for (let i = 0; i < 4096; i++) d.add(`id-${i}`);
+    expect(d.has('id-0')).toBe(true);
+    d.add('one-more');
+    expect(d.has('id-0')).toBe(false);
+    for (const bad of [0, -1, 1.5, NaN]) expect(() => new DuplicateMessageChecker(bad)).toThrow(RangeError);
+  });
+});
+
+describe('StopWatch', () => {
+  it('counts down a duration on the given clock', () => {
+    let t = 1000;
+    const w = new StopWatch(200, () => t);
+    expect(w.elapsed()).toBe(0);
+    expect(w.leftover()).toBe(200);
+    t += 150;
+    expect(w.elapsed()).toBe(150);
+    expect(w.leftover()).toBe(50);
+    t += 100;
+    expect(w.leftover()).toBe(0);
+  });
+
+  it('has no limit without a duration', () => {
+    let t = 0;
+    const w = new StopWatch(undefined, () => t);
+    t += 1e9;
+    expect(w.leftover()).toBeUndefined();
+    expect(w.elapsed()).toBe(1e9);
+  });
+
+  it('a zero duration has nothing left at once', () => {
+    const w = new StopWatch(0);
+    expect(w.leftover()).toBe(0);
+  });
+
+  it('uses a monotonic real clock by default', async () => {
+    const w = new StopWatch(10_000);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(w.elapsed()).toBeGreaterThan(5);
+    expect(w.leftover()!).toBeLessThan(10_000);
+  });
+});
+
+const ALL: DriverCapabilities = { rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true };
+const NONE: DriverCapabilities = { rpc: false, fanout: false, requeue: false, pools: false, callMonitor: false, durableNotifications: false };
+
+describe('capabilities', () => {
+  it('requireCapability passes when present and names driver and capability when missing', () => {
+    expect(() => requireCapability('x', ALL, 'requeue')).not.toThrow();
+    expect(() => requireCapability('kafka', NONE, 'requeue')).toThrow(new NotSupportedError('The kafka driver does not support requeue'));
+    expect(() => requireCapability('kafka', NONE, 'pools', 'listener pools')).toThrow('The kafka driver does not support listener pools');
+  });
+});
+
+class TestDriver extends BaseDriver {
+  readonly name = 'test';
+  constructor(readonly capabilities: DriverCapabilities) {
+    super({
+      url: TransportURL.parse('rabbit://user:hunter2@h:5672/'),
+      defaultExchange: 'openstack',
+      allowedRemoteExmods: ['a.b'],
+      remoteErrors: defaultRemoteErrorRegistry,
+      logger: silentLogger,
+      options: {},
+    });
+  }
+  protected doSend(): Promise<unknown> {
+    return Promise.resolve(undefined);
+  }
+  protected doSendNotification(): Promise<void> {
+    return Promise.resolve();
+  }
+  protected doListen(): Promise<never> {
+    return Promise.reject(new Error('unused'));
+  }
+  protected doListenForNotifications(): Promise<never> {
+    return Promise.reject(new Error('unused'));
+  }
+  closes = 0;
+  protected close(): Promise<void> {
+    this.closes++;
+    return Promise.resolve();
+  }
+  /** For the test: the protected open check. */
+  check(): void {
+    this.assertOpen();
+  }
+}
+
+describe('BaseDriver helpers', () => {
+  it('keeps the init fields', () => {
+    const d = new TestDriver(ALL);
+    expect(d.defaultExchange).toBe('openstack');
+    expect(d.allowedRemoteExmods).toEqual(['a.b']);
+    expect(d.remoteErrors).toBe(defaultRemoteErrorRegistry);
+  });
+
+  it('cleanup() runs the driver close once; afterwards the driver refuses work with InvalidState, without the password', async () => {
+    const d = new TestDriver(ALL);
+    expect(() => d.check()).not.toThrow();
+    await Promise.all([d.cleanup(), d.cleanup()]);
+    await d.cleanup();
+    expect(d.closes).toBe(1);
+    expect(() => d.check()).toThrow(InvalidState);
+    expect(() => d.check()).toThrow(/test transport rabbit:\/\/user:\*\*\*@h:5672\/ was cleaned up/);
+  });
+
+  it('requireFeatures fails at once for each missing capability and passes for present ones', () => {
+    expect(() => new TestDriver(ALL).requireFeatures({ requeue: true, pools: true, fanout: true, callMonitor: true })).not.toThrow();
+    const d = new TestDriver(NONE);
+    expect(() => d.requireFeatures({})).not.toThrow();
+    expect(() => d.requireFeatures({ requeue: false })).not.toThrow();
+    expect(() => d.requireFeatures({ requeue: true })).toThrow(/requeueing/);
+    expect(() => d.requireFeatures({ pools: true })).toThrow(/pools/);
+    expect(() => d.requireFeatures({ fanout: true })).toThrow(/fanout/);
+    expect(() => d.requireFeatures({ callMonitor: true })).toThrow(NotSupportedError);
+  });
+
+  it('exchangeFor uses the target exchange or the default', () => {
+    const d = new TestDriver(ALL);
+    expect(d.exchangeFor(new Target({ topic: 't' }))).toBe('openstack');
+    expect(d.exchangeFor(new Target({ topic: 't', exchange: 'nova' }))).toBe('nova');
+  });
+
+  it('toString shows the redacted URL', () => {
+    const s = String(new TestDriver(ALL));
+    expect(s).toBe('TestDriver<rabbit://user:***@h:5672/>');
+    expect(s).not.toContain('hunter2');
+  });
+});
+
+describe('priorities', () => {
+  it('lists oslo priorities lower-case and recognises them', () => {
+    expect(PRIORITIES).toEqual(['audit', 'debug', 'info', 'warn', 'error', 'critical', 'sample']);
+    expect(isPriority('info')).toBe(true);
+    expect(isPriority('INFO')).toBe(false);
+    expect(isPriority(3)).toBe(false);
+  });
+});
