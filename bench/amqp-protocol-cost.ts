@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { connect, type ChannelModel, type Options } from 'amqplib';
 import { osloNotification } from './oslo-envelope.js';
 import { OSLO_PROPS } from './raw-amqp-oslo.js';
-import { CONCURRENCY, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight } from './scenarios.js';
+import { CONCURRENCY, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight } from './measure.js';
 
 const url = process.argv[2] ?? 'amqp://guest:guest@127.0.0.1:5672/';
 const ROUNDS = 5;

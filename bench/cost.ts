@@ -18,7 +18,7 @@ import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@ope
 import { z } from 'zod';
 import { countInstructions, sayMark, type Mark } from './callgrind.js';
 import { percentile } from './harness.js';
-import { PAYLOAD_TEXT, keepInFlight, waitUntil } from './scenarios.js';
+import { PAYLOAD_TEXT, keepInFlight, waitUntil } from './measure.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TSX = fileURLToPath(new URL('../node_modules/tsx/dist/esm/index.mjs', import.meta.url));

@@ -2,7 +2,7 @@
 // inside JSON, uuid4-hex ids, and a notification as tidings' Notifier puts it on the wire. Shared
 // by the RabbitMQ, Redis and Kafka protocol baselines; loads no broker library.
 import { randomUUID } from 'node:crypto';
-import { PAYLOAD_TEXT } from './scenarios.js';
+import { PAYLOAD_TEXT } from './measure.js';
 
 /** A uuid4 in hex, as oslo writes `_msg_id`/`_unique_id`. */
 export const hexId = (): string => randomUUID().replace(/-/g, '');

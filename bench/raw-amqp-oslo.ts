@@ -18,7 +18,7 @@ import type { Channel, ConfirmChannel, Options } from 'amqplib';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
 import { rawConsume, withConnections, type PublishShape } from './raw-amqp.js';
 import { envelope, hexId, osloNotification, unenvelope } from './oslo-envelope.js';
-import { PAYLOAD_TEXT, measureDelivered, measureSent, measureConcurrentCalls, measureSequentialCalls, type RpcSides } from './scenarios.js';
+import { PAYLOAD_TEXT, measureDelivered, measureSent, measureConcurrentCalls, measureSequentialCalls, type RpcSides } from './measure.js';
 
 /** oslo's properties on every message, as tidings sends them. */
 export const OSLO_PROPS: Readonly<Options.Publish> = Object.freeze({ contentType: 'application/json', contentEncoding: 'utf-8', deliveryMode: 2, priority: 0, headers: {} });

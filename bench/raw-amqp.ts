@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { connect, type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options } from 'amqplib';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
-import { BATCH_SIZE, PAYLOAD_TEXT, measureDelivered, measureSent, measureConcurrentCalls, measureSequentialCalls } from './scenarios.js';
+import { BATCH_SIZE, PAYLOAD_TEXT, measureDelivered, measureSent, measureConcurrentCalls, measureSequentialCalls } from './measure.js';
 
 /** Prefetch of the raw RPC server: the tidings RPC server runs up to 64 requests at once (executorSize). */
 const SERVER_PREFETCH = 64;

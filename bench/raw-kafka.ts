@@ -34,7 +34,7 @@ import { applyKafkajsIdleFix } from '../src/drivers/kafka/kafkajs-idle-fix.js';
 import { silentLogger } from '../src/core/logger.js';
 import { MOCK_RPC_MAX_WAIT_MS } from '../test/support/kafka-broker.js';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
-import { BATCH_SIZE, Gate, PAYLOAD_TEXT, measureConcurrentCalls, measureConsumed, measureDelivered, measureSent, measureSequentialCalls, waitUntil, type ConsumeMode, type ConsumeTiming } from './scenarios.js';
+import { BATCH_SIZE, Gate, PAYLOAD_TEXT, measureConcurrentCalls, measureConsumed, measureDelivered, measureSent, measureSequentialCalls, waitUntil, type ConsumeMode, type ConsumeTiming } from './measure.js';
 
 // tidings' kafkajs adapter stops kafkajs 2.2's idle 1 ms timer loop for the whole process when it
 // loads; the baselines run with the same fix from their first round (and in --baselines-only

@@ -17,7 +17,7 @@ import type { Redis } from 'ioredis';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
 import { envelopeText, hexId, osloNotificationText, unenvelope } from './oslo-envelope.js';
 import { blockingLoop, createGroup, failFast, rawConsume, rawPublish, replyReader, withRedis, type EntryCodec, type ReadReply, type Waiter } from './raw-redis.js';
-import { PAYLOAD_TEXT, measureDelivered, measureConcurrentCalls, measureSequentialCalls, type RpcSides } from './scenarios.js';
+import { PAYLOAD_TEXT, measureDelivered, measureConcurrentCalls, measureSequentialCalls, type RpcSides } from './measure.js';
 
 /** As tidings' RPC server: up to 64 requests handled at once (executorSize). */
 const SERVER_BATCH = 64;

@@ -18,7 +18,7 @@
 // Every key is unique per run (ctx.unique) and UNLINKed afterwards; nothing else is touched.
 import { Redis, type RedisOptions } from 'ioredis';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
-import { BATCH_SIZE, PAYLOAD_TEXT, measureDelivered, measureSent, measureConcurrentCalls, measureSequentialCalls } from './scenarios.js';
+import { BATCH_SIZE, PAYLOAD_TEXT, measureDelivered, measureSent, measureConcurrentCalls, measureSequentialCalls } from './measure.js';
 
 /** Requests the raw RPC server pops at once: the tidings RPC server runs up to 64 at once (executorSize). */
 const SERVER_BATCH = 64;

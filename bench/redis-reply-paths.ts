@@ -15,7 +15,7 @@ import { TransportURL } from '../src/index.js';
 import type { BenchContext, Measurement } from './harness.js';
 import { percentile } from './harness.js';
 import { blockingLoop, echoRepliesByCaller, withRedis } from './raw-redis.js';
-import { CONCURRENCY, PAYLOAD_TEXT, keepInFlight } from './scenarios.js';
+import { CONCURRENCY, PAYLOAD_TEXT, keepInFlight } from './measure.js';
 
 const ROUTES = ['list', 'stream', 'pubsub'] as const;
 type Route = (typeof ROUTES)[number];

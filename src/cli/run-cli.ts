@@ -12,7 +12,7 @@ import { serveCommand } from './serve.js';
 
 export const COMMANDS: readonly Command[] = [callCommand, castCommand, notifyCommand, listenCommand, serveCommand, deadLettersCommand, demoCommand];
 
-export const TOP_HELP = `Usage: tidings <command> [options]
+const TOP_HELP = `Usage: tidings <command> [options]
 
 oslo.messaging-style RPC and notifications from the command line.
 
@@ -31,7 +31,7 @@ Exit status: 0 ok (also when the reader of stdout goes away, as with | head), 1 
 2 bad input (including a URL scheme no driver is registered for), 3 timeout, 4 remote error.`;
 
 /** The package's version, from the package.json above the built tree (dist/cli/ or src/cli/). */
-export function packageVersion(): string {
+function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
   return String(pkg.version);
 }

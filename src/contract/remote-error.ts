@@ -83,7 +83,7 @@ export const defaultRemoteErrorRegistry = new RemoteErrorRegistry()
   .register(DISPATCHER_MODULE, NoSuchMethod, (i) => new NoSuchMethod(/RPC method (\S+)$/.exec(i.message)?.[1] ?? String(i.args[0] ?? '')))
   .register(DISPATCHER_MODULE, UnsupportedVersion, (i) => {
     const m = /RPC version (\S+)\. Attempted method: (\S+)$/.exec(i.message);
-    return new UnsupportedVersion(m?.[1] ?? String(i.args[0] ?? ''), m?.[2] ?? optionalString(i.args[1]));
+    return new UnsupportedVersion(m?.[1] ?? String(i.args[0] ?? ''), m?.[2] ?? textOrUndefined(i.args[1]));
   })
   // Arguments refused by a contract's schema (args [field, expected]; the received value stays on the server).
   .register(DISPATCHER_MODULE, InvalidArgument, (i) => new InvalidArgument(String(i.args[0] ?? 'args'), String(i.args[1] ?? ''), undefined))
@@ -212,7 +212,8 @@ function argsOf(err: Error): unknown[] {
   return [err.message];
 }
 
-function optionalString(v: unknown): string | undefined {
+/** Any present member as text (null and undefined are absent). */
+function textOrUndefined(v: unknown): string | undefined {
   return v === undefined || v === null ? undefined : String(v);
 }
 

@@ -79,9 +79,9 @@ export function parseRpcRequest(raw: DriverMessage): ParsedRpcRequest {
   return {
     request,
     ctx,
-    uniqueId: optionalString(wire._unique_id),
-    msgId: optionalString(wire._msg_id),
-    replyQueue: optionalString(wire._reply_q),
+    uniqueId: stringOrUndefined(wire._unique_id),
+    msgId: stringOrUndefined(wire._msg_id),
+    replyQueue: stringOrUndefined(wire._reply_q),
     callMonitorTimeout: timeout !== null && timeout > 0 ? timeout * 1000 : undefined,
   };
 }
@@ -112,12 +112,12 @@ export function parseNotification(raw: DriverMessage): ParsedNotification {
   if (nested !== undefined) {
     // Deleting the last key added (where oslo's Kafka driver and tidings write `_context`) keeps V8's fast object layout.
     delete raw[NESTED_CONTEXT_KEY];
-    const messageId = optionalString(raw.message_id);
+    const messageId = stringOrUndefined(raw.message_id);
     return { notification: raw as ReceivedNotification, ctx: nested, uniqueId: messageId, messageId };
   }
   const { message, ctx, wire } = splitWireKeys(raw);
-  const uniqueId = optionalString(wire._unique_id);
-  const messageId = optionalString(message.message_id);
+  const uniqueId = stringOrUndefined(wire._unique_id);
+  const messageId = stringOrUndefined(message.message_id);
   return { notification: message as ReceivedNotification, ctx, uniqueId: uniqueId ?? messageId, messageId: messageId ?? uniqueId };
 }
 
@@ -247,6 +247,7 @@ function copyNested(nested: Record<string, unknown>, ctx: Context): void {
   for (const key in nested) if (key !== '__proto__') ctx[key] = nested[key];
 }
 
-function optionalString(v: unknown): string | undefined {
+/** A string member as it is; anything else is absent. */
+function stringOrUndefined(v: unknown): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }

@@ -12,7 +12,8 @@ import { TRANSPORT_SCHEMES } from '../../src/transport.js';
 import { main } from '../../bench/run.js';
 import { withRedis } from '../../bench/raw-redis.js';
 import { REDIS_URL, requireRedis } from '../support/brokers.js';
-import { Gate, SCENARIOS, measureBacklog } from '../../bench/scenarios.js';
+import { SCENARIOS } from '../../bench/scenarios.js';
+import { Gate, measureBacklog } from '../../bench/measure.js';
 import { percentile, roundByRound, runBench } from '../../bench/harness.js';
 import { loadBaselines } from '../../bench/baselines.js';
 import { MODES, OPS, measure } from '../../bench/cost.js';
@@ -23,7 +24,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
 /** The scenarios that run on every broker. */
 const NAMES = ['call-sequential', 'call-concurrent', 'cast', 'notify-publish', 'consume-plain', 'consume-pooled', 'consume-batch'];
-/** Consumers reading a backlog: Kafka only (bench/scenarios.ts BACKLOG_DRIVERS). */
+/** Consumers reading a backlog: Kafka only (bench/measure.ts BACKLOG_DRIVERS). */
 const BACKLOG_NAMES = ['backlog-plain', 'backlog-pooled', 'backlog-batch'];
 
 /** Spins for `ms` of wall time (CPU-bound) and returns 0. */

@@ -45,7 +45,7 @@ type TopologyOptions = Pick<
 >;
 
 /** Durable when `amqp_durable_queues` or `rabbit_quorum_queue` (quorum queues must be durable). */
-export function isDurable(o: TopologyOptions): boolean {
+function isDurable(o: TopologyOptions): boolean {
   return o.durableQueues || o.quorumQueue;
 }
 

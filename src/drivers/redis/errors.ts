@@ -35,11 +35,6 @@ export function isOutOfMemory(err: unknown): boolean {
   return /^OOM\b/.test(messageOf(err));
 }
 
-/** True for a blocked command ended by `CLIENT UNBLOCK ... ERROR` or a closed connection. */
-export function isClosedConnection(err: unknown): boolean {
-  return /Connection is closed|UNBLOCKED/.test(messageOf(err));
-}
-
 /**
  * Wraps any error from ioredis or the socket. MessagingErrors pass through. Redis at
  * `maxmemory` with `noeviction` (OOM) and a refused login or permission are not retriable
