@@ -8,6 +8,7 @@ import {
   jsonArgument,
   openTransport,
   parseCommandLine,
+  parseContext,
   parseJsonObject,
   parsePositiveInt,
   requireTopic,
@@ -82,7 +83,7 @@ function rpcCommand(kind: 'call' | 'cast'): Command {
       const { values, positionals } = parseCommandLine(argv, OPTIONS, 2, `tidings ${kind} <method> [json-args]`);
       const [method, rawArgs] = positionals;
       if (!method) throw new UsageError(`missing <method> (usage: tidings ${kind} <method> [json-args] --topic <topic>)`);
-      const ctx = parseJsonObject('--context', values.context);
+      const ctx = parseContext(values.context);
       const topic = requireTopic(values.topic, kind);
       const timeout = parsePositiveInt('--timeout', values.timeout, CALL_DEFAULT_TIMEOUT_MS);
       if (kind === 'call' && values.fanout) throw new UsageError('--fanout cannot be used with call (a fanout has no single reply); use cast');

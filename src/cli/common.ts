@@ -18,6 +18,7 @@ import {
   type TransportKind,
   type TransportURL,
 } from '../index.js';
+import { UNSAFE_CONTEXT_KEYS } from '../contract/wire.js';
 
 /** Process exit statuses. Scripts MAY rely on these; they are part of the CLI's contract. */
 export const EXIT = Object.freeze({
@@ -160,6 +161,14 @@ export function parseJsonObject(what: string, text: string | undefined, fallback
     throw new UsageError(`${what} must be a JSON object, e.g. '{"a": 1}'`);
   }
   return value as Record<string, unknown>;
+}
+
+/** Parses `--context`: a JSON object without a key that reaches a prototype (listeners drop those anyway). */
+export function parseContext(text: string | undefined): Record<string, unknown> {
+  const ctx = parseJsonObject('--context', text);
+  const unsafe = Object.keys(ctx).find((key) => UNSAFE_CONTEXT_KEYS.has(key));
+  if (unsafe !== undefined) throw new UsageError(`--context must not have the key "${unsafe}": it would reach the context's prototype`);
+  return ctx;
 }
 
 /** Parses any JSON value (notification payloads may be scalars). */

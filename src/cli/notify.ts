@@ -9,7 +9,7 @@ import {
   jsonArgument,
   openTransport,
   parseCommandLine,
-  parseJsonObject,
+  parseContext,
   parseJsonValue,
   resolveUrl,
   UsageError,
@@ -67,7 +67,7 @@ export const notifyCommand: Command = {
     const { values, positionals } = parseCommandLine(argv, OPTIONS, 2, 'tidings notify <event-type> [json-payload]');
     const [eventType, rawPayload] = positionals;
     if (!eventType) throw new UsageError('missing <event-type> (usage: tidings notify <event-type> [json-payload])');
-    const ctx = parseJsonObject('--context', values.context);
+    const ctx = parseContext(values.context);
     const priority = parsePriority(values.priority);
     const topic = values.topic ?? DEFAULT_NOTIFICATION_TOPIC;
     if (topic === '') throw new UsageError('--topic must not be empty');

@@ -88,13 +88,18 @@ abstract class Inbound<D> {
   }
 
   /** `parse(decoded body)`, or undefined after rejecting (never requeueing) and logging a malformed one. */
-  protected decode<T>(body: Uint8Array | string, delivery: D, generation: number, parse: (raw: DriverMessage) => T): T | undefined {
+  protected decode<T extends { readonly droppedContextKeys?: readonly string[] }>(body: Uint8Array | string, delivery: D, generation: number, parse: (raw: DriverMessage) => T): T | undefined {
+    let parsed: T;
     try {
-      return parse(decodeBody(body));
+      parsed = parse(decodeBody(body));
     } catch (err) {
       this.rejectMalformed(delivery, generation, body, err);
       return undefined;
     }
+    if (parsed.droppedContextKeys !== undefined) {
+      this.logger.warn('Dropped context keys that would reach a prototype', { ...this.settler.describe(delivery), keys: parsed.droppedContextKeys });
+    }
+    return parsed;
   }
 
   /** Rejects (never requeues) a message that cannot be dispatched and logs why; the listener goes on. */

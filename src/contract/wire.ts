@@ -14,10 +14,18 @@ const WIRE_KEYS = new Set(['_unique_id', '_msg_id', '_reply_q', '_timeout']);
 const UNDERSCORE = 0x5f;
 
 /**
+ * Context keys that name or reach a prototype. Set on a plain object, `__proto__` replaces its
+ * prototype (a hidden `is_admin` that `Object.keys` and logs do not show); none of them is ever
+ * set from the wire: they are dropped, and the listener logs that it dropped them.
+ */
+export const UNSAFE_CONTEXT_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
+/**
  * Splits a decoded body in one pass into the message, the `_context_*` context and the wire
  * keys (`_unique_id`, `_msg_id`, `_reply_q`, `_timeout`); `keepMessage: false` skips the message
  * (RPC requests read their fields directly). Builds new objects instead of
- * deleting keys (which slows V8 objects down); a `__proto__` key from the wire is dropped.
+ * deleting keys (which slows V8 objects down); a `__proto__` key from the wire is dropped, and so
+ * are context keys of UNSAFE_CONTEXT_KEYS (listed in `dropped`).
  */
 export function splitWireKeys(
   raw: DriverMessage,
@@ -29,10 +37,13 @@ export function splitWireKeys(
   ctx: Context;
   /** `_unique_id`, `_msg_id`, `_reply_q`, `_timeout` as found. */
   wire: Record<string, unknown>;
+  /** Context keys of UNSAFE_CONTEXT_KEYS that were dropped; undefined when none was. */
+  dropped?: string[];
 } {
   const message: DriverMessage = {};
   const ctx: Context = {};
   const wire: Record<string, unknown> = {};
+  let dropped: string[] | undefined;
   for (const key in raw) {
     // Context and wire keys (and `__proto__`) start with an underscore; most keys do not.
     if (key.charCodeAt(0) !== UNDERSCORE) {
@@ -40,13 +51,17 @@ export function splitWireKeys(
       continue;
     }
     if (key === '__proto__') continue;
-    if (key.startsWith(CONTEXT_PREFIX)) ctx[key.slice(CONTEXT_PREFIX.length)] = raw[key];
+    if (key.startsWith(CONTEXT_PREFIX)) {
+      const name = key.slice(CONTEXT_PREFIX.length);
+      if (UNSAFE_CONTEXT_KEYS.has(name)) (dropped ??= []).push(name);
+      else ctx[name] = raw[key];
+    }
     // oslo's Kafka driver nests the context as one `_context` object (oslo-wire.md §2).
-    else if (key === NESTED_CONTEXT_KEY && isPlainObject(raw[key])) copyNested(raw[key], ctx);
+    else if (key === NESTED_CONTEXT_KEY && isPlainObject(raw[key])) dropped = copyNested(raw[key], ctx, dropped);
     else if (WIRE_KEYS.has(key)) wire[key] = raw[key];
     else if (keepMessage) message[key] = raw[key];
   }
-  return { message, ctx, wire };
+  return dropped === undefined ? { message, ctx, wire } : { message, ctx, wire, dropped };
 }
 
 /** A received RPC request, split and validated. */
@@ -63,6 +78,8 @@ export interface ParsedRpcRequest {
   replyQueue?: string;
   /** Call-monitor window in ms, from `_timeout` (seconds on the wire); undefined when none. */
   callMonitorTimeout?: number;
+  /** Context keys of UNSAFE_CONTEXT_KEYS the sender wrote and the context does not have. */
+  droppedContextKeys?: readonly string[];
 }
 
 /** Validates and splits an RPC request body. Throws MalformedMessage when it cannot be dispatched. */
@@ -72,7 +89,7 @@ export function parseRpcRequest(raw: DriverMessage): ParsedRpcRequest {
   if (args !== undefined && args !== null && !isPlainObject(args)) throw new MalformedMessage('RPC message "args" is not an object');
   if (namespace !== undefined && namespace !== null && typeof namespace !== 'string') throw new MalformedMessage('RPC message "namespace" is neither a string nor null');
   if (version !== undefined && version !== null && typeof version !== 'string') throw new MalformedMessage('RPC message "version" is not a string');
-  const { ctx, wire } = splitWireKeys(raw, false);
+  const { ctx, wire, dropped } = splitWireKeys(raw, false);
   const request: RpcRequest = { method, args: (args as Record<string, unknown> | null | undefined) ?? {}, namespace: namespace ?? undefined, version: version ?? '1.0' };
   const timeout = typeof wire._timeout === 'number' && Number.isFinite(wire._timeout) ? wire._timeout : null;
   ctx.client_timeout = timeout;
@@ -83,6 +100,7 @@ export function parseRpcRequest(raw: DriverMessage): ParsedRpcRequest {
     msgId: stringOrUndefined(wire._msg_id),
     replyQueue: stringOrUndefined(wire._reply_q),
     callMonitorTimeout: timeout !== null && timeout > 0 ? timeout * 1000 : undefined,
+    droppedContextKeys: dropped,
   };
 }
 
@@ -96,6 +114,8 @@ export interface ParsedNotification {
   uniqueId?: string;
   /** `message_id`, else `_unique_id`. */
   messageId?: string;
+  /** Context keys of UNSAFE_CONTEXT_KEYS the sender wrote and the context does not have. */
+  droppedContextKeys?: readonly string[];
 }
 
 /**
@@ -115,22 +135,22 @@ export function parseNotification(raw: DriverMessage): ParsedNotification {
     const messageId = stringOrUndefined(raw.message_id);
     return { notification: raw as ReceivedNotification, ctx: nested, uniqueId: messageId, messageId };
   }
-  const { message, ctx, wire } = splitWireKeys(raw);
+  const { message, ctx, wire, dropped } = splitWireKeys(raw);
   const uniqueId = stringOrUndefined(wire._unique_id);
   const messageId = stringOrUndefined(message.message_id);
-  return { notification: message as ReceivedNotification, ctx, uniqueId: uniqueId ?? messageId, messageId: messageId ?? uniqueId };
+  return { notification: message as ReceivedNotification, ctx, uniqueId: uniqueId ?? messageId, messageId: messageId ?? uniqueId, droppedContextKeys: dropped };
 }
 
 /**
  * The `_context` object of a body in oslo's Kafka layout, to be the context as it is: undefined
- * when `_context` is missing or not a plain object, when it has a `__proto__` member (copied
- * without it instead), or when another key starts with an underscore (context or wire keys,
+ * when `_context` is missing or not a plain object, when it has a member of UNSAFE_CONTEXT_KEYS
+ * (copied without it instead), or when another key starts with an underscore (context or wire keys,
  * `__proto__`). A body without `_context` (the AMQP layouts) costs one lookup, not a pass over
  * its keys, which splitWireKeys makes anyway.
  */
 function onlyNestedContext(raw: DriverMessage): Context | undefined {
   const nested = raw[NESTED_CONTEXT_KEY];
-  if (!isPlainObject(nested) || Object.hasOwn(nested, '__proto__')) return undefined;
+  if (!isPlainObject(nested) || Object.hasOwn(nested, '__proto__') || Object.hasOwn(nested, 'constructor') || Object.hasOwn(nested, 'prototype')) return undefined;
   for (const key in raw) if (key.charCodeAt(0) === UNDERSCORE && key !== NESTED_CONTEXT_KEY) return undefined;
   return nested;
 }
@@ -242,9 +262,13 @@ function isJsonable(value: unknown): boolean {
   }
 }
 
-/** Copies a nested `_context`'s members; a `__proto__` member from the wire is dropped (Object.assign would set the prototype). */
-function copyNested(nested: Record<string, unknown>, ctx: Context): void {
-  for (const key in nested) if (key !== '__proto__') ctx[key] = nested[key];
+/** Copies a nested `_context`'s members but those of UNSAFE_CONTEXT_KEYS (Object.assign would set the prototype); returns the dropped ones. */
+function copyNested(nested: Record<string, unknown>, ctx: Context, dropped: string[] | undefined): string[] | undefined {
+  for (const key in nested) {
+    if (UNSAFE_CONTEXT_KEYS.has(key)) (dropped ??= []).push(key);
+    else ctx[key] = nested[key];
+  }
+  return dropped;
 }
 
 /** A string member as it is; anything else is absent. */

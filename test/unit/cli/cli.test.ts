@@ -70,6 +70,8 @@ describe('bad input: exit 2 and one line on stderr', () => {
     ['bad JSON args', ['call', 'echo', '{bad', '--topic', 't'], /^tidings call: json-args is not valid JSON/],
     ['JSON args that are not an object', ['call', 'echo', '[1,2]', '--topic', 't'], /^tidings call: json-args must be a JSON object/],
     ['bad --context', ['cast', 'echo', '{}', '--topic', 't', '--context', 'nope'], /^tidings cast: --context is not valid JSON/],
+    ['a --context key that reaches a prototype', ['cast', 'echo', '{}', '--topic', 't', '--context', '{"__proto__": {"is_admin": true}}'], /^tidings cast: --context must not have the key "__proto__"/],
+    ['a --context key "constructor"', ['notify', 'a.b', '--context', '{"user": "u", "constructor": 1}'], /^tidings notify: --context must not have the key "constructor"/],
     ['missing --topic on call', ['call', 'echo', '{}'], /^tidings call: missing --topic/],
     ['missing --topic on serve', ['serve'], /^tidings serve: missing --topic/],
     ['missing method', ['call', '--topic', 't'], /^tidings call: missing <method>/],
