@@ -19,10 +19,39 @@ export class MessagingError extends Error {
   protected static defaultRetriable = false;
 
   constructor(message: string, options: MessagingErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(message, options.cause === undefined ? undefined : { cause: causeSnapshot(options.cause, 0) });
     this.name = new.target.name;
     this.retriable = options.retriable ?? (new.target as typeof MessagingError).defaultRetriable;
   }
+}
+
+/** Own fields of an error that say what went wrong without saying what was sent. */
+const SAFE_FIELDS: ReadonlySet<string> = new Set(['name', 'message', 'stack', 'cause', 'code', 'errno', 'syscall', 'address', 'port', 'type', 'retriable']);
+const MAX_CAUSE_DEPTH = 8;
+
+/**
+ * The cause a MessagingError keeps. A broker library's error can carry what it was doing (ioredis
+ * the command with its arguments, `AUTH <user> <password>`; kafkajs the request), which
+ * `util.inspect`, JSON and loggers print at any depth. Such an error is replaced by a copy of the
+ * same class with only its name, message, stack, diagnostic fields (`code`, `errno`, ...) and, in
+ * the same form, its own cause; an error without other own fields is kept as it is.
+ */
+function causeSnapshot(cause: unknown, depth: number): unknown {
+  if (!(cause instanceof Error) || cause instanceof MessagingError || depth >= MAX_CAUSE_DEPTH) return cause;
+  const inner = cause.cause === undefined ? undefined : causeSnapshot(cause.cause, depth + 1);
+  const keys = Reflect.ownKeys(cause);
+  if (inner === cause.cause && keys.every((key) => typeof key === 'string' && SAFE_FIELDS.has(key))) return cause;
+  const copy = Object.create(Object.getPrototypeOf(cause) as object) as Error;
+  for (const key of keys) {
+    if (typeof key !== 'string' || !SAFE_FIELDS.has(key) || key === 'cause') continue;
+    const descriptor = Object.getOwnPropertyDescriptor(cause, key)!;
+    const value: unknown = descriptor.get === undefined ? descriptor.value : undefined;
+    if (key === 'message' || key === 'stack' || key === 'name' || ['string', 'number', 'boolean'].includes(typeof value)) {
+      Object.defineProperty(copy, key, { value, enumerable: descriptor.enumerable, writable: true, configurable: true });
+    }
+  }
+  if (inner !== undefined) Object.defineProperty(copy, 'cause', { value: inner, enumerable: false, writable: true, configurable: true });
+  return copy;
 }
 
 /** A `call` got no reply in time, or a call-monitor window passed without a heartbeat. */

@@ -4,6 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createMemoryLogger,
@@ -81,10 +82,17 @@ async function roundTrip(url: string): Promise<void> {
   }
 }
 
-/** Every message, String() and stack along the cause chain: where a leaked password would show. */
+/**
+ * Where a leaked password would show: `util.inspect` at any depth, JSON, and along the cause chain
+ * every message, String(), stack and own property (ioredis puts the failed command, `AUTH user
+ * password`, on its errors).
+ */
 function errorText(e: unknown): string {
-  const parts: string[] = [];
-  for (let cur: unknown = e, depth = 0; cur instanceof Error && depth < 6; cur = cur.cause, depth++) parts.push(String(cur), cur.message, cur.stack ?? '');
+  const parts: string[] = [inspect(e, { depth: Infinity }), JSON.stringify(e) ?? ''];
+  for (let cur: unknown = e, depth = 0; cur instanceof Error && depth < 10; cur = cur.cause, depth++) {
+    parts.push(String(cur), cur.message, cur.stack ?? '', inspect({ ...cur }, { depth: Infinity }));
+    for (const key of Reflect.ownKeys(cur)) parts.push(inspect((cur as unknown as Record<PropertyKey, unknown>)[key], { depth: Infinity }));
+  }
   return parts.join('\n');
 }
 

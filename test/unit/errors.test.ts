@@ -1,4 +1,5 @@
 // The error tree: names, codes, retriable defaults, instanceof chain, cause.
+import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import {
   AbortError,
@@ -140,5 +141,31 @@ describe('error messages and fields', () => {
     const u = new MessageUndeliverable('no route', 'ex', 'rk');
     expect([u.exchange, u.routingKey]).toEqual(['ex', 'rk']);
     expect(new InvalidTarget('t', { topic: 'x' }).target).toEqual({ topic: 'x' });
+  });
+});
+
+describe('causes from broker libraries', () => {
+  class ReplyError extends Error {
+    command = { name: 'auth', args: ['nosuchuser', 'Sup3rSecret'] };
+    code = 'WRONGPASS';
+  }
+
+  it('keep their class, message, stack and code but nothing else a library put on them, along the chain', () => {
+    const root = Object.assign(new Error('socket closed'), { errno: -104, options: { password: 'Sup3rSecret' } });
+    const raw = new ReplyError('WRONGPASS invalid username-password pair', { cause: root });
+    const err = new ConnectionError('Redis refused the login', { cause: raw });
+    const cause = err.cause as ReplyError;
+    expect(cause).toBeInstanceOf(ReplyError);
+    expect([cause.message, cause.stack, cause.code]).toEqual([raw.message, raw.stack, 'WRONGPASS']);
+    expect(cause.command).toBeUndefined();
+    expect((cause.cause as Error & { errno: number }).errno).toBe(-104);
+    for (const text of [inspect(err, { depth: Infinity }), JSON.stringify(err), inspect(cause.cause, { depth: Infinity })]) expect(text).not.toContain('Sup3rSecret');
+    // The leak the snapshot prevents: the raw error itself shows the password.
+    expect(inspect(raw, { depth: Infinity })).toContain('Sup3rSecret');
+  });
+
+  it('an error with nothing but safe fields is kept as it is', () => {
+    const plain = new TypeError('bad');
+    expect(new MessageDeliveryFailure('x', { cause: plain }).cause).toBe(plain);
   });
 });

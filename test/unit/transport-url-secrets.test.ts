@@ -114,6 +114,7 @@ function renderError(err: unknown): string {
   const parts = [inspect(err, { depth: Infinity }), JSON.stringify(err, errorReplacer) ?? ''];
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 10; e = e.cause, depth++) {
     parts.push(e.message, String(e.stack), String(e), JSON.stringify(e) ?? '');
+    for (const key of Reflect.ownKeys(e)) parts.push(inspect((e as unknown as Record<PropertyKey, unknown>)[key], { depth: Infinity }));
   }
   return parts.join('\n');
 }
