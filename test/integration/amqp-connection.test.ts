@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IncomingMessage, RpcIncomingMessage } from '../../src/contract/incoming-message.js';
 import type { Listener } from '../../src/contract/listener.js';
 import type { AmqpDriver } from '../../src/drivers/amqp/index.js';
-import { InvalidArgument, InvalidState, InvalidTransportURL, MessageDeliveryFailure, MessagingTimeout } from '../../src/core/errors.js';
+import { ConnectionError, InvalidArgument, InvalidState, InvalidTransportURL, MessageDeliveryFailure, MessagingTimeout } from '../../src/core/errors.js';
 import { createMemoryLogger, type MemoryLogger } from '../../src/core/logger.js';
 import { Target } from '../../src/core/target.js';
 import { getRpcTransport } from '../../src/transport.js';
@@ -95,6 +95,28 @@ describe('amqp driver connections (RabbitMQ)', () => {
     expect((outcome as Error).name).toMatch(/AbortError|MessageDeliveryFailure|InvalidState/);
   });
 
+  it('a wrong password is not retried: sends fail at once, typed and non-retriable, even with retry forever', async () => {
+    const wrong = RABBIT_URL.replace(/\/\/([^:]+):[^@]*@/, '//$1:Wr0ng-pw@');
+    expect(wrong).not.toBe(RABBIT_URL);
+    const driver = makeDriver(wrong, { retryInterval: 200, retryBackoff: 200 });
+    drivers.push(driver);
+    let attempts = 0;
+    driver.events.on('connect-failed', () => attempts++);
+    const started = Date.now();
+    for (const send of [
+      () => driver.send(new Target({ topic: 't' }), {}, { method: 'm', args: {} }, { retry: -1 }),
+      () => driver.sendNotification(new Target({ topic: 'n.info' }), {}, notification(), { retry: -1 }),
+    ]) {
+      const err = await send().then(() => expect.unreachable('the send succeeded'), (e: unknown) => e as ConnectionError);
+      expect(err.retriable).toBe(false);
+      expect(err.message).toMatch(/refused the login or access/);
+      expect(err.message).not.toContain('Wr0ng-pw');
+    }
+    // Two sends, one connection attempt each: retry -1 did not loop on a login that cannot succeed.
+    expect(attempts).toBe(2);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
   it('fails over to the next host of a multi-host URL', async () => {
     const driver = makeDriver('rabbit://guest:guest@127.0.0.1:1,guest:guest@127.0.0.1:5672/', { retryInterval: 10, retryBackoff: 0 });
     drivers.push(driver);
@@ -116,7 +138,9 @@ describe('amqp driver connections (RabbitMQ)', () => {
     const driver = makeDriver(`rabbit://guest:${secret}@127.0.0.1:5672/`, {}, logger);
     drivers.push(driver);
     const err = await driver.send(new Target({ topic: 't' }), {}, { method: 'm', args: {} }, { retry: 0 }).catch((e) => e);
-    expect(err).toBeInstanceOf(MessageDeliveryFailure);
+    // A refused login is not retried, so the connection's own error comes back, not "gave up after N attempts".
+    expect(err).toBeInstanceOf(ConnectionError);
+    expect(err.retriable).toBe(false);
     const texts: string[] = [];
     for (let e: any = err; e; e = e.cause) texts.push(String(e), String(e.message), String(e.stack));
     texts.push(JSON.stringify(logger.records, (_k, v) => (v instanceof Error ? { m: v.message, s: v.stack } : v)));

@@ -1,5 +1,5 @@
 // Maps amqplib and socket errors into tidings' error tree; the raw error only rides as `cause`.
-import { ConnectionError, InvalidArgument, MessagingError } from '../../core/errors.js';
+import { ConnectionError, InvalidArgument, MessageDeliveryFailure, MessagingError } from '../../core/errors.js';
 import { redactUrlsIn } from '../../core/transport-url.js';
 
 /** AMQP reply codes that matter here. */
@@ -36,16 +36,19 @@ export function declareMismatch(kind: 'queue' | 'exchange', name: string, err: u
 
 /**
  * Wraps any error from amqplib or the socket. MessagingErrors pass through; declare
- * mismatches become InvalidArgument (not retriable); refused logins and everything else a
- * retriable ConnectionError. amqplib gets an options object, never a URL, so its messages hold no
- * password; any URL in them is redacted all the same.
+ * mismatches become InvalidArgument (not retriable). What retrying cannot fix is not retriable:
+ * a refused login or access (403 ACCESS_REFUSED: wrong password, no permission on the vhost)
+ * and a message the broker refused (406 PRECONDITION_FAILED, e.g. over its `max_message_size`);
+ * everything else is a retriable ConnectionError. amqplib gets an options object, never a URL, so
+ * its messages hold no password; any URL in them is redacted all the same.
  */
 export function toMessagingError(err: unknown, what: string): MessagingError {
   if (err instanceof MessagingError) return err;
   const code = codeOf(err);
   const text = messageOf(err);
   if (code === AMQP_CODES.ACCESS_REFUSED || /ACCESS_REFUSED|auth/i.test(text)) {
-    return new ConnectionError(`${what}: the broker refused the login or access (${redactUrlsIn(text)})`, { cause: err, retriable: true });
+    return new ConnectionError(`${what}: the broker refused the login or access (${redactUrlsIn(text)})`, { cause: err, retriable: false });
   }
+  if (isPreconditionFailed(err)) return new MessageDeliveryFailure(`${what}: the broker refused it (${redactUrlsIn(text)})`, { cause: err, retriable: false });
   return new ConnectionError(`${what}: ${redactUrlsIn(text)}`, { cause: err });
 }

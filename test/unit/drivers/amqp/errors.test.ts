@@ -1,6 +1,6 @@
 // The RabbitMQ driver's error mapping never lets a URL password through into a message.
 import { describe, expect, it } from 'vitest';
-import { ConnectionError } from '../../../../src/core/errors.js';
+import { ConnectionError, MessageDeliveryFailure } from '../../../../src/core/errors.js';
 import { toMessagingError } from '../../../../src/drivers/amqp/errors.js';
 
 const SECRET = 'Hz7kQpWx-secret';
@@ -14,5 +14,24 @@ describe('amqp error mapping redacts URLs inside library messages', () => {
     expect(err).toBeInstanceOf(ConnectionError);
     expect(err.message).toBe('Could not connect: connect failed: amqp://guest:***@127.0.0.1:5672/ (and amqp://u:***@h2)');
     expect(err.cause).toBe(raw);
+  });
+});
+
+describe('amqp errors that retrying cannot fix are not retriable', () => {
+  it('403 ACCESS_REFUSED (a wrong password, no permission on the vhost)', () => {
+    const err = toMessagingError(Object.assign(new Error('Handshake terminated by server: 403 (ACCESS-REFUSED) with message "ACCESS_REFUSED - Login was refused"'), { code: 403 }), 'Could not connect');
+    expect(err).toBeInstanceOf(ConnectionError);
+    expect(err.retriable).toBe(false);
+  });
+
+  it('406 PRECONDITION_FAILED on a publish (a message over the broker\'s max_message_size)', () => {
+    const err = toMessagingError(Object.assign(new Error('Channel closed by server: 406 (PRECONDITION-FAILED) with message "PRECONDITION_FAILED - message size 2000 is larger than configured max size 1000"'), { code: 406 }), 'Could not publish');
+    expect(err).toBeInstanceOf(MessageDeliveryFailure);
+    expect(err.retriable).toBe(false);
+    expect(err.message).toMatch(/larger than configured max size/);
+  });
+
+  it('a lost socket stays retriable', () => {
+    expect(toMessagingError(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }), 'x').retriable).toBe(true);
   });
 });
