@@ -105,7 +105,7 @@ describe('amqp driver connections (RabbitMQ)', () => {
     const started = Date.now();
     for (const send of [
       () => driver.send(new Target({ topic: 't' }), {}, { method: 'm', args: {} }, { retry: -1 }),
-      () => driver.sendNotification(new Target({ topic: 'n.info' }), {}, notification(), { retry: -1 }),
+      () => driver.sendNotification(new Target({ topic: 'n.info' }), {}, notification(1), { retry: -1 }),
     ]) {
       const err = await send().then(() => expect.unreachable('the send succeeded'), (e: unknown) => e as ConnectionError);
       expect(err.retriable).toBe(false);
@@ -140,7 +140,7 @@ describe('amqp driver connections (RabbitMQ)', () => {
     const err = await driver.send(new Target({ topic: 't' }), {}, { method: 'm', args: {} }, { retry: 0 }).catch((e) => e);
     // A refused login is not retried, so the connection's own error comes back, not "gave up after N attempts".
     expect(err).toBeInstanceOf(ConnectionError);
-    expect(err.retriable).toBe(false);
+    expect((err as ConnectionError).retriable).toBe(false);
     const texts: string[] = [];
     for (let e: any = err; e; e = e.cause) texts.push(String(e), String(e.message), String(e.stack));
     texts.push(JSON.stringify(logger.records, (_k, v) => (v instanceof Error ? { m: v.message, s: v.stack } : v)));
