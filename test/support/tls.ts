@@ -59,6 +59,11 @@ function issue(ca: CertificateAuthority, name: string, subject: string, extensio
   return { cert: join(dir, `${name}.crt`), key: join(dir, `${name}.key`) };
 }
 
+/** A server certificate signed by `ca` that names only `dnsName` (`<name>.crt`/`<name>.key`): what a man in the middle with a trusted certificate for another host holds. */
+export function issueServerCertificateFor(ca: CertificateAuthority, name: string, dnsName: string): { cert: string; key: string } {
+  return issue(ca, name, `/CN=${dnsName}`, `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:${dnsName}\n`);
+}
+
 /** CA + server certificate (CN=localhost, SAN DNS:localhost and IP:127.0.0.1) + client certificate, in `dir`. */
 export function generateTlsMaterial(dir: string): TlsMaterial {
   const ca = generateCa(dir);

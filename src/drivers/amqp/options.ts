@@ -72,8 +72,13 @@ const FIELDS = {
   sslCert: customOption<string | Buffer | undefined>({ default: undefined, expected: 'a string or a Buffer', accepts: isPem }),
   /** Client key contents (options object only). @default undefined */
   sslKey: customOption<string | Buffer | undefined>({ default: undefined, expected: 'a string or a Buffer', accepts: isPem }),
-  /** Check that the certificate matches the host name (`ssl_enforce_hostname_verification`, Debian 14.0.3 default). @default false */
-  sslEnforceHostnameVerification: booleanOption({ default: false, query: 'ssl_enforce_hostname_verification' }),
+  /**
+   * Check that the server's certificate names the host connected to, by DNS name or IP SAN
+   * (`ssl_enforce_hostname_verification`). On by default, unlike oslo 14.0.3 (false): a man in the
+   * middle holding any certificate the CA trusts would otherwise read the credentials.
+   * @default true
+   */
+  sslEnforceHostnameVerification: booleanOption({ default: true, query: 'ssl_enforce_hostname_verification' }),
   /** Reject servers whose certificate does not verify (against `sslCa*` or the system CAs). @default true */
   sslVerifyPeer: booleanOption({ default: true, query: 'ssl_verify_peer' }),
 };

@@ -26,7 +26,8 @@ function tlsOptions(options: ResolvedRedisOptions): IoRedisOptions['tls'] {
       throw new InvalidArgument('sslCaFile', 'a readable CA bundle file', options.sslCaFile, { cause: err });
     }
   }
-  return { ca, rejectUnauthorized: options.sslVerifyPeer };
+  // Node checks the name against the host connected to unless told otherwise: only the option turns that off.
+  return options.sslEnforceHostnameVerification ? { ca, rejectUnauthorized: options.sslVerifyPeer } : { ca, rejectUnauthorized: options.sslVerifyPeer, checkServerIdentity: () => undefined };
 }
 
 /**

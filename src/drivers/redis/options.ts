@@ -56,6 +56,12 @@ const FIELDS = {
   sslCaFile: stringOption({ default: undefined, query: 'ssl_ca_file', expected: 'a non-empty path string' }),
   /** Reject servers whose certificate does not verify (`ssl_verify_peer`). @default true */
   sslVerifyPeer: booleanOption({ default: true, query: 'ssl_verify_peer' }),
+  /**
+   * Check that the server's certificate names the host connected to, by DNS name or IP SAN
+   * (`ssl_enforce_hostname_verification`, the RabbitMQ driver's name); off only for a server whose
+   * certificate names another host on purpose. @default true
+   */
+  sslEnforceHostnameVerification: booleanOption({ default: true, query: 'ssl_enforce_hostname_verification' }),
   /** TCP + handshake timeout per connection attempt, ms (`connect_timeout_ms`). @default 10_000 */
   connectTimeout: msOption({ default: 10_000, min: 1, query: 'connect_timeout_ms' }),
   /** First reconnect/retry wait, ms (`retry_interval_ms`). @default 100 */
