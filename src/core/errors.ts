@@ -194,7 +194,10 @@ export class AbortError extends MessagingError {
 
 /**
  * An error raised by the remote side that is not rebuilt as a local class: either its module
- * is not in the transport's `allowedRemoteExmods`, or no class is registered for it.
+ * is not in the transport's `allowedRemoteExmods`, or no class is registered for it. Its message
+ * is the remote class and message only (oslo's also carries the server's traceback, file paths
+ * included, into whatever shows the message); the traceback is in `traceback`, and in `stack`
+ * after the local frames' place, as for remote errors rebuilt as their own class.
  */
 export class RemoteError extends MessagingError {
   override readonly code = 'REMOTE_ERROR';
@@ -212,7 +215,8 @@ export class RemoteError extends MessagingError {
     /** Keyword args of the remote error, as sent. */
     readonly kwargs: Readonly<Record<string, unknown>> = {},
   ) {
-    super(`Remote error: ${excType} ${value}${traceback.length ? '\n' + traceback.join('') : ''}.`);
+    super(`Remote error: ${excType} ${value}.`);
+    if (traceback.length) this.stack = `${this.name}: ${this.message}\n    [remote traceback]\n${traceback.join('')}`;
   }
 }
 

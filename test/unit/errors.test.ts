@@ -125,9 +125,10 @@ describe('error messages and fields', () => {
     expect([cap.version, cap.versionCap]).toEqual(['1.3', '1.2']);
   });
 
-  it('RemoteError keeps the remote fields and formats as oslo', () => {
+  it('RemoteError keeps the remote fields; its message is the remote class and message, the traceback only in traceback and stack', () => {
     const e = new RemoteError('ValueError', 'bad', ['Traceback\n', 'ValueError: bad\n'], 'builtins', ['bad'], { k: 1 });
-    expect(e.message).toBe('Remote error: ValueError bad\nTraceback\nValueError: bad\n.');
+    expect(e.message).toBe('Remote error: ValueError bad.');
+    expect(e.stack).toBe('RemoteError: Remote error: ValueError bad.\n    [remote traceback]\nTraceback\nValueError: bad\n');
     expect([e.excType, e.value, e.module]).toEqual(['ValueError', 'bad', 'builtins']);
     expect(e.args).toEqual(['bad']);
     expect(e.kwargs).toEqual({ k: 1 });
