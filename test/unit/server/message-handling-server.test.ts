@@ -80,13 +80,17 @@ const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe('MessageHandlingServer states', () => {
   it('walks idle → starting → running → stopping → stopped → waiting → idle, emitting started and stopped', async () => {
-    const { server, listener, open, events } = rig();
+    const r = rig();
+    const { server, listener, open, events } = r;
     const seen: ServerState[] = [server.state];
     const starting = server.start();
     seen.push(server.state);
     expect(open.has(server)).toBe(true);
     await starting;
     seen.push(server.state);
+    // A handler held until the end keeps wait() in `waiting`.
+    const handler = (r.gate = deferred());
+    listener.deliver(1);
     listener.stopGate = deferred();
     const stopping = server.stop();
     seen.push(server.state);
@@ -94,8 +98,9 @@ describe('MessageHandlingServer states', () => {
     await stopping;
     seen.push(server.state);
     const waiting = server.wait();
-    await Promise.resolve();
+    await settle();
     seen.push(server.state);
+    handler.resolve();
     await waiting;
     seen.push(server.state);
     expect(seen).toEqual(['idle', 'starting', 'running', 'stopping', 'stopped', 'waiting', 'idle']);
