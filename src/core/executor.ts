@@ -4,7 +4,9 @@
 
 /**
  * Runs async tasks with bounded concurrency. A freed slot passes straight to the oldest waiting
- * `submit()`, so waiting tasks start in order and `tryStart()` never overtakes them.
+ * `submit()` or `acquire()`, so waiting tasks start in order and `tryStart()`/`tryAcquire()`
+ * never overtake them. The server lifecycle takes slots itself (`tryAcquire`/`acquire`, then
+ * `release`) so that it runs handlers without a closure per message.
  * Tasks SHOULD NOT reject (they handle their own errors); one that rejects or throws only frees
  * its slot.
  */
