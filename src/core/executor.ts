@@ -4,13 +4,15 @@
 
 /**
  * Runs async tasks with bounded concurrency. A freed slot passes straight to the oldest waiting
- * `submit()`, so waiting tasks start in order and `tryStart()` never overtakes them.
+ * `submit()` or `acquire()`, so waiting tasks start in order and `tryStart()`/`tryAcquire()`
+ * never overtake them. The server lifecycle takes slots itself (`tryAcquire`/`acquire`, then
+ * `release`) so that it runs handlers without a closure per message.
  * Tasks SHOULD NOT reject (they handle their own errors); one that rejects or throws only frees
  * its slot.
  */
 export class BoundedExecutor {
   private active = 0;
-  /** submit() calls waiting for a slot; each is handed one by a finishing task. */
+  /** submit()/acquire() calls waiting for a slot; each is handed one by a finishing task. */
   private readonly waiting: Array<() => void> = [];
   private idleWaiters: Array<() => void> = [];
 
@@ -27,18 +29,37 @@ export class BoundedExecutor {
    * returns false. The hot path: a caller with a free slot skips submit()'s promise.
    */
   tryStart(task: () => Promise<void> | void): boolean {
-    if (this.active >= this.size) return false;
-    this.active++;
+    if (!this.tryAcquire()) return false;
     this.run(task);
     return true;
   }
 
   /** Resolves once `task` has started, waiting for a free slot first (after earlier waiters). */
   async submit(task: () => Promise<void> | void): Promise<void> {
-    if (this.active < this.size) this.active++;
-    // The finishing task hands its slot over without freeing it, so the count stays right.
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    // A free slot starts the task synchronously, as tryStart() would.
+    if (!this.tryAcquire()) await this.acquire();
     this.run(task);
+  }
+
+  /**
+   * Takes a slot and returns true when one is free (never ahead of a waiting `acquire()`);
+   * otherwise takes nothing and returns false. Whoever took the slot MUST `release()` it once.
+   * The server lifecycle runs its handlers this way, with no closure per message.
+   */
+  tryAcquire(): boolean {
+    if (this.active >= this.size) return false;
+    this.active++;
+    return true;
+  }
+
+  /** Resolves once a slot is taken, after earlier waiters; MUST be followed by one `release()`. */
+  acquire(): Promise<void> {
+    if (this.active < this.size) {
+      this.active++;
+      return Promise.resolve();
+    }
+    // The releasing task hands its slot over without freeing it, so the count stays right.
+    return new Promise<void>((resolve) => this.waiting.push(resolve));
   }
 
   /** Resolves when every task started or waiting so far (and any added meanwhile) has finished. */
@@ -57,11 +78,12 @@ export class BoundedExecutor {
     }
     // A task that finished synchronously frees its slot now; the rejection handler only keeps a
     // task's bug from becoming an unhandled rejection.
-    if (running === undefined) this.finished();
-    else running.then(this.finished, this.finished);
+    if (running === undefined) this.release();
+    else running.then(this.release, this.release);
   }
 
-  private readonly finished = (): void => {
+  /** Frees a slot taken by `tryAcquire()`/`acquire()`: the oldest waiter gets it, else it is free. Bound, so it can be passed as a callback. */
+  readonly release = (): void => {
     const next = this.waiting.shift();
     if (next) return next();
     this.active--;

@@ -1,20 +1,21 @@
-// Notification listeners (oslo notify/listener.py): subscribe to the (target, priority) pairs the
-// endpoints handle, dispatch on a bounded executor, then acknowledge or requeue each message.
+// Notification listeners (oslo notify/listener.py): a thin shape over the one server lifecycle
+// (src/server) that subscribes to the (target, priority) pairs the endpoints handle, dispatches,
+// then acknowledges or requeues each message.
 import type { EventEmitter } from 'eventemitter3';
 import { GuardedEventEmitter } from '../core/events.js';
-import { InvalidArgument, InvalidState, MessagingError, ServerListenError } from '../core/errors.js';
+import { InvalidArgument, InvalidState } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { toLogger, type LoggerLike } from '../core/logger-adapters.js';
 import { Target, validateNotificationTarget, type TargetInit } from '../core/target.js';
 import type { Serializer } from '../core/serializer.js';
-import { BoundedExecutor } from '../core/executor.js';
-import { CloseOnce, withinDeadline, type CloseOptions } from '../core/lifecycle.js';
+import type { CloseOptions } from '../core/lifecycle.js';
 import type { Transport } from '../transport.js';
 import type { IncomingMessage } from '../contract/incoming-message.js';
 import { NotificationMessage } from '../contract/messages.js';
 import type { Listener } from '../contract/listener.js';
 import type { Context, Priority } from '../contract/types.js';
 import type { TargetAndPriority } from '../contract/base-driver.js';
+import { MessageHandlingServer } from '../server/message-handling-server.js';
 import {
   BatchNotificationDispatcher,
   NotificationDispatcher,
@@ -69,12 +70,11 @@ export const BATCH_NOTIFICATION_LISTENER_DEFAULTS = Object.freeze({
   batchTimeout: 1000,
 });
 
-type State = 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' | 'waiting';
-
 /**
- * A running subscription. Lifecycle: `start()` → `stop()` → `wait()`, after which it may be
- * started again; out of order (`stop()` before `start()`, `wait()` before `stop()`, `start()`
- * after `stop()` without `wait()`) rejects with InvalidState. Repeating a step is harmless.
+ * A running subscription. Lifecycle (the one of src/server, shared with the RPC server):
+ * `start()` → `stop()` → `wait()`, after which it may be started again; out of order
+ * (`stop()` before `start()`, `wait()` before `stop()`, `start()` after `stop()` without
+ * `wait()`) rejects with InvalidState. Repeating a step is harmless.
  * `close()` (or `await using`) does all of the ending in one call, from any state.
  */
 export class NotificationListener {
@@ -91,13 +91,7 @@ export class NotificationListener {
   /** Typed events: `started`, `stopped`, `dispatched`, `handlerError`. A listener that throws is logged, never breaks dispatch. */
   readonly events: EventEmitter<NotificationListenerEvents>;
 
-  private state: State = 'idle';
-  private starting?: Promise<void>;
-  private stopping?: Promise<void>;
-  private waiting?: Promise<void>;
-  private readonly closer = new CloseOnce((deadlineMs) => this.closeWithin(deadlineMs), true);
-  private listener?: Listener<IncomingMessage>;
-  private readonly executor: BoundedExecutor;
+  private readonly lifecycle: MessageHandlingServer<IncomingMessage>;
   private readonly dispatcher: NotificationDispatcher;
   private readonly logger: Logger;
 
@@ -107,7 +101,7 @@ export class NotificationListener {
     targets: ReadonlyArray<Target | TargetInit>,
     endpoints: readonly object[],
     options: BatchNotificationListenerOptions<any>,
-    private readonly batch: boolean,
+    batch: boolean,
   ) {
     if (!transport || typeof transport !== 'object' || !('driver' in transport)) {
       throw new InvalidArgument('transport', 'a Transport from getNotificationTransport()', transport);
@@ -138,7 +132,17 @@ export class NotificationListener {
     });
     // Missing capabilities fail here, at construction, never when a message arrives.
     transport.driver.requireFeatures({ requeue: this.allowRequeue, pools: this.pool !== undefined });
-    this.executor = new BoundedExecutor(executorSize);
+    this.lifecycle = new MessageHandlingServer<IncomingMessage>({
+      listen: () => this.listen(),
+      ...(batch ? { batch: true, dispatch: (messages: IncomingMessage[]) => this.processBatch(messages) } : { dispatch: (message: IncomingMessage) => this.processOne(message) }),
+      executorSize,
+      registry: transport,
+      events: this.events,
+      logger: this.logger,
+      subject: 'Notification listener',
+      unit: 'handler',
+      label: 'notification listener',
+    });
   }
 
   /** The priorities subscribed to: those some endpoint has a method for, and those of `on()` handlers. */
@@ -158,91 +162,44 @@ export class NotificationListener {
   on<Ctx = Context>(pattern: string, handler: NotificationEventHandler<Ctx>): this;
   on<S extends StandardSchemaV1 = StandardSchemaV1<any>, Ctx = Context>(pattern: string, options: NotificationEventOptions<S>, handler: NotificationEventHandler<Ctx, InferOutput<S>>): this;
   on(pattern: string, optionsOrHandler: unknown, handler?: unknown): this {
-    if (this.state !== 'idle') throw new InvalidState(`Cannot add an on() handler to a notification listener that is ${this.state}; add handlers before start()`);
+    const state = this.lifecycle.state;
+    if (state !== 'idle') throw new InvalidState(`Cannot add an on() handler to a notification listener that is ${state}; add handlers before start()`);
     this.dispatcher.addEventRoute(eventRoute(pattern, optionsOrHandler, handler));
     return this;
   }
 
   /** True between a completed `start()` and `stop()`. */
   get running(): boolean {
-    return this.state === 'running';
+    return this.lifecycle.state === 'running';
   }
 
   /** Handlers (batches, for a batch listener) running right now. */
   get inFlight(): number {
-    return this.executor.running;
+    return this.lifecycle.inFlight;
   }
 
   /** Subscribes; resolves once a notification sent afterwards will be received. */
   start(): Promise<void> {
-    if (this.state === 'starting' || this.state === 'running') return this.starting!;
-    if (this.state !== 'idle') return Promise.reject(new InvalidState(`Cannot start a notification listener that is ${this.state}; call wait() after stop() first`));
-    if (this.priorities.length === 0) return Promise.reject(new InvalidArgument('endpoints', 'a non-empty array of endpoint objects, or handlers added with on()', []));
-    this.state = 'starting';
-    this.stopping = undefined;
-    this.waiting = undefined;
-    this.transport.track(this);
-    this.starting = this.subscribe();
-    return this.starting;
+    return this.lifecycle.start();
   }
 
   /** Stops taking notifications, hands the ones already received to the endpoints, then resolves. */
   stop(): Promise<void> {
-    if (this.stopping) return this.stopping;
-    if (this.state !== 'starting' && this.state !== 'running') return Promise.reject(new InvalidState(`Cannot stop a notification listener that is ${this.state}; call start() first`));
-    this.state = 'stopping';
-    this.stopping = this.unsubscribe();
-    return this.stopping;
+    return this.lifecycle.stop();
   }
 
   /** Waits for in-flight handlers, then releases the broker subscription. Call after `stop()`. */
   wait(): Promise<void> {
-    if (this.waiting) return this.waiting;
-    if (this.state !== 'stopping' && this.state !== 'stopped') return Promise.reject(new InvalidState(`Cannot wait for a notification listener that is ${this.state}; call stop() first`));
-    this.waiting = this.drain();
-    return this.waiting;
+    return this.lifecycle.wait();
   }
 
-  private async subscribe(): Promise<void> {
+  /** The lifecycle's set-up: a subscription to every (target, priority) pair some handler takes. */
+  private async listen(): Promise<Listener<IncomingMessage>> {
+    if (this.priorities.length === 0) throw new InvalidArgument('endpoints', 'a non-empty array of endpoint objects, or handlers added with on()', []);
     const pairs: TargetAndPriority[] = this.targets.flatMap((t) => this.priorities.map((p) => [t, p] as const));
-    try {
-      this.listener = await this.transport.driver.listenForNotifications(pairs, { pool: this.pool, batchSize: this.batchSize, batchTimeout: this.batchTimeout });
-      this.listener.start((messages) => this.onMessages(messages));
-    } catch (err) {
-      if (this.state === 'starting') {
-        this.state = 'idle';
-        this.starting = undefined;
-        this.transport.untrack(this);
-      }
-      if (err instanceof MessagingError) throw err;
-      throw new ServerListenError(`Could not start the notification listener: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-    }
-    // stop() may have been called meanwhile; it owns the state from then on.
-    if (this.state === 'starting') this.state = 'running';
+    const listener = await this.transport.driver.listenForNotifications(pairs, { pool: this.pool, batchSize: this.batchSize, batchTimeout: this.batchTimeout });
     this.logger.debug('notification listener started', { targets: this.targets.map(String), priorities: this.priorities });
-    this.events.emit('started');
-  }
-
-  private async unsubscribe(): Promise<void> {
-    // A stop() during start() waits for the subscription, so nothing is left behind.
-    await this.starting?.catch(() => undefined);
-    await this.listener?.stop();
-    this.state = 'stopped';
-    this.events.emit('stopped');
-  }
-
-  private async drain(): Promise<void> {
-    await this.stopping;
-    this.state = 'waiting';
-    try {
-      await this.executor.drain();
-      await this.listener?.cleanup();
-    } finally {
-      this.listener = undefined;
-      this.starting = undefined;
-      this.state = 'idle';
-      this.transport.untrack(this);
-    }
+    return listener;
   }
 
   /**
@@ -255,48 +212,12 @@ export class NotificationListener {
    * resolves at once. Rejects with InvalidArgument for a bad `deadlineMs`.
    */
   close(options?: CloseOptions): Promise<void> {
-    return this.closer.close(options);
+    return this.lifecycle.close(options);
   }
 
   /** `await using listener = getNotificationListener(...)` closes it with the default deadline. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
-  }
-
-  private async closeWithin(deadlineMs: number): Promise<void> {
-    if (this.state === 'idle') return;
-    const graceful = this.stop().then(() => this.wait());
-    await withinDeadline(graceful, deadlineMs, () => this.release(), () => `Notification listener did not drain within ${deadlineMs} ms: ${this.inFlight} handler(s) still running; its subscription was released`);
-  }
-
-  /** Past the deadline: unsettled notifications go back to the broker; wait() finishes later. */
-  private async release(): Promise<void> {
-    this.transport.untrack(this);
-    try {
-      await this.listener?.cleanup();
-    } catch (err) {
-      this.logger.error('listener cleanup failed', { err });
-    }
-  }
-
-  /** The driver's callback: returns once the messages hold executor slots (back-pressure); a promise only when it had to wait. */
-  private onMessages(messages: IncomingMessage[]): Promise<void> | void {
-    if (messages.length === 0) return;
-    if (this.batch) {
-      if (!this.executor.tryStart(() => this.processBatch(messages))) return this.executor.submit(() => this.processBatch(messages));
-      return;
-    }
-    for (let i = 0; i < messages.length; i++) {
-      const message = messages[i];
-      if (!this.executor.tryStart(() => this.processOne(message))) return this.submitFrom(messages, i);
-    }
-  }
-
-  private async submitFrom(messages: IncomingMessage[], from: number): Promise<void> {
-    for (let i = from; i < messages.length; i++) {
-      const message = messages[i];
-      await this.executor.submit(() => this.processOne(message));
-    }
   }
 
   /**

@@ -1,19 +1,19 @@
-// The RPC server (oslo RPCServer + MessageHandlingServer): listens on a Target through the
-// driver, runs requests on a bounded executor, replies to calls, and never dies of a handler.
+// The RPC server (oslo RPCServer): a thin shape over the one server lifecycle (src/server) that
+// listens on a Target, dispatches each request to the endpoints and replies to calls.
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { EventEmitter } from 'eventemitter3';
 import { GuardedEventEmitter } from '../core/events.js';
-import { InvalidArgument, InvalidState, InvalidTarget, NotSupportedError, ServerListenError } from '../core/errors.js';
+import { InvalidArgument } from '../core/errors.js';
 import { errorFields, silentLogger, type Logger } from '../core/logger.js';
 import { toLogger, type LoggerLike } from '../core/logger-adapters.js';
 import type { Serializer } from '../core/serializer.js';
 import { Target, validateServerTarget, type TargetInit } from '../core/target.js';
-import { BoundedExecutor } from '../core/executor.js';
-import { CloseOnce, withinDeadline, type CloseOptions } from '../core/lifecycle.js';
+import type { CloseOptions } from '../core/lifecycle.js';
 import type { Transport } from '../transport.js';
 import type { RpcIncomingMessage } from '../contract/incoming-message.js';
 import type { Listener } from '../contract/listener.js';
+import { MessageHandlingServer } from '../server/message-handling-server.js';
 import type { RpcAccessPolicy } from './access-policy.js';
 import { RpcDispatcher, type DispatchOutcome } from './dispatcher.js';
 import { traceRpc, type RpcTraceContext } from './instrumentation.js';
@@ -80,12 +80,11 @@ export interface RpcServerEvents {
   error: [error: unknown, info: RpcDispatchInfo];
 }
 
-type State = 'idle' | 'starting' | 'running' | 'stopping' | 'waiting';
-
 /**
- * Lifecycle: `start()` → `stop()` → `wait()`, then `start()` again if wanted. Out-of-order
- * calls reject with InvalidState; repeated calls of the current step return the same promise.
- * `close()` (or `await using`) does all of the ending in one call, from any state.
+ * Lifecycle (the one of src/server, shared with the notification listeners): `start()` →
+ * `stop()` → `wait()`, then `start()` again if wanted. Out-of-order calls reject with
+ * InvalidState; repeated calls of the current step return the same promise. `close()` (or
+ * `await using`) does all of the ending in one call, from any state.
  */
 export class RpcServer {
   /** What the server listens on: `topic` (shared), `topic.server` (direct) and the topic's fanout. */
@@ -97,13 +96,7 @@ export class RpcServer {
   /** Typed events: `started`, `stopped`, `dispatched`, `error`. A listener that throws is logged, never breaks dispatch. */
   readonly events: EventEmitter<RpcServerEvents>;
   private readonly logger: Logger;
-  private state: State = 'idle';
-  private listener?: Listener<RpcIncomingMessage>;
-  private readonly executor: BoundedExecutor;
-  private starting?: Promise<void>;
-  private stopping?: Promise<void>;
-  private waiting?: Promise<void>;
-  private readonly closer = new CloseOnce((deadlineMs) => this.closeWithin(deadlineMs), true);
+  private readonly lifecycle: MessageHandlingServer<RpcIncomingMessage>;
 
   constructor(
     /** The transport the server listens on. */
@@ -117,9 +110,19 @@ export class RpcServer {
     const size = options.executorSize ?? RPC_SERVER_DEFAULTS.executorSize;
     if (!Number.isInteger(size) || size < 1) throw new InvalidArgument('executorSize', 'a positive integer', size);
     this.executorSize = size;
-    this.executor = new BoundedExecutor(size);
     this.logger = toLogger(options.logger, transport.logger ?? silentLogger).child({ component: 'rpc-server', topic: this.target.topic, server: this.target.server });
     this.events = new GuardedEventEmitter<RpcServerEvents>(this.logger);
+    this.lifecycle = new MessageHandlingServer<RpcIncomingMessage>({
+      listen: () => this.listen(),
+      dispatch: (incoming) => this.process(incoming),
+      executorSize: size,
+      registry: transport,
+      events: this.events,
+      logger: this.logger,
+      subject: `RpcServer on ${this.target.toString()}`,
+      unit: 'request',
+      label: 'rpc server',
+    });
     this.dispatcher = new RpcDispatcher(endpoints, {
       accessPolicy: options.accessPolicy,
       serializer: options.serializer,
@@ -133,72 +136,27 @@ export class RpcServer {
 
   /** Requests running right now (at most `executorSize`). */
   get inFlight(): number {
-    return this.executor.running;
+    return this.lifecycle.inFlight;
   }
 
   /**
    * Subscribes and starts dispatching. Resolves once the driver listener is subscribed, so a
    * message sent afterwards is received. Rejects with InvalidTarget (no topic or server),
-   * InvalidState (the transport was cleaned up) or ServerListenError (the driver failed to
-   * subscribe; its error is the `cause`).
+   * InvalidState (the transport was cleaned up, or called after `stop()` before `wait()`) or
+   * ServerListenError (the driver failed to subscribe; its error is the `cause`).
    */
   start(): Promise<void> {
-    if (this.state === 'starting' || this.state === 'running') return this.starting!;
-    if (this.state !== 'idle') return Promise.reject(new InvalidState(`start() called while the server is ${this.state}; call wait() after stop() before restarting`));
-    this.state = 'starting';
-    this.stopping = this.waiting = undefined;
-    this.transport.track(this);
-    this.starting = this.doStart().then(
-      () => {
-        this.state = 'running';
-        this.events.emit('started');
-      },
-      (err: unknown) => {
-        this.state = 'idle';
-        this.starting = undefined;
-        this.transport.untrack(this);
-        throw err;
-      },
-    );
-    return this.starting;
+    return this.lifecycle.start();
   }
 
   /** Stops taking new messages; messages already received are still dispatched. */
   stop(): Promise<void> {
-    if (this.stopping) return this.stopping;
-    if (this.state === 'idle') return Promise.reject(new InvalidState('stop() called before start()'));
-    this.stopping = (async () => {
-      try {
-        await this.starting;
-      } catch {
-        throw new InvalidState('stop() called on a server that failed to start');
-      }
-      this.state = 'stopping';
-      await this.listener!.stop();
-      this.logger.debug('rpc server stopped receiving');
-      this.events.emit('stopped');
-    })();
-    return this.stopping;
+    return this.lifecycle.stop();
   }
 
   /** Waits for in-flight requests to finish, then releases the listener. Call after `stop()`. */
   wait(): Promise<void> {
-    if (this.waiting) return this.waiting;
-    if (!this.stopping) return Promise.reject(new InvalidState('wait() called before stop()'));
-    this.waiting = (async () => {
-      await this.stopping;
-      this.state = 'waiting';
-      await this.executor.drain();
-      try {
-        await this.listener?.cleanup();
-      } catch (err) {
-        this.logger.error('listener cleanup failed', { err });
-      }
-      this.listener = undefined;
-      this.state = 'idle';
-      this.transport.untrack(this);
-    })();
-    return this.waiting;
+    return this.lifecycle.wait();
   }
 
   /**
@@ -212,7 +170,7 @@ export class RpcServer {
    * Rejects with InvalidArgument for a bad `deadlineMs`.
    */
   close(options?: CloseOptions): Promise<void> {
-    return this.closer.close(options);
+    return this.lifecycle.close(options);
   }
 
   /** `await using server = getRpcServer(...)` closes it with the default deadline. */
@@ -220,59 +178,12 @@ export class RpcServer {
     return this.close();
   }
 
-  private async closeWithin(deadlineMs: number): Promise<void> {
-    if (this.state === 'idle') return;
-    const graceful = (async () => {
-      try {
-        await this.starting;
-      } catch {
-        return; // a server that failed to start holds nothing
-      }
-      if (this.state === 'idle') return;
-      await this.stop();
-      await this.wait();
-    })();
-    await withinDeadline(graceful, deadlineMs, () => this.release(), () => `RpcServer on ${this.target.toString()} did not drain within ${deadlineMs} ms: ${this.inFlight} request(s) still running; its subscription was released`);
-  }
-
-  /** Past the deadline: give the broker back what was not handed to a handler; wait() finishes later. */
-  private async release(): Promise<void> {
-    this.transport.untrack(this);
-    try {
-      await this.listener?.cleanup();
-    } catch (err) {
-      this.logger.error('listener cleanup failed', { err });
-    }
-  }
-
-  private async doStart(): Promise<void> {
+  /** The lifecycle's set-up: the target checked, then the driver's listener on it. */
+  private async listen(): Promise<Listener<RpcIncomingMessage>> {
     validateServerTarget(this.target);
-    let listener: Listener<RpcIncomingMessage>;
-    try {
-      listener = await this.transport.driver.listen(this.target);
-    } catch (err) {
-      // Misuse (a cleaned-up transport, a missing capability, a bad target) surfaces as itself;
-      // only failures of the driver to subscribe are wrapped.
-      if (err instanceof ServerListenError || isUsageError(err)) throw err;
-      throw new ServerListenError(`Could not listen on ${this.target.toString()}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-    }
-    this.listener = listener;
-    listener.start((messages) => {
-      // Synchronous while slots are free: no promise per request on the hot path.
-      for (let i = 0; i < messages.length; i++) {
-        const message = messages[i];
-        if (!this.executor.tryStart(() => this.process(message))) return this.submitFrom(messages, i);
-      }
-    });
+    const listener = await this.transport.driver.listen(this.target);
     this.logger.debug('rpc server listening');
-  }
-
-  /** Back-pressure: resolves once `messages[from..]` all hold executor slots. */
-  private async submitFrom(messages: RpcIncomingMessage[], from: number): Promise<void> {
-    for (let i = from; i < messages.length; i++) {
-      const message = messages[i];
-      await this.executor.submit(() => this.process(message));
-    }
+    return listener;
   }
 
   private async process(incoming: RpcIncomingMessage): Promise<void> {
@@ -337,10 +248,6 @@ export class RpcServer {
     }
     this.events.emit('dispatched', info);
   }
-}
-
-function isUsageError(err: unknown): boolean {
-  return err instanceof InvalidTarget || err instanceof InvalidState || err instanceof InvalidArgument || err instanceof NotSupportedError;
 }
 
 /** Name, message and code of an error for logs; never its payload fields. */
