@@ -29,8 +29,8 @@
 // Every topic and group is unique per run. The mock cluster cannot delete topics; it keeps
 // everything in memory until it stops.
 import { Kafka, logLevel, type Consumer, type EachBatchPayload, type Producer } from 'kafkajs';
-import { withHeartbeats } from '../src/drivers/kafka/kafkajs-client.js';
-import { applyKafkajsIdleFix } from '../src/drivers/kafka/kafkajs-idle-fix.js';
+import { withHeartbeats } from '../src/drivers/kafka/client/kafkajs.js';
+import { applyKafkajsIdleFix } from '../src/drivers/kafka/client/kafkajs-idle-fix.js';
 import { silentLogger } from '../src/core/logger.js';
 import { MOCK_RPC_MAX_WAIT_MS } from '../test/support/kafka-broker.js';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';

@@ -19,7 +19,7 @@ import type { IncomingMessage } from '../../contract/incoming-message.js';
 import type { NotificationMessage } from '../../contract/messages.js';
 import type { ListenerSink, PushSource } from '../../contract/push-listener.js';
 import type { Logger } from '../../core/logger.js';
-import { partitionKey, type Assignment, type IncomingRecord, type KafkaClientAdapter, type KafkaConsumerHandle } from './client.js';
+import { partitionKey, type Assignment, type IncomingRecord, type KafkaClientAdapter, type KafkaConsumerHandle } from './client/index.js';
 import type { KafkaConnection } from './connection.js';
 import { PartitionOffsets } from './offset-tracker.js';
 import type { ResolvedKafkaOptions } from './options.js';
@@ -166,7 +166,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     if (!dead && this.options.requeueBackoff > 0) headers[HEADERS.notBefore] = String(Date.now() + this.options.requeueBackoff);
     if (dead) {
       headers[HEADERS.group] = this.group;
-      headers[HEADERS.reason] = requeueReason(reason, `requeued ${delivery.deliveries} times (maxDeliveries ${this.options.maxDeliveries})`);
+      headers[HEADERS.error] = requeueReason(reason, `requeued ${delivery.deliveries} times (maxDeliveries ${this.options.maxDeliveries})`);
       headers[HEADERS.deadAt] = new Date().toISOString();
       headers[HEADERS.consumer] = this.conn.clientId;
       this.logger.warn('Notification dead-lettered after maxDeliveries', { topic: delivery.originalTopic, deadLetterTopic: topic, deliveries: delivery.deliveries, partition: record.partition, offset: record.offset });

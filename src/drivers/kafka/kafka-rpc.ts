@@ -3,7 +3,6 @@
 // `<topic>_fanout` (read by every server directly, no group); replies on a `reply_<hex>` topic per
 // transport read directly from its end, so a call never pays a group join. oslo's rules (reply
 // matching, timeouts, ack on receipt, dedupe) are the shared ones in src/contract.
-import { fanoutAddress, newReplyAddress, requestAddress } from '../../contract/addressing.js';
 import type { SendOptions } from '../../contract/base-driver.js';
 import { decodeBody, newHexId } from '../../contract/envelope.js';
 import { RpcInbound, type DeliverySettler } from '../../contract/inbound.js';
@@ -17,32 +16,10 @@ import { MessageDeliveryFailure, MessagingError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { withRetry } from '../../core/retry.js';
 import type { Target } from '../../core/target.js';
-import { partitionKey, type IncomingRecord, type KafkaConsumerHandle, type KafkaReaderHandle, type OutgoingRecord } from './client.js';
+import { partitionKey, type IncomingRecord, type KafkaConsumerHandle, type KafkaReaderHandle, type OutgoingRecord } from './client/index.js';
 import type { KafkaConnection } from './connection.js';
 import type { ResolvedKafkaOptions } from './options.js';
-import { safeTopic, withVhost } from './topology.js';
-
-/**
- * The exchange a request was sent through. Kafka has no exchanges: servers skip requests of
- * another exchange (commit past them), and their groups are per exchange, so every exchange's
- * servers see every request of the topic. A record without it (another producer) is for all.
- */
-export const EXCHANGE_HEADER = 'x-tidings-exchange';
-
-/** The topic of requests to `topic` (every server's) or to one `server`: `<topic>[.<server>]` (+ `.<vhost>`). */
-export function requestTopic(topic: string, server: string | undefined, vhost: string): string {
-  return safeTopic(withVhost(requestAddress(topic, server), vhost));
-}
-
-/** The topic of fanout casts to `topic`: `<topic>_fanout` (+ `.<vhost>`). */
-export function fanoutTopic(topic: string, vhost: string): string {
-  return safeTopic(withVhost(fanoutAddress(topic), vhost));
-}
-
-/** The consumer group of the servers reading `requestTopic` through `exchange`. */
-export function serverGroup(exchange: string, requestTopicName: string): string {
-  return `tidings-rpc.${exchange}.${requestTopicName}`;
-}
+import { fanoutTopic, HEADERS, newReplyTopic, requestTopic, serverGroup } from './topology.js';
 
 /** The delivery handle of a request (`unwrap()` returns it). */
 export interface KafkaRpcDelivery {
@@ -54,7 +31,7 @@ export interface KafkaRpcDelivery {
 /** The caller and replier side of one transport: requests out, replies in and out. */
 export class KafkaRpc implements ReplySender {
   /** This transport's reply topic (`reply_<hex>`), created on the first call. */
-  readonly replyTopic = newReplyAddress();
+  readonly replyTopic = newReplyTopic();
   private replyReader?: Promise<KafkaReaderHandle>;
   private closed = false;
 
@@ -71,7 +48,7 @@ export class KafkaRpc implements ReplySender {
   async send(target: Target, exchange: string, ctx: Context, message: DriverMessage, options: SendOptions): Promise<unknown> {
     const topic = target.topic as string;
     const destination = target.fanout ? fanoutTopic(topic, this.options.vhost) : requestTopic(topic, target.server, this.options.vhost);
-    const headers = target.fanout ? undefined : { [EXCHANGE_HEADER]: exchange };
+    const headers = target.fanout ? undefined : { [HEADERS.exchange]: exchange };
     if (!options.waitForReply) {
       const record = { topic: destination, value: encodeRpcRequest(message, ctx), headers };
       await this.produce(record, options);
@@ -256,7 +233,7 @@ export class KafkaRpcServer implements PushSource<RpcIncomingMessage>, DeliveryS
     if (this.stopped) return;
     for (const record of records) {
       const delivery: KafkaRpcDelivery = { record, group };
-      const through = record.headers[EXCHANGE_HEADER];
+      const through = record.headers[HEADERS.exchange];
       if (through !== undefined && through !== this.exchange) {
         this.settle(delivery);
         continue;

@@ -9,7 +9,7 @@
 // RequestQueue class itself: every kafkajs client of the process (the application's own
 // included) stops spinning, and none of them behaves differently otherwise.
 import { createRequire } from 'node:module';
-import type { Logger } from '../../core/logger.js';
+import type { Logger } from '../../../core/logger.js';
 
 /** The part of kafkajs's (internal) RequestQueue the fix relies on. */
 interface RequestQueue {
