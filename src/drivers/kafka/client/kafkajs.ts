@@ -1,6 +1,6 @@
 // The kafkajs adapter (the default client): one Kafka instance per transport, a lazy idempotent
 // producer and admin, and one kafkajs consumer per listener with eachBatch and manual commits.
-// Loading it stops kafkajs 2.2's idle timer loop (kafkajs-idle-fix.ts).
+// Its Kafka instance's connections do not run kafkajs 2.2's idle timer loop (kafkajs-idle-fix.ts).
 import { readFileSync } from 'node:fs';
 import {
   AssignerProtocol,
@@ -21,7 +21,7 @@ import type { Logger } from '../../../core/logger.js';
 import type { Assignment, ConsumerHandlers, ConsumerSettings, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle, KafkaReaderHandle, OutgoingRecord, CommitOffset, ReaderSettings } from './adapter.js';
 import { partitionKey, partitionLag } from './adapter.js';
 import { isUnsupportedApi, toMessagingError } from '../errors.js';
-import { applyKafkajsIdleFix } from './kafkajs-idle-fix.js';
+import { fixKafkajsIdleLoop } from './kafkajs-idle-fix.js';
 import { startReader } from './kafkajs-reader.js';
 import type { ResolvedKafkaOptions } from '../options.js';
 import { PARTITION_ASSIGNER, readerGroup } from '../topology.js';
@@ -30,7 +30,6 @@ const ACKS = { all: -1, leader: 1, none: 0 } as const;
 
 /** The adapter module's factory (see index.ts). */
 export function createClient(options: ResolvedKafkaOptions, logger: Logger, clientId: string): KafkaClientAdapter {
-  applyKafkajsIdleFix(logger);
   return new KafkajsClient(options, logger, clientId);
 }
 
@@ -106,6 +105,7 @@ class KafkajsClient implements KafkaClientAdapter {
       config.sasl = { mechanism, username: options.username ?? '', password: options.password ?? '' } as SASLOptions;
     }
     this.kafka = new Kafka(config);
+    fixKafkajsIdleLoop(this.kafka, logger);
   }
 
   async send(records: readonly OutgoingRecord[]): Promise<void> {
