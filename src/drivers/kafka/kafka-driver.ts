@@ -84,7 +84,7 @@ export class KafkaDriver extends BaseDriver {
     const group = options.pool ?? this.options.consumerGroup;
     const n = ++this.listenerCount;
     const logger = this.logger.child({ listener: n, group });
-    const source = new KafkaNotificationListener(this.conn, topics, group, this.options, logger, this.deliveryStats);
+    const source = new KafkaNotificationListener(this.conn, topics, group, this.options, logger, this.rpc, this.deliveryStats);
     this.reportLag(source);
     return this.openListener(source, () => source.subscribe(), { ...options, prefetchSize: this.options.maxPollRecords, logger });
   }

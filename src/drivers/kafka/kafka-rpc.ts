@@ -2,14 +2,14 @@
 // exchange: each request to one server), `<topic>.<server>` (a group per server name) and
 // `<topic>_fanout` (read by every server directly, no group); replies on a `reply_<hex>` topic per
 // transport read directly from its end, so a call never pays a group join. oslo's rules (reply
-// matching, timeouts, ack on receipt, dedupe) are the shared ones in src/contract.
+// matching, timeouts, ack on receipt, dedupe) are the shared ones in src/contract. Topic and group
+// names come from topology.ts.
 import type { SendOptions } from '../../contract/base-driver.js';
 import { decodeBody, newHexId } from '../../contract/envelope.js';
-import { RpcInbound, type DeliverySettler } from '../../contract/inbound.js';
+import { InboundPushSource } from '../../contract/inbound.js';
 import type { RpcIncomingMessage } from '../../contract/incoming-message.js';
 import type { ReplySender } from '../../contract/messages.js';
 import type { PendingCall, PendingReplies } from '../../contract/pending-replies.js';
-import type { ListenerSink, PushSource } from '../../contract/push-listener.js';
 import type { Context, DriverMessage } from '../../contract/types.js';
 import { encodeRpcRequest } from '../../contract/wire.js';
 import { MessageDeliveryFailure, MessagingError } from '../../core/errors.js';
@@ -134,12 +134,11 @@ export class KafkaRpc implements ReplySender {
 }
 
 /**
- * One RPC server's subscriptions: the topic's group, the server's group and the fanout topic
- * read directly. Requests are committed on receipt (oslo acks before dispatch).
+ * The RPC listener: one server's subscriptions (the topic's group, the server's group and the
+ * fanout topic read directly), an InboundPushSource as the other drivers' listeners. Requests are
+ * committed on receipt (oslo acks before dispatch).
  */
-export class KafkaRpcServer implements PushSource<RpcIncomingMessage>, DeliverySettler<KafkaRpcDelivery> {
-  private sink?: ListenerSink<RpcIncomingMessage>;
-  private readonly inbound: RpcInbound<KafkaRpcDelivery>;
+export class KafkaRpcServer extends InboundPushSource<RpcIncomingMessage, KafkaRpcDelivery> {
   private consumers: Array<{ group: string; handle: KafkaConsumerHandle }> = [];
   private fanoutReader?: KafkaReaderHandle;
   private stopped = false;
@@ -160,12 +159,8 @@ export class KafkaRpcServer implements PushSource<RpcIncomingMessage>, DeliveryS
     private readonly options: ResolvedKafkaOptions,
     private readonly logger: Logger,
   ) {
-    this.inbound = new RpcInbound({ settler: this, logger, dedupWindow: options.dedupWindow, replies });
+    super('rpc', { logger, dedupWindow: options.dedupWindow, replies });
     this.topics = { shared: requestTopic(topic, undefined, options.vhost), own: requestTopic(topic, server, options.vhost), fanout: fanoutTopic(topic, options.vhost) };
-  }
-
-  attach(sink: ListenerSink<RpcIncomingMessage>): void {
-    this.sink = sink;
   }
 
   /** Joins both groups and positions the fanout reader; resolves once all have their partitions. */
@@ -238,7 +233,7 @@ export class KafkaRpcServer implements PushSource<RpcIncomingMessage>, DeliveryS
         this.settle(delivery);
         continue;
       }
-      const message = this.inbound.receive(record.value ?? '', delivery);
+      const message = this.receive(record.value ?? '', delivery, 0);
       if (message !== undefined) this.sink!.deliver(message);
     }
   }
