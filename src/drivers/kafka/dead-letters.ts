@@ -7,7 +7,7 @@ import { InvalidArgument } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { IncomingRecord } from './client/index.js';
 import type { KafkaConnection } from './connection.js';
-import { deadLetterTopic, HEADERS, retryTopic, withVhost } from './topology.js';
+import { deadLetterOrigin, deadLetterTopic, HEADERS, retryTopic, withVhost } from './topology.js';
 
 /** Ids per removal marker: keeps one marker's header well under any broker's record size. */
 const IDS_PER_MARKER = 500;
@@ -128,7 +128,7 @@ function toFound(dead: string, id: string, address: string, record: IncomingReco
     deadAt: h[HEADERS.deadAt] ?? new Date(0).toISOString(),
     deliveries: Number.isInteger(deliveries) ? deliveries : 0,
   };
-  return { letter, dead, record, origin: h[HEADERS.originalTopic] ?? dead.replace(/\.dlq$/, '') };
+  return { letter, dead, record, origin: h[HEADERS.originalTopic] ?? deadLetterOrigin(dead) };
 }
 
 function checkQuery(query: DeadLetterQuery): void {

@@ -108,6 +108,11 @@ export function readerGroup(): string {
 /** The name tidings' subscription-aware partition assigner announces in its groups (kafkajs). */
 export const PARTITION_ASSIGNER = 'TidingsSubscriptionRoundRobin';
 
+/** The topic whose dead letters `deadTopic` holds, for a dead letter that does not name it: `<topic>.dlq` -> `<topic>`. */
+export function deadLetterOrigin(deadTopic: string): string {
+  return deadTopic.replace(/\.dlq$/, '');
+}
+
 /** True for the retry and dead-letter topics tidings manages (they are never retried themselves). */
 export function isDeadLetterTopic(topic: string): boolean {
   return topic.endsWith('.dlq');
