@@ -29,17 +29,16 @@
 // Every topic and group is unique per run. The mock cluster cannot delete topics; it keeps
 // everything in memory until it stops.
 import { Kafka, logLevel, type Consumer, type EachBatchPayload, type Producer } from 'kafkajs';
-import { withHeartbeats } from '../src/drivers/kafka/kafkajs-client.js';
-import { applyKafkajsIdleFix } from '../src/drivers/kafka/kafkajs-idle-fix.js';
+import { withHeartbeats } from '../src/drivers/kafka/client/kafkajs.js';
+import { fixKafkajsIdleLoop } from '../src/drivers/kafka/client/kafkajs-idle-fix.js';
 import { silentLogger } from '../src/core/logger.js';
 import { MOCK_RPC_MAX_WAIT_MS } from '../test/support/kafka-broker.js';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
 import { BATCH_SIZE, Gate, PAYLOAD_TEXT, measureConcurrentCalls, measureConsumed, measureDelivered, measureSent, measureSequentialCalls, waitUntil, type ConsumeMode, type ConsumeTiming } from './measure.js';
 
-// tidings' kafkajs adapter stops kafkajs 2.2's idle 1 ms timer loop for the whole process when it
-// loads; the baselines run with the same fix from their first round (and in --baselines-only
-// runs), so that both sides use the same kafkajs and the ratio measures tidings' own work.
-applyKafkajsIdleFix(silentLogger);
+// tidings' kafkajs adapter stops kafkajs 2.2's idle 1 ms timer loop on the connections of the
+// Kafka instances it creates; the baselines' instances get the same fix (in --baselines-only runs
+// too), so that both sides use the same kafkajs and the ratio measures tidings' own work.
 
 /** Consumer settings matching tidings' short-join bench URL (SHORT_GROUP_QUERY). */
 const CONSUMER = { sessionTimeout: 6000, heartbeatInterval: 500, rebalanceTimeout: 10_000, maxWaitTimeInMs: 200 } as const;
@@ -78,7 +77,9 @@ interface Clients {
 
 /** A silent kafkajs client on the bench URL's brokers, retrying a request up to 8 times. */
 function kafkaOf(ctx: BenchContext, clientId: string): Kafka {
-  return new Kafka({ brokers: brokersOf(ctx), clientId, logLevel: logLevel.NOTHING, retry: { retries: 8, initialRetryTime: 100 } });
+  const kafka = new Kafka({ brokers: brokersOf(ctx), clientId, logLevel: logLevel.NOTHING, retry: { retries: 8, initialRetryTime: 100 } });
+  fixKafkajsIdleLoop(kafka, silentLogger);
+  return kafka;
 }
 
 /** Runs `run` with lazily made producers and consumers, all disconnected afterwards. */

@@ -103,4 +103,14 @@ describe('Kafka dead letters through `tidings dead-letters`', () => {
     expect((await cli(url, 'replay', '--address', address)).lines).toEqual(['{"replayed":0}']);
     expect((await cli(url, 'purge', '--address', address, '--id', `0:${randomUUID().length}`)).lines).toEqual(['{"purged":0}']);
   });
+
+  it('a record in the .dlq topic without tidings headers lists as Redis lists one without metadata', { timeout: 60_000 }, async () => {
+    const url = `${kafka.broker.url}/?${SHORT_GROUP_QUERY}`;
+    const address = `${uniqueName('t')}.warn`;
+    await kafka.raw.publish(`${address}.dlq`, [{ value: '{"oslo.version":"2.0"}', partition: 0 }]);
+    const listed = await cli(url, 'list', '--address', address);
+    expect(listed.errors).toEqual([]);
+    expect(listed.lines.map((l) => JSON.parse(l))).toEqual([{ id: '0:0', address, body: '{"oslo.version":"2.0"}', error: 'no error recorded', deadAt: new Date(0).toISOString(), deliveries: 0 }]);
+  });
 });
+

@@ -5,8 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { getRpcClient, getRpcServer, getRpcTransport, Target, type Context, type Transport } from '../../src/index.js';
 import { deferred, uniqueName, waitFor } from '../../src/testing/wait.js';
-import type { KafkaClientAdapter } from '../../src/drivers/kafka/client.js';
-import { serverGroup } from '../../src/drivers/kafka/kafka-rpc.js';
+import type { KafkaClientAdapter } from '../../src/drivers/kafka/client/index.js';
+import { serverGroup } from '../../src/drivers/kafka/topology.js';
 import { SHORT_GROUP_QUERY, useKafkaMock } from '../support/kafka-raw.js';
 
 type Started = { stop(): Promise<void>; wait(): Promise<void> };

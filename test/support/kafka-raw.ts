@@ -2,6 +2,8 @@
 // (malformed records, oslo-format records) and reads behind its back (retry and dead-letter topics).
 import { Kafka, logLevel, type Consumer, type IHeaders, type Producer } from 'kafkajs';
 import { afterAll, beforeAll } from 'vitest';
+import { silentLogger } from '../../src/core/logger.js';
+import { fixKafkajsIdleLoop } from '../../src/drivers/kafka/client/kafkajs-idle-fix.js';
 import { waitFor } from '../../src/testing/wait.js';
 import { startKafkaMock, type KafkaTestBroker } from './kafka-broker.js';
 
@@ -23,6 +25,8 @@ export class RawKafka {
 
   constructor(brokers: readonly string[]) {
     this.kafka = new Kafka({ brokers: [...brokers], clientId: 'tidings-test-raw', logLevel: logLevel.NOTHING, retry: { retries: 8, initialRetryTime: 100 } });
+    // Idle connections of this helper would otherwise spin kafkajs 2.2's 1 ms timer loop on a shared test machine.
+    fixKafkajsIdleLoop(this.kafka, silentLogger);
   }
 
   /** Produces records as given (acks all; to the partition named, else as kafkajs picks). */

@@ -2,7 +2,7 @@
 // produced records into shared produce requests (one per event-loop turn, or per `linger`).
 import type { Logger } from '../../core/logger.js';
 import { InvalidState } from '../../core/errors.js';
-import { loadClient, type KafkaClientAdapter, type OutgoingRecord } from './client.js';
+import { loadClient, type KafkaClientAdapter, type OutgoingRecord } from './client/index.js';
 import type { ResolvedKafkaOptions } from './options.js';
 
 interface Queued {

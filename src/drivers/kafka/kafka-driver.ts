@@ -12,13 +12,12 @@ import { PendingReplies } from '../../contract/pending-replies.js';
 import { MessageDeliveryFailure, MessagingError } from '../../core/errors.js';
 import { retryAfterFirst } from '../../core/retry.js';
 import type { Target } from '../../core/target.js';
-import { recordKey } from './client.js';
 import { KafkaConnection } from './connection.js';
-import { KafkaDeadLetters } from './kafka-dead-letters.js';
+import { KafkaDeadLetters } from './dead-letters.js';
 import { KafkaNotificationListener } from './kafka-listener.js';
 import { KafkaRpc, KafkaRpcServer } from './kafka-rpc.js';
 import { resolveOptions, type ResolvedKafkaOptions } from './options.js';
-import { notificationTopic, withVhost } from './topology.js';
+import { clientId, notificationTopic, withVhost } from './topology.js';
 
 let transports = 0;
 
@@ -41,7 +40,7 @@ export class KafkaDriver extends BaseDriver {
     // Records stay in their topic, so a group that starts from the earliest offset finds what was
     // sent before it existed; with `latest` (oslo) they are missed.
     this.capabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: this.options.offsetReset === 'earliest' });
-    this.conn = new KafkaConnection(this.options, this.logger, `tidings-${process.pid}-${++transports}`, (err) => this.noteConnectionError(err));
+    this.conn = new KafkaConnection(this.options, this.logger, clientId(++transports), (err) => this.noteConnectionError(err));
     this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
     this.rpc = new KafkaRpc(this.conn, this.options, this.logger, this.pending, this.closing.signal);
   }
@@ -85,14 +84,14 @@ export class KafkaDriver extends BaseDriver {
     const group = options.pool ?? this.options.consumerGroup;
     const n = ++this.listenerCount;
     const logger = this.logger.child({ listener: n, group });
-    const source = new KafkaNotificationListener(this.conn, topics, group, this.options, logger, this.deliveryStats);
+    const source = new KafkaNotificationListener(this.conn, topics, group, this.options, logger, this.rpc, this.deliveryStats);
     this.reportLag(source);
     return this.openListener(source, () => source.subscribe(), { ...options, prefetchSize: this.options.maxPollRecords, logger });
   }
 
-  /** The records of `<address>.dlq`, with removal markers (kafka-dead-letters.ts). */
+  /** The records of `<address>.dlq`, with removal markers (dead-letters.ts). */
   override deadLetters(): DeadLetterStore {
-    return new KafkaDeadLetters(this.conn, this.options, this.logger.child({ deadLetters: true }));
+    return new KafkaDeadLetters({ vhost: this.options.vhost, conn: this.conn, logger: this.logger.child({ deadLetters: true }) });
   }
 
   protected override cleanupStarted(): void {
@@ -110,4 +109,13 @@ export class KafkaDriver extends BaseDriver {
   [Symbol.for('nodejs.util.inspect.custom')](): string {
     return this.toString();
   }
+}
+
+/** The record key a notification gets, per the `key` option. */
+function recordKey(choice: ResolvedKafkaOptions['key'], notification: Record<string, unknown>, topic: string): string | undefined {
+  if (choice === 'none') return undefined;
+  if (choice === 'publisher') return typeof notification.publisher_id === 'string' ? notification.publisher_id : undefined;
+  if (choice === 'event') return typeof notification.event_type === 'string' ? notification.event_type : undefined;
+  const key = choice(notification, topic);
+  return typeof key === 'string' ? key : undefined;
 }

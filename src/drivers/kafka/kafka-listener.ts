@@ -1,5 +1,5 @@
-// A notification listener on one consumer group: records of `<topic>.<priority>` go through the
-// shared inbound pipeline to the listener; offsets are committed once handled (batched, never past
+// A notification listener on one consumer group, an InboundPushSource as memory's and AMQP's:
+// records of `<topic>.<priority>` go through the shared inbound pipeline to the listener; offsets are committed once handled (batched, never past
 // a record still being handled). A delivery's generation is the group generation (one per
 // rebalance) it was read in. The group's retry topics are read by a second consumer of the same
 // kind in a group of their own (`retryGroup`): they are empty nearly always, and in the main
@@ -14,12 +14,12 @@
 // what lies below them (handled by the previous owner) is committed past, not run twice.
 import { requeueReason } from '../../contract/dead-letters.js';
 import type { ConsumerLag, DeliveryStats } from '../../contract/delivery-stats.js';
-import { NotificationInbound, type DeliverySettler } from '../../contract/inbound.js';
+import { InboundPushSource } from '../../contract/inbound.js';
 import type { IncomingMessage } from '../../contract/incoming-message.js';
-import type { NotificationMessage } from '../../contract/messages.js';
-import type { ListenerSink, PushSource } from '../../contract/push-listener.js';
+import type { NotificationMessage, ReplySender } from '../../contract/messages.js';
+import type { ListenerSink } from '../../contract/push-listener.js';
 import type { Logger } from '../../core/logger.js';
-import { partitionKey, type Assignment, type IncomingRecord, type KafkaClientAdapter, type KafkaConsumerHandle } from './client.js';
+import { partitionKey, type Assignment, type IncomingRecord, type KafkaClientAdapter, type KafkaConsumerHandle } from './client/index.js';
 import type { KafkaConnection } from './connection.js';
 import { PartitionOffsets } from './offset-tracker.js';
 import type { ResolvedKafkaOptions } from './options.js';
@@ -45,9 +45,9 @@ interface TrackedDelivery extends KafkaDelivery {
   readonly offsets: PartitionOffsets;
 }
 
-export class KafkaNotificationListener implements PushSource<IncomingMessage>, DeliverySettler<TrackedDelivery> {
-  private sink?: ListenerSink<IncomingMessage>;
-  private readonly inbound: NotificationInbound<TrackedDelivery>;
+export class KafkaNotificationListener extends InboundPushSource<IncomingMessage, TrackedDelivery> {
+  /** The notification pipeline (the base makes one for kind `notification`). */
+  private readonly inbound = this.notifications!;
   private consumer?: KafkaConsumerHandle;
   private generation = 0;
   /** Offsets of the current generation by `topic\0partition`. */
@@ -87,24 +87,26 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     readonly group: string,
     private readonly options: ResolvedKafkaOptions,
     private readonly logger: Logger,
+    /** The driver's reply sender: the pipeline wants one, a notification never replies. */
+    replies: ReplySender,
     private readonly stats?: DeliveryStats,
     /** `retries`: the retry reader of a listener (made by the listener itself). */
     role: 'listener' | 'retries' = 'listener',
   ) {
-    this.inbound = new NotificationInbound<TrackedDelivery>({ settler: this, logger, dedupWindow: options.dedupWindow, stats, pool: group });
+    super('notification', { logger, dedupWindow: options.dedupWindow, replies, stats, pool: group });
     this.retryTopics = new Map(topics.map((t) => [t, retryTopic(t, group)]));
     if (role === 'listener') {
       this.reads = topics;
       this.groupId = group;
-      this.retries = new KafkaNotificationListener(conn, topics, group, options, logger.child({ retries: true }), stats, 'retries');
+      this.retries = new KafkaNotificationListener(conn, topics, group, options, logger.child({ retries: true }), replies, stats, 'retries');
     } else {
       this.reads = [...this.retryTopics.values()];
       this.groupId = retryGroup(group);
     }
   }
 
-  attach(sink: ListenerSink<IncomingMessage>): void {
-    this.sink = sink;
+  override attach(sink: ListenerSink<IncomingMessage>): void {
+    super.attach(sink);
     this.retries?.attach(sink);
   }
 
@@ -166,7 +168,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     if (!dead && this.options.requeueBackoff > 0) headers[HEADERS.notBefore] = String(Date.now() + this.options.requeueBackoff);
     if (dead) {
       headers[HEADERS.group] = this.group;
-      headers[HEADERS.reason] = requeueReason(reason, `requeued ${delivery.deliveries} times (maxDeliveries ${this.options.maxDeliveries})`);
+      headers[HEADERS.error] = requeueReason(reason, `requeued ${delivery.deliveries} times (maxDeliveries ${this.options.maxDeliveries})`);
       headers[HEADERS.deadAt] = new Date().toISOString();
       headers[HEADERS.consumer] = this.conn.clientId;
       this.logger.warn('Notification dead-lettered after maxDeliveries', { topic: delivery.originalTopic, deadLetterTopic: topic, deliveries: delivery.deliveries, partition: record.partition, offset: record.offset });
@@ -297,7 +299,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
     // Only the retry reader reads copies requeued with a backoff (the `notBefore` header).
     const due = this.retries === undefined ? firstNotDue(records) : -1;
     if (due !== -1) return this.holdUntilDue(records, key, due);
-    this.receive(records, key);
+    this.handOut(records, key);
     if (this.inbound.unsettled >= this.options.maxPollRecords && !this.stopped) {
       return new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     }
@@ -310,7 +312,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
    * left to the partition's owner, which reads them again from the last commit.
    */
   private holdUntilDue(records: readonly IncomingRecord[], key: string, due: number): Promise<void> {
-    if (due > 0) this.receive(records.slice(0, due), key);
+    if (due > 0) this.handOut(records.slice(0, due), key);
     const generation = this.generation;
     return this.sleep(notBeforeOf(records[due]) - Date.now()).then(() => {
       if (generation === this.generation) return this.onRecords(records.slice(due));
@@ -335,7 +337,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
   }
 
   /** Hands out one partition's records (ConsumerHandlers.onRecords): its offsets, and the position below which its records were settled already (carried, or handed over), are looked up once. */
-  private receive(records: readonly IncomingRecord[], key: string): void {
+  private handOut(records: readonly IncomingRecord[], key: string): void {
     const generation = this.generation;
     const beforeDispatch = this.options.commitMode === 'before-dispatch';
     const offsets = this.offsetsOf(key);
@@ -353,7 +355,7 @@ export class KafkaNotificationListener implements PushSource<IncomingMessage>, D
         this.settle(delivery, generation);
         continue;
       }
-      const message = this.inbound.receive(record.value ?? '', delivery, generation);
+      const message = this.receive(record.value ?? '', delivery, generation);
       if (beforeDispatch) this.settle(delivery, generation);
       if (message !== undefined) this.sink!.deliver(message);
     }

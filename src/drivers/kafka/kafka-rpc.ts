@@ -2,47 +2,24 @@
 // exchange: each request to one server), `<topic>.<server>` (a group per server name) and
 // `<topic>_fanout` (read by every server directly, no group); replies on a `reply_<hex>` topic per
 // transport read directly from its end, so a call never pays a group join. oslo's rules (reply
-// matching, timeouts, ack on receipt, dedupe) are the shared ones in src/contract.
-import { fanoutAddress, newReplyAddress, requestAddress } from '../../contract/addressing.js';
+// matching, timeouts, ack on receipt, dedupe) are the shared ones in src/contract. Topic and group
+// names come from topology.ts.
 import type { SendOptions } from '../../contract/base-driver.js';
 import { decodeBody, newHexId } from '../../contract/envelope.js';
-import { RpcInbound, type DeliverySettler } from '../../contract/inbound.js';
+import { InboundPushSource } from '../../contract/inbound.js';
 import type { RpcIncomingMessage } from '../../contract/incoming-message.js';
 import type { ReplySender } from '../../contract/messages.js';
 import type { PendingCall, PendingReplies } from '../../contract/pending-replies.js';
-import type { ListenerSink, PushSource } from '../../contract/push-listener.js';
 import type { Context, DriverMessage } from '../../contract/types.js';
 import { encodeRpcRequest } from '../../contract/wire.js';
 import { MessageDeliveryFailure, MessagingError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { withRetry } from '../../core/retry.js';
 import type { Target } from '../../core/target.js';
-import { partitionKey, type IncomingRecord, type KafkaConsumerHandle, type KafkaReaderHandle, type OutgoingRecord } from './client.js';
+import { partitionKey, type IncomingRecord, type KafkaConsumerHandle, type KafkaReaderHandle, type OutgoingRecord } from './client/index.js';
 import type { KafkaConnection } from './connection.js';
 import type { ResolvedKafkaOptions } from './options.js';
-import { safeTopic, withVhost } from './topology.js';
-
-/**
- * The exchange a request was sent through. Kafka has no exchanges: servers skip requests of
- * another exchange (commit past them), and their groups are per exchange, so every exchange's
- * servers see every request of the topic. A record without it (another producer) is for all.
- */
-export const EXCHANGE_HEADER = 'x-tidings-exchange';
-
-/** The topic of requests to `topic` (every server's) or to one `server`: `<topic>[.<server>]` (+ `.<vhost>`). */
-export function requestTopic(topic: string, server: string | undefined, vhost: string): string {
-  return safeTopic(withVhost(requestAddress(topic, server), vhost));
-}
-
-/** The topic of fanout casts to `topic`: `<topic>_fanout` (+ `.<vhost>`). */
-export function fanoutTopic(topic: string, vhost: string): string {
-  return safeTopic(withVhost(fanoutAddress(topic), vhost));
-}
-
-/** The consumer group of the servers reading `requestTopic` through `exchange`. */
-export function serverGroup(exchange: string, requestTopicName: string): string {
-  return `tidings-rpc.${exchange}.${requestTopicName}`;
-}
+import { fanoutTopic, HEADERS, newReplyTopic, requestTopic, serverGroup } from './topology.js';
 
 /** The delivery handle of a request (`unwrap()` returns it). */
 export interface KafkaRpcDelivery {
@@ -54,7 +31,7 @@ export interface KafkaRpcDelivery {
 /** The caller and replier side of one transport: requests out, replies in and out. */
 export class KafkaRpc implements ReplySender {
   /** This transport's reply topic (`reply_<hex>`), created on the first call. */
-  readonly replyTopic = newReplyAddress();
+  readonly replyTopic = newReplyTopic();
   private replyReader?: Promise<KafkaReaderHandle>;
   private closed = false;
 
@@ -71,7 +48,7 @@ export class KafkaRpc implements ReplySender {
   async send(target: Target, exchange: string, ctx: Context, message: DriverMessage, options: SendOptions): Promise<unknown> {
     const topic = target.topic as string;
     const destination = target.fanout ? fanoutTopic(topic, this.options.vhost) : requestTopic(topic, target.server, this.options.vhost);
-    const headers = target.fanout ? undefined : { [EXCHANGE_HEADER]: exchange };
+    const headers = target.fanout ? undefined : { [HEADERS.exchange]: exchange };
     if (!options.waitForReply) {
       const record = { topic: destination, value: encodeRpcRequest(message, ctx), headers };
       await this.produce(record, options);
@@ -157,12 +134,11 @@ export class KafkaRpc implements ReplySender {
 }
 
 /**
- * One RPC server's subscriptions: the topic's group, the server's group and the fanout topic
- * read directly. Requests are committed on receipt (oslo acks before dispatch).
+ * The RPC listener: one server's subscriptions (the topic's group, the server's group and the
+ * fanout topic read directly), an InboundPushSource as the other drivers' listeners. Requests are
+ * committed on receipt (oslo acks before dispatch).
  */
-export class KafkaRpcServer implements PushSource<RpcIncomingMessage>, DeliverySettler<KafkaRpcDelivery> {
-  private sink?: ListenerSink<RpcIncomingMessage>;
-  private readonly inbound: RpcInbound<KafkaRpcDelivery>;
+export class KafkaRpcServer extends InboundPushSource<RpcIncomingMessage, KafkaRpcDelivery> {
   private consumers: Array<{ group: string; handle: KafkaConsumerHandle }> = [];
   private fanoutReader?: KafkaReaderHandle;
   private stopped = false;
@@ -183,12 +159,8 @@ export class KafkaRpcServer implements PushSource<RpcIncomingMessage>, DeliveryS
     private readonly options: ResolvedKafkaOptions,
     private readonly logger: Logger,
   ) {
-    this.inbound = new RpcInbound({ settler: this, logger, dedupWindow: options.dedupWindow, replies });
+    super('rpc', { logger, dedupWindow: options.dedupWindow, replies });
     this.topics = { shared: requestTopic(topic, undefined, options.vhost), own: requestTopic(topic, server, options.vhost), fanout: fanoutTopic(topic, options.vhost) };
-  }
-
-  attach(sink: ListenerSink<RpcIncomingMessage>): void {
-    this.sink = sink;
   }
 
   /** Joins both groups and positions the fanout reader; resolves once all have their partitions. */
@@ -256,12 +228,12 @@ export class KafkaRpcServer implements PushSource<RpcIncomingMessage>, DeliveryS
     if (this.stopped) return;
     for (const record of records) {
       const delivery: KafkaRpcDelivery = { record, group };
-      const through = record.headers[EXCHANGE_HEADER];
+      const through = record.headers[HEADERS.exchange];
       if (through !== undefined && through !== this.exchange) {
         this.settle(delivery);
         continue;
       }
-      const message = this.inbound.receive(record.value ?? '', delivery);
+      const message = this.receive(record.value ?? '', delivery, 0);
       if (message !== undefined) this.sink!.deliver(message);
     }
   }

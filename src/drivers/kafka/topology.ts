@@ -1,7 +1,8 @@
-// Kafka topic names for oslo's addresses (oslo-wire.md §2): `<topic>.<priority>` (+ `.<vhost>`),
-// and the topics tidings adds per consumer group: a retry topic for requeues and a dead-letter topic.
-import { createHash } from 'node:crypto';
-import { notificationAddress } from '../../contract/addressing.js';
+// Every name the Kafka driver uses: topics for oslo's addresses (oslo-wire.md §2) and for RPC,
+// the retry and dead-letter topics tidings adds per consumer group, consumer groups, client ids
+// and the headers tidings puts on records.
+import { createHash, randomUUID } from 'node:crypto';
+import { fanoutAddress, newReplyAddress, notificationAddress, requestAddress } from '../../contract/addressing.js';
 import type { Priority } from '../../contract/types.js';
 
 /** Kafka's limit on a topic name's length. */
@@ -19,15 +20,29 @@ export const HEADERS = Object.freeze({
   notBefore: 'x-tidings-not-before',
   /** The consumer group that gave up on it (dead letters). */
   group: 'x-tidings-group',
-  /** Why it was dead-lettered: the last handler error's message, or `requeued N times`. */
-  reason: 'x-tidings-reason',
+  /**
+   * Why it was dead-lettered (a dead letter's `error`): the last handler error's message, or
+   * `requeued N times`. The header keeps its first name, so dead letters stored before still show why.
+   */
+  error: 'x-tidings-reason',
   /** When it was dead-lettered, ISO 8601. */
   deadAt: 'x-tidings-dead-at',
   /** The client id of the transport that dead-lettered it. */
   consumer: 'x-tidings-consumer',
   /** On a removal marker in a dead-letter topic: the ids (`partition:offset`, comma-separated) it removes. */
   removes: 'x-tidings-removes',
+  /**
+   * On an RPC request: the exchange it was sent through. Kafka has no exchanges: servers skip
+   * requests of another exchange (commit past them), and their groups are per exchange, so every
+   * exchange's servers see every request of the topic. A record without it (another producer) is for all.
+   */
+  exchange: 'x-tidings-exchange',
 });
+
+/** The client id the brokers see for the `n`th transport of this process (also kept on its dead letters). */
+export function clientId(n: number): string {
+  return `tidings-${process.pid}-${n}`;
+}
 
 /**
  * The topic a notification of `priority` on `topic` goes to: oslo's `<topic>.<priority>`, plus
@@ -60,6 +75,42 @@ export function retryGroup(group: string): string {
 /** Where records end that were delivered `maxDeliveries` times: `<topic>.dlq`. */
 export function deadLetterTopic(topic: string): string {
   return safeTopic(`${topic}.dlq`);
+}
+
+/** The topic of RPC requests to `topic` (every server's) or to one `server`: `<topic>[.<server>]` (+ `.<vhost>`). */
+export function requestTopic(topic: string, server: string | undefined, vhost: string): string {
+  return safeTopic(withVhost(requestAddress(topic, server), vhost));
+}
+
+/** The topic of fanout casts to `topic`: `<topic>_fanout` (+ `.<vhost>`), read by every server without a group. */
+export function fanoutTopic(topic: string, vhost: string): string {
+  return safeTopic(withVhost(fanoutAddress(topic), vhost));
+}
+
+/** The consumer group of the RPC servers reading `requestTopicName` through `exchange`: each request to one of them. */
+export function serverGroup(exchange: string, requestTopicName: string): string {
+  return `tidings-rpc.${exchange}.${requestTopicName}`;
+}
+
+/** A new transport's reply topic, `reply_<hex>` (oslo's reply address), read directly from its end. */
+export function newReplyTopic(): string {
+  return newReplyAddress();
+}
+
+/**
+ * A throwaway consumer group for reading a topic once (the dead-letter store, platformatic's
+ * direct reader): it never commits, so Kafka drops it once it is empty.
+ */
+export function readerGroup(): string {
+  return `tidings-reader-${randomUUID()}`;
+}
+
+/** The name tidings' subscription-aware partition assigner announces in its groups (kafkajs). */
+export const PARTITION_ASSIGNER = 'TidingsSubscriptionRoundRobin';
+
+/** The topic whose dead letters `deadTopic` holds, for a dead letter that does not name it: `<topic>.dlq` -> `<topic>`. */
+export function deadLetterOrigin(deadTopic: string): string {
+  return deadTopic.replace(/\.dlq$/, '');
 }
 
 /** True for the retry and dead-letter topics tidings manages (they are never retried themselves). */

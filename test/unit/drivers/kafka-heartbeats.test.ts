@@ -2,7 +2,7 @@
 // backoff): it heartbeats meanwhile, and a heartbeat saying the group is rebalancing ends the wait
 // by throwing out of eachBatch, so kafkajs rejoins at once instead of when the wait is over.
 import { describe, expect, it } from 'vitest';
-import { withHeartbeats } from '../../../src/drivers/kafka/kafkajs-client.js';
+import { withHeartbeats } from '../../../src/drivers/kafka/client/kafkajs.js';
 import { deferred, waitFor } from '../../../src/testing/wait.js';
 
 describe('withHeartbeats (kafkajs adapter)', () => {

@@ -2,11 +2,11 @@
 // so a call never waits for a group join. kafkajs has no public assign(); the reader drives
 // kafkajs's own cluster (metadata, ListOffsets, Fetch) through the Kafka instance's cluster factory.
 import type { Kafka } from 'kafkajs';
-import { ConnectionError } from '../../core/errors.js';
-import type { Logger } from '../../core/logger.js';
-import { partitionKey, type IncomingRecord, type KafkaReaderHandle, type ReaderSettings } from './client.js';
-import { toMessagingError } from './errors.js';
-import type { ResolvedKafkaOptions } from './options.js';
+import { ConnectionError } from '../../../core/errors.js';
+import type { Logger } from '../../../core/logger.js';
+import { partitionKey, type IncomingRecord, type KafkaReaderHandle, type ReaderSettings } from './adapter.js';
+import { toMessagingError } from '../errors.js';
+import type { ResolvedKafkaOptions } from '../options.js';
 
 /** The part of kafkajs's (internal, frozen since 2.2.4) Cluster the reader uses. */
 interface Cluster {

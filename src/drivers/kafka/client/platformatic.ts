@@ -1,7 +1,6 @@
 // The @platformatic/kafka adapter (`?client=platformatic`): a maintained pure-JS client, loaded
 // only when chosen. One producer and admin per transport, one consumer per listener reading a
 // MessagesStream from the committed offsets with manual commits.
-import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import {
   Admin,
@@ -15,19 +14,20 @@ import {
   type MessagesStream,
   type SASLOptions,
 } from '@platformatic/kafka';
-import { NotSupportedError, ConnectionError, type MessagingError } from '../../core/errors.js';
-import type { Logger } from '../../core/logger.js';
-import type { Assignment, CommitOffset, ConsumerHandlers, ConsumerSettings, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle, KafkaReaderHandle, OutgoingRecord, ReaderSettings } from './client.js';
-import { partitionKey, partitionLag } from './client.js';
-import { isUnsupportedApi, toMessagingError } from './errors.js';
-import type { ResolvedKafkaOptions } from './options.js';
+import { NotSupportedError, ConnectionError, type MessagingError } from '../../../core/errors.js';
+import type { Logger } from '../../../core/logger.js';
+import type { Assignment, CommitOffset, ConsumerHandlers, ConsumerSettings, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle, KafkaReaderHandle, OutgoingRecord, ReaderSettings } from './adapter.js';
+import { partitionKey, partitionLag } from './adapter.js';
+import { isUnsupportedApi, toMessagingError } from '../errors.js';
+import type { ResolvedKafkaOptions } from '../options.js';
+import { readerGroup } from '../topology.js';
 
 const ACKS = { all: -1, leader: 1, none: 0 } as const;
 /** ListOffsets timestamps meaning "the earliest" and "the next" offset (Kafka's protocol values). */
 const EARLIEST = -2n;
 const LATEST = -1n;
 
-/** The adapter module's factory (see client.ts). */
+/** The adapter module's factory (see index.ts). */
 export function createClient(options: ResolvedKafkaOptions, logger: Logger, clientId: string): KafkaClientAdapter {
   return new PlatformaticClient(options, logger, clientId);
 }
@@ -45,7 +45,7 @@ function platformaticError(err: unknown, what: string): MessagingError {
   return toMessagingError(err, what);
 }
 
-/** Like kafkajs-client.ts's assigner: each topic's partitions only to the members subscribed to it. */
+/** Like kafkajs.ts's assigner: each topic's partitions only to the members subscribed to it. */
 function subscriptionAwareAssigner(_current: string, members: Map<string, ExtendedGroupProtocolSubscription>, topics: Set<string>, metadata: ClusterMetadata): GroupPartitionsAssignments[] {
   const ids = [...members.keys()].sort();
   const plan = new Map<string, GroupPartitionsAssignments>(ids.map((memberId) => [memberId, { memberId, assignments: new Map() }]));
@@ -173,7 +173,7 @@ class PlatformaticClient implements KafkaClientAdapter {
 
   async readTopic(topic: string): Promise<IncomingRecord[]> {
     const admin = this.getAdmin();
-    const consumer = this.newConsumer(`tidings-reader-${randomUUID()}`);
+    const consumer = this.newConsumer(readerGroup());
     let ends: Map<number, bigint>;
     try {
       if (!(await admin.listTopics()).includes(topic)) return [];
@@ -277,7 +277,7 @@ class PlatformaticClient implements KafkaClientAdapter {
    * pays one group join per reader (once per transport for RPC replies, once per fanout server).
    */
   async read(settings: ReaderSettings, onRecords: (records: readonly IncomingRecord[]) => void): Promise<KafkaReaderHandle> {
-    const consumer = this.newConsumer(`tidings-reader-${randomUUID()}`);
+    const consumer = this.newConsumer(readerGroup());
     const handle = new PlatformaticConsumer(consumer);
     let timer: NodeJS.Timeout | undefined;
     // Positions are known once the stream assigned the offsets of its assignment: the first

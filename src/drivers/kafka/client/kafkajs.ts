@@ -1,7 +1,6 @@
 // The kafkajs adapter (the default client): one Kafka instance per transport, a lazy idempotent
 // producer and admin, and one kafkajs consumer per listener with eachBatch and manual commits.
-// Loading it stops kafkajs 2.2's idle timer loop (kafkajs-idle-fix.ts).
-import { randomUUID } from 'node:crypto';
+// Its Kafka instance's connections do not run kafkajs 2.2's idle timer loop (kafkajs-idle-fix.ts).
 import { readFileSync } from 'node:fs';
 import {
   AssignerProtocol,
@@ -17,20 +16,20 @@ import {
   type Producer,
   type SASLOptions,
 } from 'kafkajs';
-import { ConnectionError, InvalidArgument } from '../../core/errors.js';
-import type { Logger } from '../../core/logger.js';
-import type { Assignment, ConsumerHandlers, ConsumerSettings, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle, KafkaReaderHandle, OutgoingRecord, CommitOffset, ReaderSettings } from './client.js';
-import { partitionKey, partitionLag } from './client.js';
-import { isUnsupportedApi, toMessagingError } from './errors.js';
-import { applyKafkajsIdleFix } from './kafkajs-idle-fix.js';
+import { ConnectionError, InvalidArgument } from '../../../core/errors.js';
+import type { Logger } from '../../../core/logger.js';
+import type { Assignment, ConsumerHandlers, ConsumerSettings, IncomingRecord, KafkaClientAdapter, KafkaConsumerHandle, KafkaReaderHandle, OutgoingRecord, CommitOffset, ReaderSettings } from './adapter.js';
+import { partitionKey, partitionLag } from './adapter.js';
+import { isUnsupportedApi, toMessagingError } from '../errors.js';
+import { fixKafkajsIdleLoop } from './kafkajs-idle-fix.js';
 import { startReader } from './kafkajs-reader.js';
-import type { ResolvedKafkaOptions } from './options.js';
+import type { ResolvedKafkaOptions } from '../options.js';
+import { PARTITION_ASSIGNER, readerGroup } from '../topology.js';
 
 const ACKS = { all: -1, leader: 1, none: 0 } as const;
 
-/** The adapter module's factory (see client.ts). */
+/** The adapter module's factory (see index.ts). */
 export function createClient(options: ResolvedKafkaOptions, logger: Logger, clientId: string): KafkaClientAdapter {
-  applyKafkajsIdleFix(logger);
   return new KafkajsClient(options, logger, clientId);
 }
 
@@ -42,7 +41,7 @@ export function createClient(options: ResolvedKafkaOptions, logger: Logger, clie
  * assigns the topics only other members subscribed to, which kafkajs's leader leaves out).
  */
 const subscriptionAwareAssigner: PartitionAssigner = ({ cluster }) => ({
-  name: 'TidingsSubscriptionRoundRobin',
+  name: PARTITION_ASSIGNER,
   version: 0,
   async assign({ members, topics: leaderTopics }) {
     const subscribed = new Map<string, Set<string>>();
@@ -65,7 +64,7 @@ const subscriptionAwareAssigner: PartitionAssigner = ({ cluster }) => ({
     return ids.map((memberId) => ({ memberId, memberAssignment: AssignerProtocol.MemberAssignment.encode({ version: 0, assignment: plan.get(memberId)!, userData: Buffer.alloc(0) }) }));
   },
   protocol({ topics }) {
-    return { name: 'TidingsSubscriptionRoundRobin', metadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics, userData: Buffer.alloc(0) }) };
+    return { name: PARTITION_ASSIGNER, metadata: AssignerProtocol.MemberMetadata.encode({ version: 0, topics, userData: Buffer.alloc(0) }) };
   },
 });
 
@@ -106,6 +105,7 @@ class KafkajsClient implements KafkaClientAdapter {
       config.sasl = { mechanism, username: options.username ?? '', password: options.password ?? '' } as SASLOptions;
     }
     this.kafka = new Kafka(config);
+    fixKafkajsIdleLoop(this.kafka, logger);
   }
 
   async send(records: readonly OutgoingRecord[]): Promise<void> {
@@ -196,7 +196,7 @@ class KafkajsClient implements KafkaClientAdapter {
     if (ends.size === 0) return [];
     // kafkajs reads only as a group member: a throwaway group that never commits (Kafka drops
     // a group without offsets once it is empty).
-    const consumer = this.kafka.consumer({ groupId: `tidings-reader-${randomUUID()}`, maxWaitTimeInMs: 100, maxBytesPerPartition: this.options.maxFetchBytes });
+    const consumer = this.kafka.consumer({ groupId: readerGroup(), maxWaitTimeInMs: 100, maxBytesPerPartition: this.options.maxFetchBytes });
     const out: IncomingRecord[] = [];
     const remaining = new Set(ends.keys());
     let done!: () => void;

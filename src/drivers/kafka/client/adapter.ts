@@ -1,10 +1,8 @@
 // The seam between the Kafka driver and a Kafka client library: what the driver needs (produce,
-// make topics, run a group consumer, commit) and nothing else. kafkajs-client.ts and
-// platformatic-client.ts (`?client=platformatic`) implement it; each is imported only when a
-// transport first needs it, so an application loads the one library it chose.
-import { DriverLoadFailure } from '../../core/errors.js';
-import type { Logger } from '../../core/logger.js';
-import type { ResolvedKafkaOptions } from './options.js';
+// make topics, run a group consumer, commit) and nothing else. kafkajs.ts and platformatic.ts
+// (`?client=platformatic`) implement it; index.ts picks one and imports it on first use.
+import type { Logger } from '../../../core/logger.js';
+import type { ResolvedKafkaOptions } from '../options.js';
 
 /** A record to produce. */
 export interface OutgoingRecord {
@@ -119,7 +117,7 @@ export interface KafkaClientAdapter {
   /**
    * The offsets `groupId` has committed on `partitions` (topic to partition numbers), by
    * `topic\0partition`; a partition without a committed offset is left out. Numbers, as the
-   * listener tracks offsets (see offset-tracker.ts).
+   * listener tracks offsets (see ../offset-tracker.ts).
    */
   committedOffsets(groupId: string, partitions: Assignment): Promise<Map<string, number>>;
   /** Starts a group consumer; resolves once the member joined its group and has an assignment. */
@@ -140,30 +138,6 @@ export interface KafkaClientAdapter {
 /** What an adapter module exports. */
 export interface KafkaClientModule {
   createClient(options: ResolvedKafkaOptions, logger: Logger, clientId: string): KafkaClientAdapter;
-}
-
-/** The npm package behind each `client` choice. */
-const CLIENT_PACKAGES: Readonly<Record<ResolvedKafkaOptions['client'], string>> = { kafkajs: 'kafkajs', platformatic: '@platformatic/kafka' };
-
-/** Loads the chosen client's adapter (and with it the library) on first use only. */
-export async function loadClient(options: ResolvedKafkaOptions, logger: Logger, clientId: string): Promise<KafkaClientAdapter> {
-  let mod: KafkaClientModule;
-  const pkg = CLIENT_PACKAGES[options.client];
-  try {
-    mod = options.client === 'platformatic' ? await import('./platformatic-client.js') : await import('./kafkajs-client.js');
-  } catch (err) {
-    throw new DriverLoadFailure(`The kafka driver with client=${options.client} needs the package ${pkg}: npm install ${pkg}`, { cause: err });
-  }
-  return mod.createClient(options, logger, clientId);
-}
-
-/** The record key a notification gets, per the `key` option. */
-export function recordKey(choice: ResolvedKafkaOptions['key'], notification: Record<string, unknown>, topic: string): string | undefined {
-  if (choice === 'none') return undefined;
-  if (choice === 'publisher') return typeof notification.publisher_id === 'string' ? notification.publisher_id : undefined;
-  if (choice === 'event') return typeof notification.event_type === 'string' ? notification.event_type : undefined;
-  const key = choice(notification, topic);
-  return typeof key === 'string' ? key : undefined;
 }
 
 /** How the driver keys per-partition state, and `committedOffsets` its result: `topic\0partition`. */
