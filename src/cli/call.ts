@@ -20,7 +20,7 @@ import {
 } from './common.js';
 
 /** The CLI's reply deadline: shorter than the library's 60 s, since a person is waiting. */
-export const CALL_DEFAULT_TIMEOUT_MS = 30_000;
+const CALL_DEFAULT_TIMEOUT_MS = 30_000;
 
 /** Connection retries for one-shot commands: fail rather than hang on a dead broker. */
 export const CLI_RETRY = 3;

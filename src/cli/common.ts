@@ -71,7 +71,7 @@ export class UsageError extends Error {
 }
 
 /** The options every command accepts. */
-export const COMMON_OPTIONS = {
+const COMMON_OPTIONS = {
   url: { type: 'string' },
   verbose: { type: 'boolean', short: 'v' },
   help: { type: 'boolean', short: 'h' },

@@ -4,14 +4,14 @@ import type { Readable, Writable } from 'node:stream';
 import { OutputClosed, type CliIO } from './common.js';
 
 /** The streams a CliIO works on; the process's own in `processIO()`. */
-export interface CliStreams {
+interface CliStreams {
   stdout: Writable;
   stderr: Writable;
   stdin: Readable;
 }
 
 /** A CliIO over `streams`. Installs error listeners, so call it once per stream set. */
-export function streamIO(streams: CliStreams, env: NodeJS.ProcessEnv): CliIO {
+function streamIO(streams: CliStreams, env: NodeJS.ProcessEnv): CliIO {
   const closed = new AbortController();
   // Without a listener, the EPIPE of a reader that left is an uncaught exception: a stack trace
   // and exit 1 for what is the reader's normal way of saying "enough".

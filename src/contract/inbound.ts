@@ -88,7 +88,12 @@ abstract class Inbound<D> {
   }
 
   /** `parse(decoded body)`, or undefined after rejecting (never requeueing) and logging a malformed one. */
-  protected decode<T extends { readonly droppedContextKeys?: readonly string[] }>(body: Uint8Array | string, delivery: D, generation: number, parse: (raw: DriverMessage) => T): T | undefined {
+  protected decode<
+    T extends {
+      /** Context keys the parser dropped because they would reach a prototype. */
+      readonly droppedContextKeys?: readonly string[];
+    },
+  >(body: Uint8Array | string, delivery: D, generation: number, parse: (raw: DriverMessage) => T): T | undefined {
     let parsed: T;
     try {
       parsed = parse(decodeBody(body));

@@ -33,9 +33,8 @@ export interface Closeable {
 /**
  * The deadline of `options`, validated.
  * @throws InvalidArgument when `options` is not an object or `deadlineMs` is not a number >= 0.
- * @internal
  */
-export function closeDeadline(options: CloseOptions | undefined): number {
+function closeDeadline(options: CloseOptions | undefined): number {
   if (options === undefined) return CLOSE_DEFAULTS.deadlineMs;
   if (options === null || typeof options !== 'object') throw new InvalidArgument('options', 'an object such as { deadlineMs: 10000 }', options);
   const ms = options.deadlineMs ?? CLOSE_DEFAULTS.deadlineMs;

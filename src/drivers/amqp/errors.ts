@@ -3,7 +3,7 @@ import { ConnectionError, InvalidArgument, MessageDeliveryFailure, MessagingErro
 import { redactUrlsIn } from '../../core/transport-url.js';
 
 /** AMQP reply codes that matter here. */
-export const AMQP_CODES = Object.freeze({ ACCESS_REFUSED: 403, PRECONDITION_FAILED: 406 });
+const AMQP_CODES = Object.freeze({ ACCESS_REFUSED: 403, PRECONDITION_FAILED: 406 });
 
 function codeOf(err: unknown): number | undefined {
   const code = (err as { code?: unknown } | null)?.code;

@@ -113,13 +113,8 @@ export function deadLetterOrigin(deadTopic: string): string {
   return deadTopic.replace(/\.dlq$/, '');
 }
 
-/** True for the retry and dead-letter topics tidings manages (they are never retried themselves). */
-export function isDeadLetterTopic(topic: string): boolean {
-  return topic.endsWith('.dlq');
-}
-
 /** A valid Kafka topic name: refused characters become `_`, an over-long name keeps a hash of the rest. */
-export function safeTopic(name: string): string {
+function safeTopic(name: string): string {
   const clean = name.replace(INVALID, '_');
   if (clean.length <= MAX_TOPIC_LENGTH) return clean;
   const hash = createHash('sha256').update(name).digest('hex').slice(0, 16);
