@@ -65,7 +65,9 @@ interface Reader {
   readonly client: RedisClient;
   readonly keys: readonly string[];
   clientId?: number;
-  /** Its reads, while a poll wants messages. */
+  /** True while it reads (a poll wants messages); set and cleared synchronously, so a poll never misses a reader that just stopped. */
+  reading?: boolean;
+  /** Its last run of reads. */
   loop?: Promise<void>;
 }
 
@@ -253,11 +255,13 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
     return this.buffer.waiting > 0 && this.buffer.size === 0;
   }
 
-  /** Starts the readers that are not reading yet; they read while a poll wants messages and there is room. */
-  protected override fetch(): void {
-    if (!this.reading || this.stopped) return;
+  /** Starts the readers that are not reading yet; they read while a poll wants messages and there is room. A poll that does not wait reads nothing. */
+  protected override fetch(_max?: number, timeoutMs?: number): void {
+    if (!this.reading || this.stopped || timeoutMs === 0) return;
     for (const reader of this.readers) {
-      reader.loop ??= this.readLoop(reader).finally(() => (reader.loop = undefined));
+      if (reader.reading) continue;
+      reader.reading = true;
+      reader.loop = this.readLoop(reader);
     }
   }
 
@@ -294,7 +298,7 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
     do {
       // Notifications received and not settled count against the prefetch; settling one reads on.
       const count = this.kind === 'notification' ? this.limit - this.inflight.size : this.limit;
-      if (count <= 0) return;
+      if (count <= 0) break;
       try {
         if (reader.clientId === undefined && this.options.mode !== 'cluster') reader.clientId = Number(await (reader.client as { client(sub: 'ID'): Promise<number> }).client('ID'));
         if (this.stopped) break;
@@ -319,6 +323,7 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
         }
       }
     } while (!this.stopped && this.wanted());
+    reader.reading = false;
   }
 
   private sleep(ms: number): Promise<void> {
@@ -463,7 +468,7 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
     const cmd = this.deps.commands();
     await Promise.all(
       this.readers.map(async (r) => {
-        if (r.loop === undefined) return;
+        if (!r.reading) return;
         // A read ended by UNBLOCK returns normally: nothing it took from the stream is lost.
         if (r.clientId !== undefined) {
           try {
