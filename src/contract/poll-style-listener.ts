@@ -28,9 +28,10 @@ export interface BatchPollOptions extends PollOptions {
  * One wait of a batch: appends 1..`max` messages to `batch` as soon as any is ready (what is
  * ready then, up to `max`) and resolves with how many; with 0 once `timeoutMs` passed
  * (undefined: no limit) or the source stopped. MUST NOT wait for `max` to fill: the batch's
- * stopwatch is batchPoll's.
+ * stopwatch is batchPoll's. Messages already there MAY be returned synchronously (a count, no
+ * promise).
  */
-export type PollSome<M> = (batch: M[], max: number, timeoutMs: number | undefined) => Promise<number>;
+export type PollSome<M> = (batch: M[], max: number, timeoutMs: number | undefined) => number | Promise<number>;
 
 /**
  * Collects up to `batchSize` messages from `pollSome`, the one place a batch's stopwatch lives.
@@ -48,7 +49,8 @@ export async function batchPoll<M>(pollSome: PollSome<M>, options: BatchPollOpti
   const watch = new StopWatch(batchLimit(options), options.now);
   let left = watch.durationMs;
   for (;;) {
-    const got = await pollSome(batch, batchSize - batch.length, left);
+    let got = pollSome(batch, batchSize - batch.length, left);
+    if (typeof got !== 'number') got = await got;
     // Past the deadline, one last wait of 0 still takes what is ready.
     if (got === 0 || left === undefined || left === 0 || batch.length >= batchSize) return batch;
     left = watch.leftover();
@@ -149,6 +151,8 @@ export abstract class BufferedPollStyleListener<M extends ReceivedMessage = Rece
   protected fetch(_max: number, _timeoutMs: number | undefined): void {}
 
   private readonly pollSome: PollSome<M> = (batch, max, timeoutMs) => {
+    const ready = this.buffer.takeReady(batch, max);
+    if (ready > 0) return ready;
     if (this.buffer.size === 0 && !this.buffer.closed) this.fetch(max, timeoutMs);
     return this.buffer.takeInto(batch, max, timeoutMs);
   };

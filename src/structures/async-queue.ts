@@ -87,6 +87,14 @@ export class AsyncQueue<T> {
     });
   }
 
+  /**
+   * Moves up to `max` buffered items to the end of `into` without waiting and returns how many:
+   * a take that costs no promise. None while an older take waits (the buffer is its first).
+   */
+  takeReady(into: T[], max: number): number {
+    return this.waiters.length === 0 ? this.moveTo(into, Math.max(1, max)) : 0;
+  }
+
   /** Takes the next buffered item without waiting; undefined when none is buffered. */
   tryShift(): T | undefined {
     return this.items.shift();

@@ -261,3 +261,21 @@ describe('AsyncQueue.take: one wait of a batch (the batch stopwatch is batchPoll
     expect(await p).toEqual([4]);
   });
 });
+
+describe('AsyncQueue.takeReady', () => {
+  it('moves what is buffered without a promise, capped at max; nothing while an older take waits', async () => {
+    const q = new AsyncQueue<number>();
+    const into: number[] = [0];
+    expect(q.takeReady(into, 5)).toBe(0);
+    q.push(1);
+    q.push(2);
+    q.push(3);
+    expect(q.takeReady(into, 2)).toBe(2);
+    expect(into).toEqual([0, 1, 2]);
+    expect(q.takeReady(into, 5)).toBe(1);
+    const waiting = q.take(1, 5000);
+    q.push(4);
+    expect(q.takeReady(into, 5)).toBe(0);
+    expect(await waiting).toEqual([4]);
+  });
+});
