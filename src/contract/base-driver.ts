@@ -8,7 +8,8 @@ import type { DeadLetterStore } from './dead-letters.js';
 import { DeliveryStats, type ConsumerLag, type LagSource } from './delivery-stats.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from './incoming-message.js';
 import type { Listener } from './listener.js';
-import { listenToPushSource, type PushSource } from './push-listener.js';
+import type { PollStyleListener } from './poll-style-listener.js';
+import { listenTo, type PushSource } from './push-listener.js';
 import type { RemoteErrorRegistry } from './remote-error.js';
 import { isPriority, PRIORITIES, type Context, type DriverMessage, type Priority } from './types.js';
 
@@ -344,18 +345,19 @@ export abstract class BaseDriver {
   }
 
   /**
-   * Wraps a push source into the Listener the façades get and tracks it for `cleanup()`.
+   * Wraps a push source, or a pull source (a PollStyleListener), into the Listener the façades
+   * get and tracks it for `cleanup()`.
    * `subscribe` runs after the source is attached (messages may arrive before `start()`: they
    * wait); when it fails, or the driver is cleaned up meanwhile, the source is cleaned up and
    * the call rejects.
    */
   protected async openListener<M extends ReceivedMessage>(
-    source: PushSource<M>,
+    source: PushSource<M> | PollStyleListener<M>,
     subscribe: () => Promise<void> | void,
     options: ListenOptions & { prefetchSize?: number; logger?: Logger },
   ): Promise<Listener<M>> {
     this.assertOpen();
-    const listener = listenToPushSource(source, { ...options, logger: options.logger ?? this.logger });
+    const listener = listenTo(source, { ...options, logger: options.logger ?? this.logger });
     const tracked: Listener<M> = {
       start: (callback) => listener.start(callback),
       stop: () => listener.stop(),

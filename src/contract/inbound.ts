@@ -7,6 +7,7 @@ import type { DeliveryStats } from './delivery-stats.js';
 import { decodeBody } from './envelope.js';
 import type { ReceivedMessage } from './incoming-message.js';
 import { NotificationMessage, RpcMessage, type ReplySender } from './messages.js';
+import { BufferedPollStyleListener } from './poll-style-listener.js';
 import type { ListenerSink, PushSource } from './push-listener.js';
 import type { DriverMessage } from './types.js';
 import { parseNotification, parseRpcRequest } from './wire.js';
@@ -227,6 +228,15 @@ export class NotificationInbound<D> extends Inbound<D> {
 /** What a listener receives: RPC requests or notifications. */
 export type ListenerKind = 'rpc' | 'notification';
 
+/** What a listener's pipeline is built with: the listener itself is the settler. */
+export type SourceInboundOptions<D> = Omit<InboundOptions<D>, 'settler'> & { readonly replies: ReplySender };
+
+/** The pipeline of `kind`, settling through `settler`. */
+function pipelineOf<D>(kind: ListenerKind, options: SourceInboundOptions<D>, settler: DeliverySettler<D>): { rpc?: RpcInbound<D>; notifications?: NotificationInbound<D> } {
+  const pipeline = { ...options, settler };
+  return kind === 'rpc' ? { rpc: new RpcInbound(pipeline) } : { notifications: new NotificationInbound(pipeline) };
+}
+
 /**
  * What every driver's push source shares: the sink it delivers to and the inbound pipeline of
  * its kind. A driver extends it with consuming and settling (it is the pipeline's
@@ -241,10 +251,8 @@ export abstract class InboundPushSource<M extends ReceivedMessage, D> implements
   /** The pipeline of a notification listener. */
   protected readonly notifications?: NotificationInbound<D>;
 
-  constructor(kind: ListenerKind, options: Omit<InboundOptions<D>, 'settler'> & { readonly replies: ReplySender }) {
-    const pipeline = { ...options, settler: this };
-    if (kind === 'rpc') this.rpc = new RpcInbound(pipeline);
-    else this.notifications = new NotificationInbound(pipeline);
+  constructor(kind: ListenerKind, options: SourceInboundOptions<D>) {
+    ({ rpc: this.rpc, notifications: this.notifications } = pipelineOf(kind, options, this));
   }
 
   attach(sink: ListenerSink<M>): void {
@@ -259,6 +267,38 @@ export abstract class InboundPushSource<M extends ReceivedMessage, D> implements
 
   abstract stop(): Promise<void>;
   abstract cleanup(): Promise<void>;
+  abstract ack(delivery: D, generation: number): boolean;
+  abstract requeue(delivery: D, generation: number, reason?: unknown): void;
+  abstract reject(delivery: D, generation: number): void;
+  abstract describe(delivery: D): LogFields;
+}
+
+/**
+ * The base of a pull driver's listener (Redis `XREADGROUP`): the same pipeline of its kind as
+ * InboundPushSource, over a BufferedPollStyleListener that the PollStyleListenerAdapter polls.
+ * A driver extends it with settling (it is the pipeline's DeliverySettler) and `fetch()`, which
+ * reads from the broker while a poll waits and passes each raw body to `receive`.
+ * `M` MUST be the message type of `kind`: `RpcIncomingMessage` or `IncomingMessage`.
+ */
+export abstract class InboundPollSource<M extends ReceivedMessage, D> extends BufferedPollStyleListener<M> implements DeliverySettler<D> {
+  /** The pipeline of an RPC listener. */
+  protected readonly rpc?: RpcInbound<D>;
+  /** The pipeline of a notification listener. */
+  protected readonly notifications?: NotificationInbound<D>;
+
+  constructor(kind: ListenerKind, options: SourceInboundOptions<D>, prefetchSize = -1) {
+    super(prefetchSize);
+    ({ rpc: this.rpc, notifications: this.notifications } = pipelineOf(kind, options, this));
+  }
+
+  /** Runs a raw body through the pipeline and buffers the message for polling; false when it was settled here (malformed, duplicate). */
+  protected receive(body: Uint8Array | string, delivery: D, generation: number): boolean {
+    const message = this.rpc ? this.rpc.receive(body, delivery, generation) : this.notifications!.receive(body, delivery, generation);
+    if (message === undefined) return false;
+    this.deliver(message as unknown as M);
+    return true;
+  }
+
   abstract ack(delivery: D, generation: number): boolean;
   abstract requeue(delivery: D, generation: number, reason?: unknown): void;
   abstract reject(delivery: D, generation: number): void;

@@ -1,5 +1,6 @@
 // The push side of the contract: a Listener calls back with batches of messages.
-// PollStyleListenerAdapter turns any PollStyleListener into one with a resilient poll loop.
+// PollStyleListenerAdapter turns any PollStyleListener into one with a resilient poll loop:
+// every batch listener of every driver is one, its batches collected by batchPoll.
 import { InvalidState } from '../core/errors.js';
 import { silentLogger, type Logger, type LogFields } from '../core/logger.js';
 import type { ReceivedMessage } from './incoming-message.js';
@@ -121,17 +122,9 @@ export class PollStyleListenerAdapter<M extends ReceivedMessage = ReceivedMessag
 
   private async run(): Promise<void> {
     let delay = this.backoff.minMs;
+    const options = { batchSize: this.options.batchSize ?? 1, batchTimeout: this.options.batchTimeout };
     while (this.running) {
       try {
-        const options = { batchSize: this.options.batchSize ?? 1, batchTimeout: this.options.batchTimeout };
-        // Messages already buffered are taken without a poll's promises and timers.
-        const ready = this.source.pollReady(options);
-        if (ready !== undefined && ready.length > 0) {
-          const accepted = this.invoke(ready);
-          if (!(accepted === true || (accepted !== false && (await accepted)))) throw new CallbackFailed();
-          delay = this.backoff.minMs;
-          continue;
-        }
         const polledAt = performance.now();
         const batch = await this.source.poll(options);
         if (batch.length === 0) {
@@ -144,7 +137,9 @@ export class PollStyleListenerAdapter<M extends ReceivedMessage = ReceivedMessag
           delay = instant ? Math.min(delay * 2, this.backoff.maxMs) : this.backoff.minMs;
           continue;
         }
-        if (!(await this.invoke(batch))) throw new CallbackFailed();
+        const accepted = this.invoke(batch);
+        // A synchronous callback costs no await.
+        if (!(accepted === true || (accepted !== false && (await accepted)))) throw new CallbackFailed();
         delay = this.backoff.minMs;
       } catch (err) {
         if (!this.running) break;

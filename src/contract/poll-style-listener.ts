@@ -1,5 +1,7 @@
-// The pull side of the contract: a listener polled for batches of messages, and the
-// batchPoll helper that builds a batch poll out of a one-message poll on ONE stopwatch.
+// The pull side of the contract: every batch goes through a PollStyleListener's poll(), and
+// batchPoll is the one place a batch's stopwatch lives. Push drivers (memory, AMQP, Kafka)
+// fill a BufferedPollStyleListener from their consumer callbacks; a pull driver (Redis
+// XREADGROUP ... BLOCK) is one itself and reads only while someone polls.
 import { AsyncQueue } from '../structures/async-queue.js';
 import { StopWatch } from '../structures/stopwatch.js';
 import type { ReceivedMessage } from './incoming-message.js';
@@ -23,26 +25,36 @@ export interface BatchPollOptions extends PollOptions {
 }
 
 /**
- * Collects up to `batchSize` messages from `pollOne`. ONE stopwatch of `batchTimeout ??
- * timeout` (the shorter one when both are set, as oslo clips the batch to `timeout`) covers
- * the whole batch: the wait for the first message counts against it, and the total wait never
- * exceeds it. Returns early when a poll yields nothing in the time left or the batch is full.
- * Without any deadline it waits for the first message, then takes only what is ready, so a
- * partial batch is never held back indefinitely. A positive `prefetchSize` caps `batchSize`.
+ * One wait of a batch: appends 1..`max` messages to `batch` as soon as any is ready (what is
+ * ready then, up to `max`) and resolves with how many; with 0 once `timeoutMs` passed
+ * (undefined: no limit) or the source stopped. MUST NOT wait for `max` to fill: the batch's
+ * stopwatch is batchPoll's. Messages already there MAY be returned synchronously (a count, no
+ * promise).
  */
-export async function batchPoll<M>(
-  pollOne: (timeoutMs: number | undefined) => Promise<M | undefined>,
-  options: BatchPollOptions = {},
-): Promise<M[]> {
+export type PollSome<M> = (batch: M[], max: number, timeoutMs: number | undefined) => number | Promise<number>;
+
+/**
+ * Collects up to `batchSize` messages from `pollSome`, the one place a batch's stopwatch lives.
+ * ONE stopwatch of `batchTimeout ?? timeout` (the shorter one when both are set, as oslo clips
+ * the batch to `timeout`), started with the batch's first wait, covers the whole batch: every
+ * wait gets only the time left, so messages trickling in never hold a batch open past it.
+ * Returns when the batch is full, the time is up, or a wait yields nothing. Without any deadline
+ * it waits for the first messages and returns what was ready with them, so a partial batch is
+ * never held back indefinitely. A positive `prefetchSize` caps `batchSize`. A batch that is
+ * ready at once costs one wait; one that fills while waiting, one wait per burst of arrivals.
+ * Messages are collected into `batch`, which the caller may take some back from while it fills.
+ */
+export async function batchPoll<M>(pollSome: PollSome<M>, options: BatchPollOptions = {}, batch: M[] = []): Promise<M[]> {
   const batchSize = effectiveBatchSize(options);
   const watch = new StopWatch(batchLimit(options), options.now);
-  const out: M[] = [];
-  while (out.length < batchSize) {
-    const message = await pollOne(out.length === 0 ? watch.leftover() : (watch.leftover() ?? 0));
-    if (message === undefined) break;
-    out.push(message);
+  let left = watch.durationMs;
+  for (;;) {
+    let got = pollSome(batch, batchSize - batch.length, left);
+    if (typeof got !== 'number') got = await got;
+    // Past the deadline, one last wait of 0 still takes what is ready.
+    if (got === 0 || left === undefined || left === 0 || batch.length >= batchSize) return batch;
+    left = watch.leftover();
   }
-  return out;
 }
 
 /** `batchSize` as batchPoll applies it: NaN or a fraction (which would end a batch at once) count as 1; a positive prefetch caps it. */
@@ -68,17 +80,11 @@ export abstract class PollStyleListener<M extends ReceivedMessage = ReceivedMess
     readonly prefetchSize: number = -1,
   ) {}
 
-  /** Resolves with 0..batchSize messages, per the single-stopwatch rules of batchPoll. */
-  abstract poll(options?: PollOptions): Promise<M[]>;
-
   /**
-   * The batch `poll(options)` would resolve with, when it is known at once (messages are ready
-   * and the batch rules would not wait for more); otherwise undefined, and the caller polls.
-   * Taking it is the same as polling it. MUST NOT wait or throw. The default knows nothing.
+   * Resolves with 0..batchSize messages. MUST collect them with `batchPoll` (one stopwatch per
+   * batch, never restarted per message or per wait); a BufferedPollStyleListener does.
    */
-  pollReady(_options?: PollOptions): M[] | undefined {
-    return undefined;
-  }
+  abstract poll(options?: PollOptions): Promise<M[]>;
 
   /** Stops taking new messages from the broker; MUST wake a pending poll. Idempotent. */
   abstract stop(): Promise<void>;
@@ -88,8 +94,10 @@ export abstract class PollStyleListener<M extends ReceivedMessage = ReceivedMess
 }
 
 /**
- * A PollStyleListener fed by push: the driver calls `deliver()` from its consumer callback
- * and `poll()` takes from the buffer. Most drivers extend this.
+ * A PollStyleListener over a buffer, polled under batchPoll's rules: one promise per wait and
+ * at most one timer. Push drivers (memory, AMQP, Kafka) fill it from their consumer callbacks
+ * through `deliver()`; a pull driver (Redis) also overrides `fetch()`, called when a poll finds
+ * the buffer empty, to read from the broker on demand and `deliver()` what it reads.
  */
 export abstract class BufferedPollStyleListener<M extends ReceivedMessage = ReceivedMessage> extends PollStyleListener<M> {
   /** Messages delivered and not yet polled. */
@@ -100,26 +108,54 @@ export abstract class BufferedPollStyleListener<M extends ReceivedMessage = Rece
     this.buffer.push(message);
   }
 
-  /** batchPoll's rules, kept by the buffer itself: one promise and at most one timer per batch. */
-  override poll(options: PollOptions = {}): Promise<M[]> {
-    return this.buffer.take(effectiveBatchSize({ batchSize: options.batchSize, prefetchSize: this.prefetchSize }), batchLimit(options));
+  /** The batch a pending poll is collecting: taken from the buffer, not handed out yet. */
+  private filling?: M[];
+
+  override async poll(options: PollOptions = {}): Promise<M[]> {
+    const batch: M[] = [];
+    this.filling = batch;
+    try {
+      return await batchPoll(this.pollSome, { timeout: options.timeout, batchSize: options.batchSize, batchTimeout: options.batchTimeout, prefetchSize: this.prefetchSize }, batch);
+    } finally {
+      if (this.filling === batch) this.filling = undefined;
+    }
   }
 
   /**
-   * What is buffered, when batchPoll would not wait for more: a full batch, or any without a
-   * deadline. A subclass that overrides poll() gets no answer here (its poll may differ).
+   * Takes back the messages that `matches` selects among those not handed out yet: buffered, or
+   * in the batch a poll is still collecting (e.g. their channel died, so the broker redelivers them).
    */
-  override pollReady(options: PollOptions = {}): M[] | undefined {
-    const ready = this.buffer.size;
-    if (ready === 0 || this.poll !== BufferedPollStyleListener.prototype.poll) return undefined;
-    const batchSize = effectiveBatchSize({ batchSize: options.batchSize, prefetchSize: this.prefetchSize });
-    const limit = batchLimit(options);
-    if (ready < batchSize && limit !== undefined && limit > 0) return undefined;
-    const n = Math.min(ready, batchSize);
-    const out: M[] = [];
-    for (let i = 0; i < n; i++) out.push(this.buffer.tryShift() as M);
-    return out;
+  protected withdrawWhere(matches: (message: M) => boolean): M[] {
+    const taken: M[] = [];
+    for (const message of this.buffer.drain()) {
+      if (matches(message)) taken.push(message);
+      else this.buffer.push(message);
+    }
+    const filling = this.filling;
+    if (filling !== undefined) {
+      let kept = 0;
+      for (const message of filling) {
+        if (matches(message)) taken.push(message);
+        else filling[kept++] = message;
+      }
+      filling.length = kept;
+    }
+    return taken;
   }
+
+  /**
+   * A pull source reads from its broker here: called when a poll is about to wait on an empty
+   * buffer, with what it may take and how long it waits (0: it does not). What it reads goes to
+   * `deliver()`. MUST NOT throw (log and read again later). Push sources keep this no-op.
+   */
+  protected fetch(_max: number, _timeoutMs: number | undefined): void {}
+
+  private readonly pollSome: PollSome<M> = (batch, max, timeoutMs) => {
+    const ready = this.buffer.takeReady(batch, max);
+    if (ready > 0) return ready;
+    if (this.buffer.size === 0 && !this.buffer.closed) this.fetch(max, timeoutMs);
+    return this.buffer.takeInto(batch, max, timeoutMs);
+  };
 
   override async stop(): Promise<void> {
     this.buffer.close();

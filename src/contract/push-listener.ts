@@ -1,10 +1,12 @@
-// Push sources (amqplib consumers, memory consumers, kafkajs eachBatch) hand messages straight to
-// the listener callback; batch listeners collect them under batchPoll's single stopwatch instead.
+// The Listener of a driver's source. Push sources (amqplib consumers, memory consumers, Kafka
+// eachBatch) hand messages straight to the callback, or, for batches, fill a buffered
+// PollStyleListener; pull sources (Redis) are PollStyleListeners. Every batch goes through the
+// adapter and batchPoll.
 import { InvalidState } from '../core/errors.js';
 import { silentLogger, type Logger, type LogFields } from '../core/logger.js';
 import type { ReceivedMessage } from './incoming-message.js';
 import { PollStyleListenerAdapter, type Listener, type ListenerCallback } from './listener.js';
-import { BufferedPollStyleListener } from './poll-style-listener.js';
+import { BufferedPollStyleListener, PollStyleListener } from './poll-style-listener.js';
 
 /** Where a push source hands its messages. `deliver` MUST NOT throw. */
 export interface ListenerSink<M extends ReceivedMessage = ReceivedMessage> {
@@ -50,6 +52,16 @@ export function listenToPushSource<M extends ReceivedMessage>(source: PushSource
   if (!batching) return new PushListener(source, options.logger ?? silentLogger);
   const buffer = new PushBuffer(source, options.prefetchSize);
   return new PollStyleListenerAdapter(buffer, { batchSize: options.batchSize, batchTimeout: options.batchTimeout, logger: options.logger });
+}
+
+/**
+ * The Listener of a driver's source: a pull source (a PollStyleListener) runs under the
+ * PollStyleListenerAdapter, one message or one batch per poll; a push source goes through
+ * {@link listenToPushSource}. `prefetchSize` applies to push sources (a pull source has its own).
+ */
+export function listenTo<M extends ReceivedMessage>(source: PushSource<M> | PollStyleListener<M>, options: PushListenerOptions = {}): Listener<M> {
+  if (!(source instanceof PollStyleListener)) return listenToPushSource(source, options);
+  return new PollStyleListenerAdapter(source, { batchSize: options.batchSize, batchTimeout: options.batchTimeout, logger: options.logger });
 }
 
 /** One message at a time, straight from the source to the callback. */
@@ -179,13 +191,7 @@ class PushBuffer<M extends ReceivedMessage> extends BufferedPollStyleListener<M>
   }
 
   withdraw(matches: (message: M) => boolean): M[] {
-    const all = this.buffer.drain();
-    const taken: M[] = [];
-    for (const message of all) {
-      if (matches(message)) taken.push(message);
-      else this.buffer.push(message);
-    }
-    return taken;
+    return this.withdrawWhere(matches);
   }
 
   override async stop(): Promise<void> {

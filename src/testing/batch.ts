@@ -1,4 +1,5 @@
-// Conformance: batch notification listeners (batch sizes, the single batch stopwatch).
+// Conformance: batch notification listeners (batch sizes, the single batch stopwatch). The
+// stopwatch cases are exported so that a unit test can show they fail on a restarting timer.
 import { describe, expect, it } from 'vitest';
 import { getBatchNotificationListener, NotificationResult, Target, type Transport } from '../index.js';
 import { waitFor } from './wait.js';
@@ -28,6 +29,57 @@ function startBatchListener(
     },
   };
   return started(env, getBatchNotificationListener(nt, [new Target({ topic })], [endpoint], options as never));
+}
+
+/** Notifications of a batch listener, with when each batch arrived. */
+function collector() {
+  const batches: BatchItem[][] = [];
+  const arrivedAt: number[] = [];
+  const count = (eventType: string) => batches.reduce((sum, b) => sum + b.filter((m) => m.eventType === eventType).length, 0);
+  return { batches, arrivedAt, count, onBatch: () => void arrivedAt.push(Date.now()) };
+}
+
+/**
+ * ONE stopwatch per batch: notifications trickling in every batchTimeout/4 for six
+ * batchTimeouts still close a batch about batchTimeout after it started. A timeout restarted
+ * per message or per poll keeps the batch open until they stop: one batch, after the last one.
+ */
+export async function trickleClosesBatchesCase(env: ConformanceEnv): Promise<void> {
+  const nt = await env.notificationTransport();
+  const topic = env.name('topic');
+  const got = collector();
+  const batchTimeout = env.ms(400);
+  await startBatchListener(env, nt, topic, got.batches, { batchSize: 1000, batchTimeout }, got.onBatch);
+  const n = notifier(nt, topic);
+  // The listener is live once a first notification came through (a broker may take a while to join a group).
+  await n.info({}, 'warmup', {});
+  await waitFor(() => got.count('warmup') === 1, { timeoutMs: env.ms(15_000), message: 'the warm-up notification' });
+  const first = got.batches.length;
+  const N = 24;
+  for (let i = 0; i < N; i++) {
+    await n.info({}, 'trickle', { id: i });
+    await new Promise((resolve) => setTimeout(resolve, batchTimeout / 4));
+  }
+  const lastSentAt = Date.now();
+  await waitFor(() => got.count('trickle') >= N, { timeoutMs: env.ms(20_000), message: `${N} trickled notifications` });
+  expect(got.count('trickle')).toBe(N);
+  const trickled = got.batches.slice(first).length;
+  // About six batches; a restarted timer gives one. Counts, not times: a busy box only merges batches.
+  expect(trickled, 'batches of notifications sent every batchTimeout/4 for 6 x batchTimeout').toBeGreaterThanOrEqual(2);
+  expect(got.arrivedAt[first], 'the first batch closed while notifications were still coming').toBeLessThan(lastSentAt);
+}
+
+/** A partial batch (3 of batchSize 50) is delivered once the batch timeout passes, not held back for more. */
+export async function partialBatchCase(env: ConformanceEnv): Promise<void> {
+  const nt = await env.notificationTransport();
+  const topic = env.name('topic');
+  const got = collector();
+  await startBatchListener(env, nt, topic, got.batches, { batchSize: 50, batchTimeout: env.ms(300) }, got.onBatch);
+  const n = notifier(nt, topic);
+  await Promise.all([0, 1, 2].map((id) => n.info({}, 'partial', { id })));
+  await waitFor(() => got.count('partial') >= 3, { timeoutMs: env.ms(10_000), message: 'a partial batch of 3 (batchSize 50) after its batch timeout' });
+  expect(got.count('partial')).toBe(3);
+  expect(got.batches.every((b) => b.length < 50)).toBe(true);
 }
 
 export function batchTests(env: ConformanceEnv): void {
@@ -67,6 +119,11 @@ export function batchTests(env: ConformanceEnv): void {
       // Per-message timeouts would take up to 2 x batchTimeout; one stopwatch stays below it.
       expect(elapsed).toBeLessThan(env.ms(2 * batchTimeout));
     });
+
+    it('notifications trickling in faster than batchTimeout still close a batch about batchTimeout after it started (one stopwatch per batch)', () =>
+      trickleClosesBatchesCase(env));
+
+    it('a partial batch is delivered after the batch timeout', () => partialBatchCase(env));
 
     it('a batch is grouped by priority: each method gets only its own priority', async () => {
       const nt = await env.notificationTransport();

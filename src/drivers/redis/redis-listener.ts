@@ -1,22 +1,22 @@
-// A listener on Redis Streams: blocking XREADGROUP readers (one connection each) feed the shared
-// inbound pipeline; settling, lease extension, claims of expired leases, dead letters and GC run
-// on the driver's command connection. RPC requests are read with NOACK (acknowledged on receipt).
+// A listener on Redis Streams, a pull source: while a poll waits, blocking XREADGROUP readers (one
+// connection each) read into the shared inbound pipeline; settling, lease extension, claims of
+// expired leases, dead letters and GC run on the driver's command connection. RPC requests are
+// read with NOACK (acknowledged on receipt).
 import { requeueReason } from '../../contract/dead-letters.js';
-import { NotificationInbound, RpcInbound, type DeliverySettler } from '../../contract/inbound.js';
+import { InboundPollSource } from '../../contract/inbound.js';
 import type { ReceivedMessage } from '../../contract/incoming-message.js';
 import type { ConsumerLag, DeliveryStats } from '../../contract/delivery-stats.js';
 import type { ReplySender } from '../../contract/messages.js';
-import type { ListenerSink, PushSource } from '../../contract/push-listener.js';
 import type { Logger } from '../../core/logger.js';
 import { closeClient, createGroup, runScript, type RedisClient } from './connection.js';
 import { isNoGroup, toMessagingError } from './errors.js';
 import type { ResolvedRedisOptions } from './options.js';
 import { BODY_FIELD, DEADLINE_FIELD, hashTagOf, poolOfGroup, type TopicKeys } from './topology.js';
 
-/** A delivered stream entry: what settles it, and what `unwrap()` gives. */
 /** How often one idle pool is reported again, ms. */
 const IDLE_POOL_REPORT_MS = 10 * 60_000;
 
+/** A delivered stream entry: what settles it, and what `unwrap()` gives. */
 export interface RedisDelivery {
   /** The stream key. */
   readonly stream: string;
@@ -65,15 +65,20 @@ interface Reader {
   readonly client: RedisClient;
   readonly keys: readonly string[];
   clientId?: number;
+  /** True while it reads (a poll wants messages); set and cleared synchronously, so a poll never misses a reader that just stopped. */
+  reading?: boolean;
+  /** Its last run of reads. */
   loop?: Promise<void>;
 }
 
 type Kind = 'rpc' | 'notification';
 
-export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implements PushSource<M>, DeliverySettler<RedisDelivery> {
-  private sink?: ListenerSink<M>;
-  private readonly rpc?: RpcInbound<RedisDelivery>;
-  private readonly notifications?: NotificationInbound<RedisDelivery>;
+/**
+ * The Redis listener of either kind. It pulls: a read is issued when a poll of the adapter finds
+ * nothing buffered, and reads go on only while a poll waits, so a busy callback holds reads back
+ * (as the prefetch limit does for notifications received and not settled).
+ */
+export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends InboundPollSource<M, RedisDelivery> {
   private readonly byKey = new Map<string, StreamSpec>();
   private readonly readers: Reader[] = [];
   /** Notifications received and not settled, by `<stream> <id>`: their leases are extended. */
@@ -82,7 +87,8 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
   private readonly idleReported = new Map<string, number>();
   /** Entry ids acknowledged in this tick, by stream: sent as one XACK each at the end of the tick. */
   private pendingAcks = new Map<string, string[]>();
-  private roomWaiters: Array<() => void> = [];
+  /** Set once start() created the readers: polls may read. */
+  private reading = false;
   private stopped = false;
   private stopping?: Promise<void>;
   private cleaning?: Promise<void>;
@@ -104,9 +110,7 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
     /** The most unsettled notifications held at once: the prefetch, or a larger batch size. */
     private readonly limit = deps.options.prefetchCount,
   ) {
-    const pipeline = { settler: this, logger: deps.logger, dedupWindow: deps.options.dedupWindow, stats: deps.stats, pool: poolOfGroup(group) };
-    if (kind === 'rpc') this.rpc = new RpcInbound({ ...pipeline, replies: deps.replies });
-    else this.notifications = new NotificationInbound(pipeline);
+    super(kind, { logger: deps.logger, dedupWindow: deps.options.dedupWindow, stats: deps.stats, pool: poolOfGroup(group), replies: deps.replies }, limit);
     for (const s of streams) this.byKey.set(s.key, s);
   }
 
@@ -116,10 +120,6 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
 
   private get logger(): Logger {
     return this.deps.logger;
-  }
-
-  attach(sink: ListenerSink<M>): void {
-    this.sink = sink;
   }
 
   /** Registers an RPC server (fanout, own stream), creates the groups, then starts reading. Resolves once subscribed. */
@@ -141,7 +141,8 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
       this.readers.push(reader);
     }
     if (this.stopped) return;
-    for (const reader of this.readers) reader.loop = this.readLoop(reader);
+    this.reading = true;
+    if (this.wanted()) this.fetch();
     this.sweepTimer = setInterval(() => void this.sweep(), this.options.sweepInterval);
     this.sweepTimer.unref?.();
     if (this.kind === 'notification') {
@@ -153,8 +154,8 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
     this.logger.debug('Redis listener subscribed', { streams: this.streams.map((s) => s.key), group: this.group, consumer: this.consumer });
   }
 
-  /** Stops reading (blocked reads are ended with CLIENT UNBLOCK); settling and leases go on. */
-  stop(): Promise<void> {
+  /** Stops reading (blocked reads are ended with CLIENT UNBLOCK), then wakes the poll; settling and leases go on. */
+  override stop(): Promise<void> {
     this.stopping ??= this.doStop();
     return this.stopping;
   }
@@ -245,14 +246,23 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
   }
 
   private settled(d: RedisDelivery): void {
-    if (!this.inflight.delete(`${d.stream} ${d.id}`)) return;
-    if (this.inflight.size < this.limit && this.roomWaiters.length > 0) this.wakeRoom();
+    // Room again under the prefetch limit: a waiting poll reads on.
+    if (this.inflight.delete(`${d.stream} ${d.id}`) && this.inflight.size < this.limit && this.wanted()) this.fetch();
   }
 
-  private wakeRoom(): void {
-    const waiters = this.roomWaiters;
-    this.roomWaiters = [];
-    for (const wake of waiters) wake();
+  /** True while a poll waits on an empty buffer. */
+  private wanted(): boolean {
+    return this.buffer.waiting > 0 && this.buffer.size === 0;
+  }
+
+  /** Starts the readers that are not reading yet; they read while a poll wants messages and there is room. A poll that does not wait reads nothing. */
+  protected override fetch(_max?: number, timeoutMs?: number): void {
+    if (!this.reading || this.stopped || timeoutMs === 0) return;
+    for (const reader of this.readers) {
+      if (reader.reading) continue;
+      reader.reading = true;
+      reader.loop = this.readLoop(reader);
+    }
   }
 
   private async createGroups(streams: readonly StreamSpec[]): Promise<void> {
@@ -280,20 +290,15 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
     }
   }
 
+  /** Reads until a read leaves something buffered (or nobody polls), the prefetch is full, or the listener stops. */
   private async readLoop(reader: Reader): Promise<void> {
     const { blockTimeout } = this.options;
-    const prefetchCount = this.limit;
     const ids = reader.keys.map(() => '>');
     let failures = 0;
-    while (!this.stopped) {
-      let count = prefetchCount;
-      if (this.kind === 'notification') {
-        if (this.inflight.size >= prefetchCount) {
-          await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
-          continue;
-        }
-        count = prefetchCount - this.inflight.size;
-      }
+    do {
+      // Notifications received and not settled count against the prefetch; settling one reads on.
+      const count = this.kind === 'notification' ? this.limit - this.inflight.size : this.limit;
+      if (count <= 0) break;
       try {
         if (reader.clientId === undefined && this.options.mode !== 'cluster') reader.clientId = Number(await (reader.client as { client(sub: 'ID'): Promise<number> }).client('ID'));
         if (this.stopped) break;
@@ -317,7 +322,8 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
           await this.sleep(delay);
         }
       }
-    }
+    } while (!this.stopped && this.wanted());
+    reader.reading = false;
   }
 
   private sleep(ms: number): Promise<void> {
@@ -344,13 +350,11 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
         this.logger.debug('Dropping an RPC request whose caller gave up (past its timeout)', { stream: key, id });
         return;
       }
-      const request = this.rpc.receive(body ?? '', delivery);
-      if (request !== undefined) this.sink!.deliver(request as unknown as M);
+      this.receive(body ?? '', delivery, 0);
       return;
     }
     this.inflight.set(`${key} ${id}`, delivery);
-    const notification = this.notifications!.receive(body ?? '', delivery);
-    if (notification !== undefined) this.sink!.deliver(notification as unknown as M);
+    this.receive(body ?? '', delivery, 0);
   }
 
   /** Claims requeued or abandoned entries after `delayMs` (coalesced). */
@@ -458,13 +462,13 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
   private async doStop(): Promise<void> {
     this.stopped = true;
     this.wakeStopped.abort();
-    this.wakeRoom();
     if (this.claimTimer) clearTimeout(this.claimTimer);
     this.claimTimer = undefined;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     const cmd = this.deps.commands();
     await Promise.all(
       this.readers.map(async (r) => {
+        if (!r.reading) return;
         // A read ended by UNBLOCK returns normally: nothing it took from the stream is lost.
         if (r.clientId !== undefined) {
           try {
@@ -479,6 +483,8 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> implemen
       }),
     );
     await this.claiming;
+    // What the reads and claims buffered stays there for the adapter to hand out.
+    await super.stop();
   }
 
   private async doCleanup(): Promise<void> {

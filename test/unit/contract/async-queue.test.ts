@@ -134,52 +134,54 @@ function watch<T>(promise: Promise<T>): { value: T | 'pending' } {
   return seen;
 }
 
-describe('AsyncQueue.take: a batch under one stopwatch', () => {
-  it('a full batch buffered answers at once, capped at max; the rest stays', async () => {
+describe('AsyncQueue.take: one wait of a batch (the batch stopwatch is batchPoll\'s)', () => {
+  it('buffered items answer at once, capped at max, without a timer; the rest stays', async () => {
+    vi.useFakeTimers();
     const q = new AsyncQueue<number>();
     for (let i = 0; i < 5; i++) q.push(i);
     expect(await q.take(3, 1000)).toEqual([0, 1, 2]);
+    expect(vi.getTimerCount()).toBe(0);
     expect(q.size).toBe(2);
   });
 
-  it('with a deadline, waits until max items arrived, with one timer for the whole batch', async () => {
-    vi.useFakeTimers();
-    const q = new AsyncQueue<number>();
-    const got = watch(q.take(3, 200));
-    expect(vi.getTimerCount()).toBe(1);
-    q.push(1);
-    await vi.advanceTimersByTimeAsync(50);
-    q.push(2);
-    await vi.advanceTimersByTimeAsync(50);
-    expect(got.value).toBe('pending');
-    expect(vi.getTimerCount()).toBe(1);
-    q.push(3);
-    q.push(4);
-    await vi.advanceTimersByTimeAsync(0);
-    expect(got.value).toEqual([1, 2, 3]);
-    expect(vi.getTimerCount()).toBe(0);
-    expect(q.size).toBe(1);
-  });
-
-  it('with a deadline, answers with what arrived when it passes: the wait for the first item counts against it', async () => {
+  it('resolves on the first item with what the pushing code buffered by then: a burst is one take, one timer', async () => {
     vi.useFakeTimers();
     const q = new AsyncQueue<number>();
     const got = watch(q.take(10, 200));
-    await vi.advanceTimersByTimeAsync(150);
+    expect(vi.getTimerCount()).toBe(1);
+    expect(q.waiting).toBe(1);
     q.push(1);
-    await vi.advanceTimersByTimeAsync(49);
-    expect(got.value).toBe('pending');
-    await vi.advanceTimersByTimeAsync(1);
+    q.push(2);
+    q.push(3);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(got.value).toEqual([1, 2, 3]);
+    expect(vi.getTimerCount()).toBe(0);
+    expect(q.waiting).toBe(0);
+  });
+
+  it('does not wait for max to fill: that would be a second stopwatch', async () => {
+    vi.useFakeTimers();
+    const q = new AsyncQueue<number>();
+    const got = watch(q.take(3, 200));
+    await vi.advanceTimersByTimeAsync(50);
+    q.push(1);
+    await vi.advanceTimersByTimeAsync(0);
     expect(got.value).toEqual([1]);
-    // Nothing at all: an empty batch at the deadline; a later push is buffered for the next taker.
+  });
+
+  it('answers [] when its timeout passes; a later push is buffered for the next taker', async () => {
+    vi.useFakeTimers();
+    const q = new AsyncQueue<number>();
     const empty = watch(q.take(10, 100));
-    await vi.advanceTimersByTimeAsync(100);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(empty.value).toBe('pending');
+    await vi.advanceTimersByTimeAsync(1);
     expect(empty.value).toEqual([]);
     q.push(2);
     expect(q.size).toBe(1);
   });
 
-  it('without a deadline, waits for the first item, then takes what the pushing code buffered by then', async () => {
+  it('without a timeout, waits for the first item with no timer', async () => {
     vi.useFakeTimers();
     const q = new AsyncQueue<number>();
     const got = watch(q.take(10));
@@ -194,9 +196,9 @@ describe('AsyncQueue.take: a batch under one stopwatch', () => {
     expect(await q.take(10)).toEqual([3]);
   });
 
-  it('without a deadline, a first item drained away before the batch was taken is not an empty batch', async () => {
+  it('a first item drained away before the take resolved is not an empty take: it waits on', async () => {
     const q = new AsyncQueue<number>();
-    const got = watch(q.take(10));
+    const got = watch(q.take(10, 5000));
     q.push(1);
     expect(q.drain()).toEqual([1]);
     await Promise.resolve();
@@ -220,24 +222,12 @@ describe('AsyncQueue.take: a batch under one stopwatch', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  it('a deadline too large for setTimeout waits for a full batch, not 1 ms', async () => {
-    vi.useFakeTimers();
-    const q = new AsyncQueue<number>();
-    const got = watch(q.take(2, 2 ** 31));
-    q.push(1);
-    await vi.advanceTimersByTimeAsync(10_000);
-    expect(got.value).toBe('pending');
-    q.push(2);
-    await vi.advanceTimersByTimeAsync(0);
-    expect(got.value).toEqual([1, 2]);
-  });
-
-  it('close() hands each waiting batch what is buffered, oldest first; a closed queue answers at once', async () => {
+  it('close() hands each waiting take what is buffered, oldest first; a closed queue answers at once', async () => {
     const q = new AsyncQueue<number>();
     const first = q.take(2, 5000);
-    q.push(1);
     const second = q.take(5, 5000);
     const third = q.shift(5000);
+    q.push(1);
     q.close();
     expect(await first).toEqual([1]);
     expect(await second).toEqual([]);
@@ -248,16 +238,15 @@ describe('AsyncQueue.take: a batch under one stopwatch', () => {
     expect(await q.take(5)).toEqual([]);
   });
 
-  it('waiters are served in order: a shift() behind a filling batch waits its turn, and one that times out takes nothing', async () => {
+  it('waiters are served in order; one that times out takes nothing', async () => {
     vi.useFakeTimers();
     const q = new AsyncQueue<number>();
-    const batch = watch(q.take(2, 1000));
     const late = watch(q.shift(500));
+    const batch = watch(q.take(2, 1000));
     const one = watch(q.shift());
-    q.push(1);
     await vi.advanceTimersByTimeAsync(500);
     expect(late.value).toBeUndefined();
-    expect(q.size).toBe(1);
+    q.push(1);
     q.push(2);
     q.push(3);
     await vi.advanceTimersByTimeAsync(0);
@@ -270,5 +259,23 @@ describe('AsyncQueue.take: a batch under one stopwatch', () => {
     const p = q.take(1, 5000);
     q.unshift(4);
     expect(await p).toEqual([4]);
+  });
+});
+
+describe('AsyncQueue.takeReady', () => {
+  it('moves what is buffered without a promise, capped at max; nothing while an older take waits', async () => {
+    const q = new AsyncQueue<number>();
+    const into: number[] = [0];
+    expect(q.takeReady(into, 5)).toBe(0);
+    q.push(1);
+    q.push(2);
+    q.push(3);
+    expect(q.takeReady(into, 2)).toBe(2);
+    expect(into).toEqual([0, 1, 2]);
+    expect(q.takeReady(into, 5)).toBe(1);
+    const waiting = q.take(1, 5000);
+    q.push(4);
+    expect(q.takeReady(into, 5)).toBe(0);
+    expect(await waiting).toEqual([4]);
   });
 });

@@ -4,37 +4,55 @@ import { AsyncQueue } from '../../../src/structures/async-queue.js';
 import { batchPoll } from '../../../src/contract/poll-style-listener.js';
 import { FakeBufferedListener, FakeMessage } from './fakes.js';
 
-/** A fake source on a fake clock: each item arrives at a given time; pollOne advances the clock. */
+/**
+ * A fake source on a fake clock: each item arrives at a given time. pollSome hands out what has
+ * arrived (up to max), else advances the clock to the next arrival within its timeout, or by it.
+ */
 function fakeSource(arrivals: number[]) {
   const clock = { t: 0 };
   const pending = [...arrivals].sort((a, b) => a - b);
   const calls: Array<number | undefined> = [];
-  const pollOne = async (timeoutMs: number | undefined): Promise<number | undefined> => {
+  const ready = (batch: number[], max: number) => {
+    let n = 0;
+    for (; n < max && pending.length > 0 && pending[0] <= clock.t; n++) batch.push(pending.shift()!);
+    return n;
+  };
+  const pollSome = async (batch: number[], max: number, timeoutMs: number | undefined): Promise<number> => {
     calls.push(timeoutMs);
+    if (pending.length > 0 && pending[0] <= clock.t) return ready(batch, max);
     const next = pending[0];
-    if (next !== undefined && next <= clock.t) return pending.shift();
     if (next !== undefined && (timeoutMs === undefined || next <= clock.t + timeoutMs)) {
       clock.t = next;
-      return pending.shift();
+      return ready(batch, max);
     }
     if (timeoutMs === undefined) throw new Error('fake source would block forever');
     clock.t += timeoutMs;
-    return undefined;
+    return 0;
   };
-  return { clock, pollOne, calls, now: () => clock.t };
+  return { clock, pollSome, calls, now: () => clock.t };
 }
 
 describe('batchPoll with a fake clock', () => {
   it('one message then silence returns after batchTimeout, not twice it', async () => {
     const src = fakeSource([0]);
-    const out = await batchPoll(src.pollOne, { batchSize: 10, batchTimeout: 200, now: src.now });
+    const out = await batchPoll(src.pollSome, { batchSize: 10, batchTimeout: 200, now: src.now });
     expect(out).toEqual([0]);
     expect(src.clock.t).toBe(200);
+    expect(src.calls).toEqual([200, 200]);
+  });
+
+  it('messages trickling in never hold the batch open: every wait gets only the time left', async () => {
+    const src = fakeSource([0, 50, 100, 150, 200, 250, 300]);
+    const out = await batchPoll(src.pollSome, { batchSize: 10, batchTimeout: 200, now: src.now });
+    expect(out).toEqual([0, 50, 100, 150, 200]);
+    expect(src.clock.t).toBe(200);
+    // A timer restarted per message or per wait would have waited 200 each time (and taken all seven).
+    expect(src.calls).toEqual([200, 200, 150, 100, 50, 0]);
   });
 
   it('an empty source returns [] after the timeout', async () => {
     const src = fakeSource([]);
-    const out = await batchPoll(src.pollOne, { batchSize: 5, batchTimeout: 200, now: src.now });
+    const out = await batchPoll(src.pollSome, { batchSize: 5, batchTimeout: 200, now: src.now });
     expect(out).toEqual([]);
     expect(src.clock.t).toBe(200);
     expect(src.calls).toEqual([200]);
@@ -42,15 +60,15 @@ describe('batchPoll with a fake clock', () => {
 
   it('a full batch returns at once', async () => {
     const src = fakeSource([0, 0, 0, 0]);
-    const out = await batchPoll(src.pollOne, { batchSize: 3, batchTimeout: 200, now: src.now });
+    const out = await batchPoll(src.pollSome, { batchSize: 3, batchTimeout: 200, now: src.now });
     expect(out).toEqual([0, 0, 0]);
     expect(src.clock.t).toBe(0);
-    expect(src.calls).toHaveLength(3);
+    expect(src.calls).toHaveLength(1);
   });
 
   it('the wait for the first message counts against batchTimeout', async () => {
     const src = fakeSource([150, 180, 260]);
-    const out = await batchPoll(src.pollOne, { batchSize: 10, batchTimeout: 200, now: src.now });
+    const out = await batchPoll(src.pollSome, { batchSize: 10, batchTimeout: 200, now: src.now });
     expect(out).toEqual([150, 180]);
     expect(src.clock.t).toBe(200);
     expect(src.calls).toEqual([200, 50, 20]);
@@ -59,16 +77,16 @@ describe('batchPoll with a fake clock', () => {
   it('caps batchSize with a positive prefetchSize and ignores -1 and 0', async () => {
     const many = Array.from({ length: 20 }, () => 0);
     let src = fakeSource(many);
-    expect(await batchPoll(src.pollOne, { batchSize: 10, batchTimeout: 100, prefetchSize: 3, now: src.now })).toHaveLength(3);
+    expect(await batchPoll(src.pollSome, { batchSize: 10, batchTimeout: 100, prefetchSize: 3, now: src.now })).toHaveLength(3);
     src = fakeSource(many);
-    expect(await batchPoll(src.pollOne, { batchSize: 10, batchTimeout: 100, prefetchSize: -1, now: src.now })).toHaveLength(10);
+    expect(await batchPoll(src.pollSome, { batchSize: 10, batchTimeout: 100, prefetchSize: -1, now: src.now })).toHaveLength(10);
     src = fakeSource(many);
-    expect(await batchPoll(src.pollOne, { batchSize: 10, batchTimeout: 100, prefetchSize: 0, now: src.now })).toHaveLength(10);
+    expect(await batchPoll(src.pollSome, { batchSize: 10, batchTimeout: 100, prefetchSize: 0, now: src.now })).toHaveLength(10);
   });
 
   it('batchTimeout undefined falls back to timeout', async () => {
     const src = fakeSource([10, 50, 400]);
-    const out = await batchPoll(src.pollOne, { batchSize: 10, timeout: 300, now: src.now });
+    const out = await batchPoll(src.pollSome, { batchSize: 10, timeout: 300, now: src.now });
     expect(out).toEqual([10, 50]);
     expect(src.clock.t).toBe(300);
     expect(src.calls[0]).toBe(300);
@@ -76,25 +94,25 @@ describe('batchPoll with a fake clock', () => {
 
   it('with both set, the shorter of timeout and batchTimeout bounds the batch (oslo clips to timeout)', async () => {
     const src = fakeSource([]);
-    expect(await batchPoll(src.pollOne, { batchSize: 10, timeout: 100, batchTimeout: 5000, now: src.now })).toEqual([]);
+    expect(await batchPoll(src.pollSome, { batchSize: 10, timeout: 100, batchTimeout: 5000, now: src.now })).toEqual([]);
     expect(src.clock.t).toBe(100);
     const src2 = fakeSource([]);
-    await batchPoll(src2.pollOne, { batchSize: 10, timeout: 5000, batchTimeout: 100, now: src2.now });
+    await batchPoll(src2.pollSome, { batchSize: 10, timeout: 5000, batchTimeout: 100, now: src2.now });
     expect(src2.clock.t).toBe(100);
   });
 
   it('without any deadline waits for the first message, then takes only what is ready', async () => {
     const src = fakeSource([40, 40, 900]);
-    const out = await batchPoll(src.pollOne, { batchSize: 10, now: src.now });
+    const out = await batchPoll(src.pollSome, { batchSize: 10, now: src.now });
     expect(out).toEqual([40, 40]);
-    expect(src.calls).toEqual([undefined, 0, 0]);
+    expect(src.calls).toEqual([undefined]);
     expect(src.clock.t).toBe(40);
   });
 
   it('batchSize defaults to 1 and bad sizes behave as 1', async () => {
     for (const batchSize of [undefined, 0, -3, Number.NaN]) {
       const src = fakeSource([0, 0]);
-      expect(await batchPoll(src.pollOne, { batchSize, batchTimeout: 100, now: src.now })).toEqual([0]);
+      expect(await batchPoll(src.pollSome, { batchSize, batchTimeout: 100, now: src.now })).toEqual([0]);
     }
   });
 });
@@ -109,7 +127,7 @@ describe('batchPoll with vi fake timers over an AsyncQueue', () => {
     const q = new AsyncQueue<number>();
     const start = Date.now();
     let doneAt: number | undefined;
-    const p = batchPoll((t) => q.shift(t), { batchSize: 10, batchTimeout: 200, now: () => Date.now() }).then((r) => {
+    const p = batchPoll<number>((batch, max, t) => q.takeInto(batch, max, t), { batchSize: 10, batchTimeout: 200, now: () => Date.now() }).then((r) => {
       doneAt = Date.now();
       return r;
     });
@@ -130,7 +148,7 @@ describe('batchPoll with vi fake timers over an AsyncQueue', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     const q = new AsyncQueue<number>();
     let result: number[] | undefined;
-    void batchPoll((t) => q.shift(t), { batchSize: 3, batchTimeout: 200, now: () => Date.now() }).then((r) => (result = r));
+    void batchPoll<number>((batch, max, t) => q.takeInto(batch, max, t), { batchSize: 3, batchTimeout: 200, now: () => Date.now() }).then((r) => (result = r));
     await vi.advanceTimersByTimeAsync(199);
     expect(result).toBeUndefined();
     await vi.advanceTimersByTimeAsync(1);

@@ -2,12 +2,14 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgument } from '../../../src/core/errors.js';
 import { createMemoryLogger } from '../../../src/core/logger.js';
-import { InboundPushSource, NotificationInbound, RpcInbound, type DeliverySettler, type ListenerKind } from '../../../src/contract/inbound.js';
+import { InboundPollSource, InboundPushSource, NotificationInbound, RpcInbound, type DeliverySettler, type ListenerKind } from '../../../src/contract/inbound.js';
 import type { ReceivedMessage } from '../../../src/contract/incoming-message.js';
 import type { ListenerSink } from '../../../src/contract/push-listener.js';
 import { decodeBody } from '../../../src/contract/envelope.js';
 import { encodeNotification, encodeRpcRequest } from '../../../src/contract/wire.js';
 import { DeliveryStats } from '../../../src/contract/delivery-stats.js';
+import { listenTo } from '../../../src/contract/push-listener.js';
+import { waitFor } from '../../../src/testing/wait.js';
 
 interface FakeDelivery {
   tag: number;
@@ -224,6 +226,77 @@ describe('InboundPushSource', () => {
     expect(source.log).toEqual([]);
     await (got[0] as { acknowledge(): Promise<void> }).acknowledge();
     expect(source.log).toEqual(['ack 1']);
+  });
+});
+
+/** The smallest pull source on the shared base: its "broker" is a list it reads from only in fetch(). */
+class FakePullSource extends InboundPollSource<ReceivedMessage, FakeDelivery> {
+  readonly log: string[] = [];
+  /** Bodies on the broker, not read yet. */
+  readonly broker: string[] = [];
+  /** fetch() calls, with the batch room and time the poll asked for. */
+  readonly fetches: Array<[number, number | undefined]> = [];
+  private tag = 0;
+  constructor(kind: ListenerKind, prefetch = -1) {
+    super(kind, { logger: createMemoryLogger(), dedupWindow: 16, replies: replies().sender }, prefetch);
+  }
+  /** Reads what the broker holds on the next turn, as a blocking read answering would. */
+  protected override fetch(max: number, timeoutMs: number | undefined): void {
+    this.fetches.push([max, timeoutMs]);
+    setImmediate(() => {
+      for (const body of this.broker.splice(0)) this.receive(body, { tag: ++this.tag }, 0);
+    });
+  }
+  async cleanup(): Promise<void> {}
+  ack(d: FakeDelivery): boolean {
+    this.log.push(`ack ${d.tag}`);
+    return true;
+  }
+  requeue(d: FakeDelivery): void {
+    this.log.push(`requeue ${d.tag}`);
+  }
+  reject(d: FakeDelivery): void {
+    this.log.push(`reject ${d.tag}`);
+  }
+  describe(d: FakeDelivery) {
+    return { tag: d.tag };
+  }
+}
+
+describe('InboundPollSource', () => {
+  it('pulls: reads only when a poll finds nothing buffered, passing the room and the time left', async () => {
+    const source = new FakePullSource('notification');
+    source.broker.push(notification({ message_id: 'a' }), notification({ message_id: 'b' }));
+    expect(source.fetches).toEqual([]);
+    const first = await source.poll({ batchSize: 1 });
+    expect(first).toHaveLength(1);
+    expect(source.fetches).toEqual([[1, undefined]]);
+    // The second message was read with the first and is buffered: no read for it.
+    expect(await source.poll({ batchSize: 1 })).toHaveLength(1);
+    expect(source.fetches).toHaveLength(1);
+    expect(await source.poll({ batchSize: 5, batchTimeout: 30 })).toEqual([]);
+    expect(source.fetches[1]).toEqual([5, 30]);
+  });
+
+  it('malformed bodies and duplicates are settled by the pipeline and never buffered', async () => {
+    const source = new FakePullSource('notification');
+    const twice = notification();
+    source.broker.push('not json', twice, twice);
+    const got = await source.poll({ batchSize: 10, batchTimeout: 50 });
+    expect(got).toHaveLength(1);
+    expect(source.log).toEqual(['reject 1', 'ack 3']);
+  });
+
+  it('an rpc source acks on receipt; listenTo() runs it under the adapter, one batch per poll', async () => {
+    const source = new FakePullSource('rpc');
+    const listener = listenTo(source, { batchSize: 2, batchTimeout: 20 });
+    const batches: number[] = [];
+    listener.start((batch) => void batches.push(batch.length));
+    for (let i = 0; i < 3; i++) source.broker.push(encodeRpcRequest({ method: 'm', args: { i } }, {}));
+    await waitFor(() => batches.reduce((a, b) => a + b, 0) === 3, { timeoutMs: 5000 });
+    expect(batches.every((n) => n <= 2)).toBe(true);
+    expect(source.log).toEqual(['ack 1', 'ack 2', 'ack 3']);
+    await listener.stop();
   });
 });
 
