@@ -229,7 +229,10 @@ export class NotificationInbound<D> extends Inbound<D> {
 export type ListenerKind = 'rpc' | 'notification';
 
 /** What a listener's pipeline is built with: the listener itself is the settler. */
-export type SourceInboundOptions<D> = Omit<InboundOptions<D>, 'settler'> & { readonly replies: ReplySender };
+export type SourceInboundOptions<D> = Omit<InboundOptions<D>, 'settler'> & {
+  /** Where RPC replies go (the driver's reply sender; notification sources get one too and never use it). */
+  readonly replies: ReplySender;
+};
 
 /** The pipeline of `kind`, settling through `settler`. */
 function pipelineOf<D>(kind: ListenerKind, options: SourceInboundOptions<D>, settler: DeliverySettler<D>): { rpc?: RpcInbound<D>; notifications?: NotificationInbound<D> } {
