@@ -132,8 +132,8 @@ describe('the installed package', () => {
   });
 
   it.each([
-    { what: 'new Target({ topic: 1 })', code: "import { Target } from 'tidings'; new Target({ topic: 1 });", file: 'target.ts' },
-    { what: "TransportURL.parse('bogus')", code: "import { TransportURL } from 'tidings'; TransportURL.parse('bogus');", file: 'transport-url.ts' },
+    { what: 'new Target({ topic: 1 })', code: "import { Target } from 'tidings'; new Target({ topic: 1 });", file: 'core/target.ts' },
+    { what: "TransportURL.parse('bogus')", code: "import { TransportURL } from 'tidings'; TransportURL.parse('bogus');", file: 'core/transport-url.ts' },
   ])('with --enable-source-maps, an error from $what points at where it is made in the shipped src/$file', async ({ code, file }) => {
     const r = await inApp(process.execPath, ['--enable-source-maps', '--input-type=module', '-e', code]);
     expect(r.code).not.toBe(0);
