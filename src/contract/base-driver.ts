@@ -143,6 +143,8 @@ export abstract class BaseDriver {
   private readonly openListeners = new Set<Listener<ReceivedMessage>>();
   /** Calls waiting for their reply: `cleanup()` fails those still waiting. */
   private readonly pendingReplies: PendingReplies;
+  /** Set once `cleanup()` failed the waiting calls: a call registered later fails at once. */
+  private callsFailed = false;
   private cleaning?: Promise<void>;
   private lastError?: HealthError;
 
@@ -310,7 +312,8 @@ export abstract class BaseDriver {
     this.cleaning ??= (async () => {
       this.cleanupStarted();
       await Promise.all([...this.openListeners].map((l) => l.cleanup().catch((err: unknown) => this.logger.warn('Listener cleanup failed', { err }))));
-      this.pendingReplies.failAll(new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply'));
+      this.callsFailed = true;
+      this.pendingReplies.failAll(cleanedUp());
       await this.close();
     })();
     return this.cleaning;
@@ -371,7 +374,10 @@ export abstract class BaseDriver {
    * (`call.setUndelivered`) or fail it (`call.fail`) when publishing gives up.
    */
   protected registerCall(msgId: string, topic: string, options: SendOptions): PendingCall {
-    return this.pendingReplies.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal, collectReplies: options.collectReplies });
+    const call = this.pendingReplies.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal, collectReplies: options.collectReplies });
+    // A send that was still on its way to registering when cleanup() failed the others.
+    if (this.callsFailed) call.fail(cleanedUp());
+    return call;
   }
 
   /**
@@ -476,6 +482,10 @@ export abstract class BaseDriver {
   toString(): string {
     return `${this.constructor.name}<${this.url.toString()}>`;
   }
+}
+
+function cleanedUp(): MessageDeliveryFailure {
+  return new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply');
 }
 
 function checkDuration(field: string, value: unknown): void {

@@ -47,6 +47,10 @@ class LoopDriver extends BaseDriver {
     this.closeSawWaiting = this.calls.some((c) => !c.call.isOver);
     return Promise.resolve();
   }
+  /** For the test: a driver whose send was already past BaseDriver's open check. */
+  registerLate(topic: string, options: SendOptions): PendingCall {
+    return this.registerCall('late', topic, options);
+  }
   reply(reply: DriverMessage): void {
     this.acceptReply(reply);
   }
@@ -96,6 +100,13 @@ describe('BaseDriver owns the pending replies', () => {
     await d.cleanup();
     expect(await waiting).toBeInstanceOf(MessageDeliveryFailure);
     expect(d.closeSawWaiting).toBe(false);
+  });
+
+  it('a call registered after cleanup() failed the waiting ones fails at once instead of hanging', async () => {
+    const d = new LoopDriver(ALL);
+    await d.cleanup();
+    const late = d.registerLate('t', { waitForReply: true });
+    await expect(late.promise).rejects.toThrow(MessageDeliveryFailure);
   });
 });
 
