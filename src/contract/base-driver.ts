@@ -369,7 +369,8 @@ export abstract class BaseDriver {
    * A driver MUST call it before it publishes the request (a fast reply is then never missed) and
    * return the call's `promise` from `doSend`. The call resolves with the reply's result (or the
    * collected replies), rejects with the rebuilt remote error, `MessagingTimeout` or `AbortError`,
-   * and with `MessageDeliveryFailure` when the transport is cleaned up first. A sender retrying
+   * and with `MessageDeliveryFailure` when the transport is cleaned up first (at once when it is
+   * registered after `cleanup()` failed the waiting calls). A sender retrying
    * the request MUST stop once `call.isOver`, and MAY record why it is not delivered yet
    * (`call.setUndelivered`) or fail it (`call.fail`) when publishing gives up.
    */
