@@ -1,13 +1,14 @@
 // THE CONTRACT every backend implements. The façades in rpc/ and notify/ talk only to this.
-import type { Logger } from '../core/logger.js';
+import type { Logger, LogFields } from '../core/logger.js';
 import { validateNotificationTarget, validateSendTarget, validateServerTarget, type Target } from '../core/target.js';
 import { redactUrlsIn, type TransportURL } from '../core/transport-url.js';
-import { AbortError, InvalidArgument, InvalidState, NotSupportedError } from '../core/errors.js';
+import { AbortError, InvalidArgument, InvalidState, MessageDeliveryFailure, NotSupportedError } from '../core/errors.js';
 import { requireCapability, type DriverCapabilities } from './capabilities.js';
 import type { DeadLetterStore } from './dead-letters.js';
 import { DeliveryStats, type ConsumerLag, type LagSource } from './delivery-stats.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from './incoming-message.js';
 import type { Listener } from './listener.js';
+import { PendingReplies, type CallRegistry, type PendingCall } from './pending-replies.js';
 import type { PollStyleListener } from './poll-style-listener.js';
 import { listenTo, type PushSource } from './push-listener.js';
 import type { RemoteErrorRegistry } from './remote-error.js';
@@ -141,6 +142,10 @@ export abstract class BaseDriver {
   protected readonly logger: Logger;
   /** Listeners handed out and not cleaned up yet: `cleanup()` releases them. */
   private readonly openListeners = new Set<Listener<ReceivedMessage>>();
+  /** Calls waiting for their reply: `cleanup()` fails those still waiting. */
+  private readonly pendingReplies: PendingReplies;
+  /** Set once `cleanup()` failed the waiting calls: a call registered later fails at once. */
+  private callsFailed = false;
   private cleaning?: Promise<void>;
   private lastError?: HealthError;
 
@@ -150,13 +155,15 @@ export abstract class BaseDriver {
     this.allowedRemoteExmods = init.allowedRemoteExmods;
     this.remoteErrors = init.remoteErrors;
     this.logger = init.logger;
+    this.pendingReplies = new PendingReplies(init.allowedRemoteExmods, init.remoteErrors, init.logger);
   }
 
   /**
-   * Fails at once with NotSupportedError when a requested feature is missing.
-   * `requeue: true` requires the `requeue` capability.
+   * Fails at once with NotSupportedError when a requested feature is missing: each `true`
+   * requires the capability of the same name (`rpc`, `requeue`, `pools`, `fanout`, `callMonitor`).
    */
-  requireFeatures(features: { requeue?: boolean; pools?: boolean; fanout?: boolean; callMonitor?: boolean }): void {
+  requireFeatures(features: { rpc?: boolean; requeue?: boolean; pools?: boolean; fanout?: boolean; callMonitor?: boolean }): void {
+    if (features.rpc) requireCapability(this.name, this.capabilities, 'rpc', 'RPC (call, cast, RPC servers)');
     if (features.requeue) requireCapability(this.name, this.capabilities, 'requeue', 'requeueing notifications');
     if (features.pools) requireCapability(this.name, this.capabilities, 'pools', 'notification listener pools');
     if (features.fanout) requireCapability(this.name, this.capabilities, 'fanout', 'fanout casts');
@@ -169,11 +176,13 @@ export abstract class BaseDriver {
    * `waitForReply` unless `collectReplies`; `collectReplies` only with `waitForReply` and a
    * `timeout`; non-negative durations; an integer `retry` of -1 or more; a signal not aborted
    * yet), rejecting with `InvalidState`, `InvalidTarget`, `InvalidArgument` or `AbortError`
-   * before anything is sent, then calls the driver's `doSend`.
+   * before anything is sent, then calls the driver's `doSend`. A driver declaring `rpc: false`
+   * never sees a send: it rejects with `NotSupportedError` first.
    */
   send(target: Target, ctx: Context, message: DriverMessage, options: SendOptions = {}): Promise<unknown> {
     try {
       this.assertOpen();
+      if (!this.capabilities.rpc) this.requireFeatures({ rpc: true });
       const collect = options.collectReplies === true;
       if (collect && (options.waitForReply !== true || options.timeout === undefined)) {
         throw new InvalidArgument('collectReplies', 'true only with waitForReply: true and a timeout (the collection window)', options);
@@ -194,14 +203,17 @@ export abstract class BaseDriver {
    *
    * - Without `waitForReply` (a cast) it MUST resolve with `undefined` only once the broker
    *   has accepted the message (publisher confirm, write acknowledged).
-   * - With `collectReplies` it MUST register the call with `collectReplies` in `PendingReplies`
-   *   and send as for a call, to a fanout target too (every server gets `_msg_id`/`_reply_q`),
-   *   so that the call resolves with every final reply that came within `timeout`.
-   * - With `waitForReply` it MUST resolve with the reply's `result`, or reject with the
-   *   remote error rebuilt by `deserializeRemoteError(failure, allowedRemoteExmods,
-   *   remoteErrors)`, or with `MessagingTimeout` when `timeout` (or a call-monitor window)
-   *   passes. Late replies after a timeout MUST be dropped, never delivered to another call.
-   *   `PendingReplies` does all of this once the driver feeds it the replies.
+   * - With `waitForReply` it MUST register the call with `registerCall` before it publishes the
+   *   request (with `_msg_id` and `_reply_q`, see `encodeRpcRequest`), feed every message of its
+   *   reply queue to `acceptReply` / `acceptReplyBody`, and return the call's `promise`: it
+   *   resolves with the reply's `result`, or rejects with the remote error rebuilt by
+   *   `deserializeRemoteError`, or with `MessagingTimeout` when `timeout` (or a call-monitor
+   *   window) passes. Late replies after a timeout are dropped, never delivered to another call.
+   *   BaseDriver does all of this once the driver feeds it the replies, and fails the calls still
+   *   waiting at `cleanup()`.
+   * - With `collectReplies` it MUST send as for a call (`registerCall` passes `collectReplies`
+   *   on), to a fanout target too (every server gets `_msg_id`/`_reply_q`), so that the call
+   *   resolves with every final reply that came within `timeout` (`RpcClient.discover()`).
    * - Connection failures are retried per `retry`; once exhausted it MUST reject with
    *   `MessageDeliveryFailure`. A retry MUST NOT make the message appear twice to a consumer
    *   (the `_unique_id` stays the same across retries and listeners dedupe on it).
@@ -237,9 +249,11 @@ export abstract class BaseDriver {
   /**
    * Subscribes an RPC server to `target` (a topic and the server's name). Checks the
    * driver is open, the target and the batch options, then calls the driver's `doListen`.
+   * A driver declaring `rpc: false` never sees a listen: it rejects with `NotSupportedError` first.
    */
   async listen(target: Target, options: ListenOptions = {}): Promise<Listener<RpcIncomingMessage>> {
     this.assertOpen();
+    if (!this.capabilities.rpc) this.requireFeatures({ rpc: true });
     validateServerTarget(target);
     checkBatchOptions(options);
     return this.doListen(target, options);
@@ -281,13 +295,16 @@ export abstract class BaseDriver {
   /**
    * The driver's part of `listenForNotifications()`: without a pool, listeners share one queue
    * per pair; with a pool, each pool gets every message once and members of the pool share
-   * them. Resolves once subscribed.
+   * them. Resolves once subscribed. A driver without the `requeue` capability whose settler is
+   * asked to requeue (`DeliverySettler.requeue`) MUST log a warning and acknowledge the message
+   * instead, never throw or leave it unsettled.
    */
   protected abstract doListenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions): Promise<Listener<IncomingMessage>>;
 
   /**
-   * Releases every listener, connection and timer. Pending calls reject (MessagingTimeout or
-   * MessageDeliveryFailure), never hang. Idempotent. After cleanup every method rejects with
+   * Releases every listener, connection and timer. Calls still waiting for their reply reject
+   * with MessageDeliveryFailure (BaseDriver fails them after the listeners, before `close()`),
+   * never hang. Idempotent. After cleanup every method rejects with
    * `InvalidState`. Listeners are cleaned up first (they hand what they received to their
    * callbacks, unless a callback holds them back, and give unsettled messages back), then the
    * driver's `close()`.
@@ -296,6 +313,8 @@ export abstract class BaseDriver {
     this.cleaning ??= (async () => {
       this.cleanupStarted();
       await Promise.all([...this.openListeners].map((l) => l.cleanup().catch((err: unknown) => this.logger.warn('Listener cleanup failed', { err }))));
+      this.callsFailed = true;
+      this.pendingReplies.failAll(cleanedUp());
       await this.close();
     })();
     return this.cleaning;
@@ -329,8 +348,9 @@ export abstract class BaseDriver {
   protected cleanupStarted(): void {}
 
   /**
-   * The driver's part of `cleanup()`, called once after its listeners are released: fail pending
-   * calls, close connections. MUST NOT throw for a broker that is already gone.
+   * The driver's part of `cleanup()`, called once after its listeners are released and the calls
+   * still waiting for a reply were failed (BaseDriver does that): close connections, stop reading
+   * replies. MUST NOT throw for a broker that is already gone.
    */
   protected abstract close(): Promise<void>;
 
@@ -342,6 +362,51 @@ export abstract class BaseDriver {
   /** Throws InvalidState once the driver is cleaned up. */
   protected assertOpen(): void {
     if (this.closed) throw new InvalidState(`The ${this.name} transport ${this.url.toString()} was cleaned up; create a new one`);
+  }
+
+  /**
+   * Registers a call waiting for its reply (`_msg_id` = `msgId`) with the deadlines of `options`:
+   * `timeout`, `callMonitorTimeout` (restarted by every heartbeat), `signal` and `collectReplies`.
+   * A driver MUST call it before it publishes the request (a fast reply is then never missed) and
+   * return the call's `promise` from `doSend`. The call resolves with the reply's result (or the
+   * collected replies), rejects with the rebuilt remote error, `MessagingTimeout` or `AbortError`,
+   * and with `MessageDeliveryFailure` when the transport is cleaned up first (at once when it is
+   * registered after `cleanup()` failed the waiting calls). A sender retrying
+   * the request MUST stop once `call.isOver`, and MAY record why it is not delivered yet
+   * (`call.setUndelivered`) or fail it (`call.fail`) when publishing gives up.
+   */
+  protected registerCall(msgId: string, topic: string, options: SendOptions): PendingCall {
+    const call = this.pendingReplies.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal, collectReplies: options.collectReplies });
+    // A send that was still on its way to registering when cleanup() failed the others.
+    if (this.callsFailed) call.fail(cleanedUp());
+    return call;
+  }
+
+  /**
+   * Feeds a decoded reply (or call-monitor heartbeat) to the call of its `_msg_id`. A reply
+   * nobody waits for (late, after a timeout; or unknown) is dropped, never given to another
+   * call. Never throws.
+   */
+  protected acceptReply(reply: DriverMessage): void {
+    this.pendingReplies.accept(reply);
+  }
+
+  /**
+   * Feeds a reply as it came off the broker: decodes it (`decodeBody`) and routes it as
+   * `acceptReply`; a malformed one is logged with `fields` (where it came from, never the body)
+   * and dropped. Never throws.
+   */
+  protected acceptReplyBody(body: Uint8Array | string, fields: LogFields): void {
+    this.pendingReplies.acceptBody(body, fields);
+  }
+
+  /**
+   * The same registry for a helper object of the driver (a reply consumer, an RPC client in a
+   * file of its own) that registers calls and feeds replies itself. Failing them all stays with
+   * `cleanup()`.
+   */
+  protected get replies(): CallRegistry {
+    return this.pendingReplies;
   }
 
   /**
@@ -420,6 +485,10 @@ export abstract class BaseDriver {
   toString(): string {
     return `${this.constructor.name}<${this.url.toString()}>`;
   }
+}
+
+function cleanedUp(): MessageDeliveryFailure {
+  return new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply');
 }
 
 function checkDuration(field: string, value: unknown): void {

@@ -61,6 +61,8 @@ export interface NotificationMetadata {
  * NotificationMetadata as handlers get it: oslo's two keys are its only own enumerable
  * properties, so filters, equality checks and JSON see just them; the rest are accessors on the
  * prototype (cheaper per notification than defining non-enumerable own properties). Frozen.
+ * The accessors answer `undefined` on a copy of it (same prototype, own keys only: what vitest's
+ * diff builds for a failing `toMatchObject`) instead of throwing on the private field.
  */
 export class ReceivedMetadata implements NotificationMetadata {
   readonly #priority: string;
@@ -82,19 +84,20 @@ export class ReceivedMetadata implements NotificationMetadata {
   }
 
   get priority(): string {
-    return this.#priority;
+    return #priority in this ? this.#priority : (undefined as never);
   }
 
   get redelivered(): boolean {
-    return this.#incoming.redelivered;
+    return #incoming in this ? this.#incoming.redelivered : (undefined as never);
   }
 
   get deliveryCount(): number {
-    return this.#incoming.deliveryCount;
+    return #incoming in this ? this.#incoming.deliveryCount : (undefined as never);
   }
 
   /** A function, so that `const { unwrap } = metadata` keeps working. */
   get unwrap(): () => unknown {
+    if (!(#incoming in this)) return undefined as never;
     const incoming = this.#incoming;
     return () => incoming.unwrap();
   }

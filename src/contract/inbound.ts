@@ -24,7 +24,8 @@ export interface DeliverySettler<D> {
   /**
    * Give it back for redelivery. `reason` is the handler's error when one threw (undefined when
    * it asked for a requeue): a driver that dead-letters SHOULD keep `requeueReason(reason)` of
-   * the last delivery with the dead letter.
+   * the last delivery with the dead letter. A driver without the `requeue` capability MUST log a
+   * warning and acknowledge it instead.
    */
   requeue(delivery: D, generation: number, reason?: unknown): void;
   /** Drop it without redelivery (malformed): the broker's dead-letter rules apply. */

@@ -10,6 +10,7 @@ export * from '../structures/stopwatch.js';
 export * from './envelope.js';
 export * from './remote-error.js';
 export * from '../structures/dedup.js';
+export * from '../structures/ascending-ids.js';
 export * from './wire.js';
 export * from './types.js';
 export * from './addressing.js';

@@ -151,11 +151,26 @@ export class PendingCall {
 }
 
 /**
- * Every call of one transport waiting for its reply. A driver registers a call before it
- * publishes the request and hands each decoded reply to `accept`; late or unknown replies are
- * dropped with a debug log, never delivered to another call.
+ * The calls of one transport as a driver's helper sees them (a reply consumer, an RPC client in
+ * a file of its own): `BaseDriver.replies` hands it out. It cannot fail every call: only
+ * `BaseDriver.cleanup()` does that.
  */
-export class PendingReplies {
+export interface CallRegistry {
+  /** Registers call `msgId` before its request is published; its deadlines start now. */
+  register(msgId: string, options: CallOptions): PendingCall;
+  /** Routes a decoded reply body to its call; late or unknown replies are dropped. Never throws. */
+  accept(reply: DriverMessage): void;
+  /** Decodes a reply as it came off the broker and routes it; a malformed one is logged with `fields`. Never throws. */
+  acceptBody(body: Uint8Array | string, fields: LogFields): void;
+}
+
+/**
+ * Every call of one transport waiting for its reply. `BaseDriver` owns one: a driver registers a
+ * call before it publishes the request (`registerCall`) and hands each reply to it
+ * (`acceptReply`, `acceptReplyBody`); late or unknown replies are dropped with a debug log, never
+ * delivered to another call; `cleanup()` fails the calls still waiting.
+ */
+export class PendingReplies implements CallRegistry {
   private readonly calls = new Map<string, PendingCall>();
   private readonly decodeFailure: (failure: unknown) => Error;
 

@@ -37,8 +37,18 @@ export interface ConformanceSubject {
   after?: (namePrefix: string) => Promise<unknown>;
   /**
    * Publishes `body` as-is, bypassing tidings, to `exchange` with `routingKey` on the broker
-   * of `url` (the test's URL): how the suite injects malformed messages. Drivers without
-   * exchanges map the pair onto their own addressing (e.g. the routing key as the stream).
+   * of `url` (the test's URL). The suite calls it in exactly two ways, and both MUST arrive:
+   *
+   * - exchange `''` with a caller's reply address (`reply_<hex>`, the `_reply_q` of a call) as
+   *   `routingKey`: a reply in oslo's 2.0 envelope, as a server outside tidings would send it. It
+   *   MUST land where the driver's reply consumer of that address reads (RabbitMQ's default
+   *   exchange routes it to the queue of that name); mapped elsewhere, the call times out.
+   * - exchange `'openstack'` (always: oslo's default control exchange, whatever the subject's
+   *   transport options) with `<topic>` or `<topic>.info` as `routingKey`: malformed bodies for
+   *   an RPC server of `<topic>` or a notification listener of `<topic>` on that exchange.
+   *
+   * Drivers without exchanges map the pair onto their own addressing (e.g. the routing key as
+   * the stream, `''` as the reply list).
    */
   publishRaw: (url: string, exchange: string, routingKey: string, body: string) => Promise<void>;
   /** Multiplies waits and time bounds for slow brokers. @default 1 */

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { batchTests } from './batch.js';
 import { contractTests } from './contract.js';
+import { deliveryTests } from './delivery.js';
 import { healthTests } from './health.js';
 import { testTimeoutOf, useConformanceEnv, type ConformanceSubject } from './harness.js';
 import { lifecycleTests } from './lifecycle.js';
@@ -49,5 +50,6 @@ export function runConformanceSuite(subject: ConformanceSubject): void {
     contractTests(env);
     healthTests(env);
     wireFeatureTests(env);
+    deliveryTests(env);
   });
 }

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requireBuiltBinary } from '../unit/cli/bin.js';
 import { EXPECTED, quickStartAsPackageUser } from '../support/examples.js';
 import { runProcess, type ProcessResult } from '../support/process.js';
+import { linksLeavingThePackage } from './shipped-links.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const repoPkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
@@ -58,11 +59,17 @@ afterAll(() => {
 });
 
 describe('npm pack', () => {
-  it('packs dist, src, README.md, LICENSE and package.json, and nothing else', () => {
+  it('packs dist, src, docs/*.md, examples, README.md, LICENSE and package.json, and nothing else', () => {
     const paths = packed.files.map((f) => f.path);
-    expect(new Set(paths.map((p) => p.split('/')[0]))).toEqual(new Set(['dist', 'src', 'README.md', 'LICENSE', 'package.json']));
+    expect(new Set(paths.map((p) => p.split('/')[0]))).toEqual(new Set(['dist', 'src', 'docs', 'examples', 'README.md', 'LICENSE', 'package.json']));
     expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/index.js.map', 'dist/index.d.ts.map', 'dist/contract/index.js', 'dist/testing/index.js', 'dist/testing/index.d.ts', 'dist/cli/main.js', 'src/index.ts', 'src/testing/index.ts']));
-    expect(paths.filter((p) => /(^|\/)(test|bench|\.ci|examples)\/|\.test\.[jt]s$/.test(p))).toEqual([]);
+    expect(paths).toEqual(expect.arrayContaining(['docs/guide.md', 'docs/writing-a-driver.md', 'docs/drivers.md', 'docs/design.md', 'examples/quick-start.ts']));
+    expect(paths.filter((p) => /(^|\/)(test|bench|\.ci)\/|^docs\/api\/|\.test\.[jt]s$/.test(p))).toEqual([]);
+  });
+
+  it('resolves every relative link of the packed README.md and docs/*.md to a packed file', () => {
+    const paths = packed.files.map((f) => f.path);
+    expect(linksLeavingThePackage(paths)).toEqual([]);
   });
 });
 
@@ -125,8 +132,8 @@ describe('the installed package', () => {
   });
 
   it.each([
-    { what: 'new Target({ topic: 1 })', code: "import { Target } from 'tidings'; new Target({ topic: 1 });", file: 'target.ts' },
-    { what: "TransportURL.parse('bogus')", code: "import { TransportURL } from 'tidings'; TransportURL.parse('bogus');", file: 'transport-url.ts' },
+    { what: 'new Target({ topic: 1 })', code: "import { Target } from 'tidings'; new Target({ topic: 1 });", file: 'core/target.ts' },
+    { what: "TransportURL.parse('bogus')", code: "import { TransportURL } from 'tidings'; TransportURL.parse('bogus');", file: 'core/transport-url.ts' },
   ])('with --enable-source-maps, an error from $what points at where it is made in the shipped src/$file', async ({ code, file }) => {
     const r = await inApp(process.execPath, ['--enable-source-maps', '--input-type=module', '-e', code]);
     expect(r.code).not.toBe(0);

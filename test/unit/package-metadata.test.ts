@@ -1,8 +1,9 @@
 // package.json claims only what ships: peers and description follow the schemes transport.ts can
-// load, exports work for import and require, and the license is the one declared.
+// load, exports work for import and require, the docs ship with their links, and the license is the one declared.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { TRANSPORT_SCHEMES } from '../../src/transport.js';
+import { linksLeavingThePackage, selectedBy } from '../package/shipped-links.js';
 
 interface PackageJson {
   description: string;
@@ -80,8 +81,19 @@ describe('package.json exports, files, license', () => {
     }
   });
 
-  it('packs dist, src (for source maps), README.md and LICENSE only', () => {
-    expect([...pkg.files].sort()).toEqual(['LICENSE', 'README.md', 'dist', 'src']);
+  it('packs dist, src (for source maps), the docs README.md links to (not the generated docs/api), examples/, README.md and LICENSE only', () => {
+    expect([...pkg.files].sort()).toEqual(['LICENSE', 'README.md', 'dist', 'docs/*.md', 'examples', 'src']);
+    const shipped = selectedBy(pkg.files);
+    expect(shipped).toEqual(expect.arrayContaining(['docs/guide.md', 'docs/writing-a-driver.md', 'docs/drivers.md', 'docs/design.md', 'examples/quick-start.ts']));
+    expect(shipped.filter((p) => p.startsWith('docs/api/'))).toEqual([]);
+  });
+
+  it('ships every file a relative link of the shipped README.md and docs/*.md points to', () => {
+    expect(linksLeavingThePackage(selectedBy([...pkg.files, 'package.json']))).toEqual([]);
+  });
+
+  it('flags a link to a file the package does not ship', () => {
+    expect(linksLeavingThePackage(['README.md', 'docs/guide.md', 'package.json'])).toEqual(expect.arrayContaining([expect.stringMatching(/^docs\/guide\.md:\d+: \.\.\/examples\//)]));
   });
 
   it('declares Apache-2.0, ships its full text, and points at the repository', () => {

@@ -6,7 +6,7 @@ import type { DriverCapabilities } from '../../contract/capabilities.js';
 import { notificationAddress, requestAddress } from '../../contract/addressing.js';
 import { newHexId } from '../../contract/envelope.js';
 import type { ReplySender } from '../../contract/messages.js';
-import { PendingReplies, type PendingCall } from '../../contract/pending-replies.js';
+import type { PendingCall } from '../../contract/pending-replies.js';
 import { encodeNotification, encodeRpcRequest } from '../../contract/wire.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
 import type { Listener } from '../../contract/listener.js';
@@ -73,7 +73,6 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
   private readonly publisher: Publisher;
   private readonly topology: PublishTopology;
   private replyWaiter?: ReplyWaiter;
-  private readonly pending: PendingReplies;
   private readonly obsoleteReplyQueues = new ObsoleteReplyQueues();
   private listenerCount = 0;
   /** Aborted by cleanup(): publish retries and reply resends stop waiting at once. */
@@ -88,7 +87,6 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     this.conn = new AmqpConnection('publisher', this.options, this.logger, this.events);
     this.publisher = new Publisher(this.conn, this.options, this.logger);
     this.topology = new PublishTopology(this.options);
-    this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
     this.events.on('disconnected', (info) => {
       if (info.error) this.noteConnectionError(info.error);
     });
@@ -121,7 +119,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
       await this.publish({ decl, routingKey, content, retry: options.retry, signal: options.signal });
       return undefined;
     }
-    const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal, collectReplies: options.collectReplies });
+    const call = this.registerCall(msgId, topic, options);
     // The call resolves on its reply without waiting for the request's confirm (a reply proves
     // delivery); a failed confirm still retries the same body or fails the call. A first attempt
     // that is confirmed leaves nothing to record, so only a failure builds the retry.
@@ -167,7 +165,6 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
   }
 
   protected async close(): Promise<void> {
-    this.pending.failAll(new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply'));
     await this.replyWaiter?.close();
     await this.publisher.drain(this.options.shutdownTimeout);
     await this.conn.close();
@@ -180,7 +177,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
   }
 
   private getReplyWaiter(): ReplyWaiter {
-    this.replyWaiter ??= new ReplyWaiter(this.conn, this.options, this.logger, this.pending);
+    this.replyWaiter ??= new ReplyWaiter(this.conn, this.options, this.logger, this.replies);
     return this.replyWaiter;
   }
 

@@ -1,8 +1,8 @@
 // The caller side of RPC on RabbitMQ: one `reply_<hex>` queue per transport with one consumer
-// (oslo amqpdriver.py ReplyWaiter); replies go to the shared PendingReplies registry.
+// (oslo amqpdriver.py ReplyWaiter); replies go to the transport's calls (BaseDriver.replies).
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
 import { newReplyAddress } from '../../contract/addressing.js';
-import type { PendingReplies } from '../../contract/pending-replies.js';
+import type { CallRegistry } from '../../contract/pending-replies.js';
 import type { Logger } from '../../core/logger.js';
 import type { AmqpConnection } from './connection.js';
 import { toMessagingError } from './errors.js';
@@ -24,7 +24,7 @@ export class ReplyWaiter {
     private readonly conn: AmqpConnection,
     private readonly options: ResolvedAmqpOptions,
     private readonly logger: Logger,
-    private readonly pending: PendingReplies,
+    private readonly calls: CallRegistry,
   ) {}
 
   /**
@@ -52,7 +52,7 @@ export class ReplyWaiter {
     return cur !== undefined && this.channel !== undefined && this.channelGeneration === cur.generation;
   };
 
-  /** Cancels the consumer (the driver fails the waiting calls in its PendingReplies). */
+  /** Cancels the consumer (BaseDriver.cleanup fails the calls still waiting). */
   async close(): Promise<void> {
     this.closed = true;
     this.removeHook?.();
@@ -107,6 +107,6 @@ export class ReplyWaiter {
     } catch {
       // channel closing: the reply is redelivered or lost with it
     }
-    this.pending.acceptBody(raw.content, this.logFields);
+    this.calls.acceptBody(raw.content, this.logFields);
   }
 }

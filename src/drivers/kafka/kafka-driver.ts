@@ -8,8 +8,7 @@ import type { IncomingMessage, RpcIncomingMessage } from '../../contract/incomin
 import type { Listener } from '../../contract/listener.js';
 import type { Context, DriverMessage } from '../../contract/types.js';
 import { encodeNotification } from '../../contract/wire.js';
-import { PendingReplies } from '../../contract/pending-replies.js';
-import { MessageDeliveryFailure, MessagingError } from '../../core/errors.js';
+import { MessagingError } from '../../core/errors.js';
 import { retryAfterFirst } from '../../core/retry.js';
 import type { Target } from '../../core/target.js';
 import { KafkaConnection } from './connection.js';
@@ -28,7 +27,6 @@ export class KafkaDriver extends BaseDriver {
   readonly options: ResolvedKafkaOptions;
   private readonly conn: KafkaConnection;
   private listenerCount = 0;
-  private readonly pending: PendingReplies;
   /** Requests out, replies in (the transport's reply topic) and out. */
   private readonly rpc: KafkaRpc;
   /** Aborted by cleanup(): produce retries stop waiting at once. */
@@ -41,8 +39,7 @@ export class KafkaDriver extends BaseDriver {
     // sent before it existed; with `latest` (oslo) they are missed.
     this.capabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: this.options.offsetReset === 'earliest' });
     this.conn = new KafkaConnection(this.options, this.logger, clientId(++transports), (err) => this.noteConnectionError(err));
-    this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
-    this.rpc = new KafkaRpc(this.conn, this.options, this.logger, this.pending, this.closing.signal);
+    this.rpc = new KafkaRpc(this.conn, this.options, this.logger, this.replies, this.closing.signal);
   }
 
   /** As the producer's requests show it: kafkajs reconnects on its own after a failed one. */
@@ -99,7 +96,6 @@ export class KafkaDriver extends BaseDriver {
   }
 
   protected async close(): Promise<void> {
-    this.pending.failAll(new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply'));
     await this.rpc.close();
     await this.conn.close(this.options.shutdownTimeout);
     this.logger.debug('Kafka driver cleaned up');

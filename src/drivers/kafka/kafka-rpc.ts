@@ -9,7 +9,7 @@ import { decodeBody, newHexId } from '../../contract/envelope.js';
 import { InboundPushSource } from '../../contract/inbound.js';
 import type { RpcIncomingMessage } from '../../contract/incoming-message.js';
 import type { ReplySender } from '../../contract/messages.js';
-import type { PendingCall, PendingReplies } from '../../contract/pending-replies.js';
+import type { CallRegistry, PendingCall } from '../../contract/pending-replies.js';
 import type { Context, DriverMessage } from '../../contract/types.js';
 import { encodeRpcRequest } from '../../contract/wire.js';
 import { MessageDeliveryFailure, MessagingError } from '../../core/errors.js';
@@ -39,7 +39,7 @@ export class KafkaRpc implements ReplySender {
     private readonly conn: KafkaConnection,
     private readonly options: ResolvedKafkaOptions,
     private readonly logger: Logger,
-    private readonly pending: PendingReplies,
+    private readonly pending: CallRegistry,
     /** Aborted when the transport is cleaned up: retries stop at once. */
     private readonly closing: AbortSignal,
   ) {}

@@ -8,10 +8,8 @@ import type { ListenerKind } from '../../contract/inbound.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
 import type { Listener } from '../../contract/listener.js';
 import type { ReplySender } from '../../contract/messages.js';
-import { PendingReplies } from '../../contract/pending-replies.js';
 import type { Context, DriverMessage } from '../../contract/types.js';
 import { encodeNotification, encodeRpcRequest } from '../../contract/wire.js';
-import { MessageDeliveryFailure } from '../../core/errors.js';
 import type { LogFields } from '../../core/logger.js';
 import type { Target } from '../../core/target.js';
 import { getMemoryBroker, type MemoryBroker } from './memory-broker.js';
@@ -30,13 +28,11 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
   readonly broker: MemoryBroker;
 
   private replyQueue?: string;
-  private readonly pending: PendingReplies;
 
   constructor(init: DriverInit) {
     super(init);
     this.options = resolveMemoryOptions(init.url, init.options);
     this.broker = getMemoryBroker(init.url.virtualHost ?? '');
-    this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
   }
 
   protected async doSend(target: Target, ctx: Context, message: DriverMessage, options: SendOptions): Promise<unknown> {
@@ -51,7 +47,7 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
       this.broker.publish(exchange, routingKey, body);
       return undefined;
     }
-    const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal, collectReplies: options.collectReplies });
+    const call = this.registerCall(msgId, topic, options);
     // Like oslo's `expiration`: a request nobody took within the call timeout is never run.
     this.broker.publish(exchange, routingKey, body, { expirationMs: options.timeout });
     return call.promise;
@@ -77,7 +73,6 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
   }
 
   protected async close(): Promise<void> {
-    this.pending.failAll(new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply'));
     // Deleting the reply queue cancels its consumer.
     if (this.replyQueue) this.broker.deleteQueue(this.replyQueue);
   }
@@ -105,7 +100,7 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
     if (this.replyQueue) return this.replyQueue;
     const queue = newReplyAddress();
     this.broker.declareQueue(queue);
-    this.broker.consume(queue, (d) => this.pending.acceptBody(d.body, { queue }), { noAck: true });
+    this.broker.consume(queue, (d) => this.acceptReplyBody(d.body, { queue }), { noAck: true });
     return (this.replyQueue = queue);
   }
 }

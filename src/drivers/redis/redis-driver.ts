@@ -12,7 +12,7 @@ import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../..
 import type { DeadLetterStore } from '../../contract/dead-letters.js';
 import type { Listener } from '../../contract/listener.js';
 import type { ReplySender } from '../../contract/messages.js';
-import { PendingReplies, type PendingCall } from '../../contract/pending-replies.js';
+import type { PendingCall } from '../../contract/pending-replies.js';
 import { isPriority, type Context, type DriverMessage } from '../../contract/types.js';
 import { encodeNotification, encodeRpcRequest } from '../../contract/wire.js';
 import { MessageDeliveryFailure, MessagingError } from '../../core/errors.js';
@@ -52,7 +52,6 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   readonly capabilities = CAPABILITIES;
   /** The resolved options (the password is non-enumerable: never shown when logged). */
   readonly options: ResolvedRedisOptions;
-  private readonly pending: PendingReplies;
   private cmd?: RedisClient;
   private replyClient?: RedisClient;
   private replyQueueName?: string;
@@ -74,7 +73,6 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   constructor(init: DriverInit) {
     super(init);
     this.options = resolveOptions(init.url, init.options);
-    this.pending = new PendingReplies(this.allowedRemoteExmods, this.remoteErrors, this.logger);
     // Every send waiting out a retry backoff listens on it (removed after): many at once during an outage is no leak.
     setMaxListeners(0, this.closing.signal);
   }
@@ -122,7 +120,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const replyQueue = this.ensureReplies();
     const msgId = newHexId();
     const body = encodeRpcRequest(message, ctx, { msgId, replyQueue, callMonitorTimeout: options.callMonitorTimeout });
-    const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal, collectReplies: options.collectReplies });
+    const call = this.registerCall(msgId, topic, options);
     deliver(body, call).then(
       () => call.setUndelivered(undefined),
       (err: unknown) => call.fail(err instanceof MessagingError ? err : new MessageDeliveryFailure(String(err), { cause: err })),
@@ -186,7 +184,6 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   }
 
   protected async close(): Promise<void> {
-    this.pending.failAll(new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply'));
     const replies = this.replyClient;
     this.replyClient = undefined;
     replies?.disconnect();
@@ -414,7 +411,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
         if (!res) continue;
         for (const body of res[1]) {
           try {
-            this.pending.accept(decodeBody(body));
+            this.acceptReply(decodeBody(body));
           } catch (err) {
             this.logger.warn('Dropping a malformed reply', { key, bytes: body.length, reason: (err as Error).message });
           }
