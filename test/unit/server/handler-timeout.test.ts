@@ -14,6 +14,7 @@ import { getBatchNotificationListener, getNotificationListener, type Notificatio
 import type { NotificationBatchItem, NotificationMetadata } from '../../../src/notify/dispatcher.js';
 import type { NotificationHandlerTimeoutEvent } from '../../../src/notify/instrumentation.js';
 import { deferred, uniqueName, waitFor } from '../../../src/testing/wait.js';
+import { DISPATCHER_MODULE, deserializeRemoteError, serializeFailure, UntracedFailure } from '../../../src/contract/remote-error.js';
 
 const transports: Transport[] = [];
 const servers: Array<RpcServer | NotificationListener> = [];
@@ -180,6 +181,18 @@ describe('RpcServer sendTraceback', () => {
       expect(text).not.toContain('handler-timeout.test');
       expect(text).not.toMatch(/rpc[/\\](dispatcher|server)\./);
     }
+  });
+
+  it('on the wire: oslo\'s six keys with tb: [], and a HandlerTimeout maps back to its class on any tidings caller', () => {
+    const wire = JSON.parse(serializeFailure(new UntracedFailure(new TypeError('bad'))));
+    expect(wire).toEqual({ class: 'TypeError', module: 'builtins', message: 'bad', tb: [], args: ['bad'], kwargs: {} });
+    const timeout = JSON.parse(serializeFailure(new HandlerTimeout('request did not finish')));
+    expect(timeout).toMatchObject({ class: 'HandlerTimeout', module: DISPATCHER_MODULE });
+    // No allowedRemoteExmods needed: the dispatcher's module is always allowed.
+    const rebuilt = deserializeRemoteError(JSON.stringify(timeout));
+    expect(rebuilt).toBeInstanceOf(HandlerTimeout);
+    expect(rebuilt.message).toBe('request did not finish');
+    expect((rebuilt as HandlerTimeout).retriable).toBe(false);
   });
 
   it('with false, a HandlerTimeout is sent without traceback too', async () => {
