@@ -299,7 +299,11 @@ export class MessageHandlingServer<M extends ReceivedMessage = ReceivedMessage> 
   private ended(run: HandlerRun, timer: NodeJS.Timeout): void {
     clearTimeout(timer);
     if (!run.expired) return this.executor.release();
-    this.shape.logger.debug(`${this.shape.unit} finished after its handlerTimeout; its outcome was dropped`, { elapsedMs: run.elapsedMs() });
+    try {
+      this.shape.logger.debug(`${this.shape.unit} finished after its handlerTimeout; its outcome was dropped`, { elapsedMs: run.elapsedMs() });
+    } catch {
+      // a throwing logger must not surface as an unhandled rejection
+    }
   }
 
   /** The deadline: claims the outcome unless the handler is already answering with its own. */
