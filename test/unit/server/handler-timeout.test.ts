@@ -1,18 +1,18 @@
 // handlerTimeout in the one server lifecycle, over memory://: stuck handlers no longer use up the
 // executor, the caller gets a HandlerTimeout at once, the signal aborts, a notification is
 // requeued or acknowledged as when its handler throws, and a late outcome is dropped.
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { HandlerTimeout, InvalidArgument, MessagingTimeout, RemoteError } from '../../../src/core/errors.js';
 import { createMemoryLogger } from '../../../src/core/logger.js';
 import { Target } from '../../../src/core/target.js';
 import { getNotificationTransport, getRpcTransport, type Transport } from '../../../src/transport.js';
 import { getRpcClient } from '../../../src/rpc/client.js';
-import { getRpcServer, type RpcHandlerTimeoutInfo, type RpcServer } from '../../../src/rpc/server.js';
+import { getRpcServer, type RpcHandlerTimeoutInfo, type RpcServer, type RpcServerEvents } from '../../../src/rpc/server.js';
 import type { RpcMeta } from '../../../src/rpc/endpoint.js';
 import { Notifier } from '../../../src/notify/notifier.js';
 import { getBatchNotificationListener, getNotificationListener, type NotificationListener } from '../../../src/notify/listener.js';
 import type { NotificationBatchItem, NotificationMetadata } from '../../../src/notify/dispatcher.js';
-import type { NotificationHandlerTimeoutEvent } from '../../../src/notify/instrumentation.js';
+import type { NotificationHandlerTimeoutEvent, NotificationListenerEvents } from '../../../src/notify/instrumentation.js';
 import { deferred, uniqueName, waitFor } from '../../../src/testing/wait.js';
 import { DISPATCHER_MODULE, deserializeRemoteError, serializeFailure, UntracedFailure } from '../../../src/contract/remote-error.js';
 
@@ -130,6 +130,15 @@ describe('RpcServer handlerTimeout', () => {
     expect(await getRpcClient(t, { topic }).call({}, 'get', {})).toBe(1);
     expect(seen).toBeInstanceOf(AbortSignal);
     expect(seen?.aborted).toBe(false);
+  });
+
+  it('types the signal and the events', () => {
+    expectTypeOf<RpcMeta['signal']>().toEqualTypeOf<AbortSignal>();
+    expectTypeOf<NotificationMetadata['signal']>().toEqualTypeOf<AbortSignal>();
+    expectTypeOf<RpcServerEvents['handlerTimeout']>().toEqualTypeOf<[info: RpcHandlerTimeoutInfo]>();
+    expectTypeOf<NotificationListenerEvents['handlerTimeout']>().toEqualTypeOf<[NotificationHandlerTimeoutEvent]>();
+    expectTypeOf<RpcHandlerTimeoutInfo['elapsedMs']>().toEqualTypeOf<number>();
+    expectTypeOf<NotificationHandlerTimeoutEvent['requeued']>().toEqualTypeOf<boolean>();
   });
 
   it('refuses a bad handlerTimeout or sendTraceback', async () => {
