@@ -98,6 +98,7 @@ export {
   type NotificationSentEvent,
   type NotificationFailedEvent,
   type NotificationDispatchedEvent,
+  type NotificationHandlerTimeoutEvent,
   type NotifierEvents,
   type NotificationListenerEvents,
 } from './notify/index.js';

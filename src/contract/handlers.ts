@@ -13,9 +13,18 @@ export interface RpcMeta {
   readonly namespace?: string;
   /** The requested version (`'1.0'` when the caller sent none, as oslo does). */
   readonly version: string;
+  /**
+   * Aborts when the request runs past the server's `handlerTimeout` (its reason is the
+   * HandlerTimeout the caller was answered with); hand it to `fetch`, database drivers and the
+   * like so the abandoned work stops. Without a `handlerTimeout` it never aborts.
+   */
+  readonly signal: AbortSignal;
   /** The raw broker message (amqplib `ConsumeMessage`, ...); an escape hatch, not portable. */
   unwrap(): unknown;
 }
+
+/** The signal handlers get when no `handlerTimeout` is configured: one shared instance that never aborts. */
+export const NEVER_ABORTS: AbortSignal = new AbortController().signal;
 
 /** What an endpoint method returns. `undefined` counts as HANDLED. */
 export const NotificationResult = Object.freeze({
@@ -53,6 +62,12 @@ export interface NotificationMetadata {
    * requeues (the retry topic carries the count), not a record read again after a rebalance.
    */
   readonly deliveryCount: number;
+  /**
+   * Aborts when the handler runs past the listener's `handlerTimeout` (the notification is then
+   * requeued or acknowledged as if the handler had thrown). A batch shares one signal: every item
+   * of a batch carries the batch's. Without a `handlerTimeout` it never aborts.
+   */
+  readonly signal: AbortSignal;
   /** The driver's raw broker message. */
   unwrap(): unknown;
 }
@@ -67,16 +82,23 @@ export interface NotificationMetadata {
 export class ReceivedMetadata implements NotificationMetadata {
   readonly #priority: string;
   readonly #incoming: IncomingMessage;
+  readonly #signal: AbortSignal;
 
   constructor(
     readonly message_id: string | undefined,
     readonly timestamp: string | undefined,
     priority: string,
     incoming: IncomingMessage,
+    signal: AbortSignal = NEVER_ABORTS,
   ) {
     this.#priority = priority;
     this.#incoming = incoming;
+    this.#signal = signal;
     Object.freeze(this);
+  }
+
+  get signal(): AbortSignal {
+    return this.#signal;
   }
 
   get messageId(): string | undefined {

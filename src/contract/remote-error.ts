@@ -3,6 +3,7 @@
 import {
   MessagingError,
   MessagingTimeout,
+  HandlerTimeout,
   NoSuchMethod,
   RemoteError,
   RPCVersionCapError,
@@ -87,6 +88,9 @@ export const defaultRemoteErrorRegistry = new RemoteErrorRegistry()
   })
   // Arguments refused by a contract's schema (args [field, expected]; the received value stays on the server).
   .register(DISPATCHER_MODULE, InvalidArgument, (i) => new InvalidArgument(String(i.args[0] ?? 'args'), String(i.args[1] ?? ''), undefined))
+  // The dispatcher's answer to a handler past its handlerTimeout, rebuilt on every tidings caller
+  // (the module is always allowed); a Python caller gets a RemoteError naming it (oslo has no such class).
+  .register(DISPATCHER_MODULE, HandlerTimeout, (i) => new HandlerTimeout(i.message))
   .register(EXCEPTIONS_MODULE, MessagingTimeout, (i) => new MessagingTimeout(i.message))
   .register(EXCEPTIONS_MODULE, MessageDeliveryFailure, (i) => new MessageDeliveryFailure(i.message))
   .register(EXCEPTIONS_MODULE, InvalidTarget, (i) => new InvalidTarget(i.message))
@@ -109,8 +113,21 @@ export function remoteOrigin(err: unknown): RemoteOrigin | undefined {
 
 const REMOTE = Symbol.for('tidings.remoteOrigin');
 
-/** Builds oslo's failure object from any thrown value. */
+/**
+ * A failure to send without its traceback (RpcServer `sendTraceback: false`): serialised as the
+ * wrapped failure with `tb: []`, so callers learn the class and message but none of the server's
+ * file paths. The wrapper never reaches a caller.
+ */
+export class UntracedFailure {
+  constructor(
+    /** What the method threw. */
+    readonly failure: unknown,
+  ) {}
+}
+
+/** Builds oslo's failure object from any thrown value (an UntracedFailure: the wrapped one, with `tb: []`). */
 export function serializeRemoteError(err: unknown): FailureInfo {
+  if (err instanceof UntracedFailure) return { ...serializeRemoteError(err.failure), tb: [] };
   if (!(err instanceof Error)) {
     const message = typeof err === 'string' ? err : safeJson(err);
     return { class: 'Error', module: 'builtins', message, tb: [], args: [message], kwargs: {} };
@@ -198,7 +215,8 @@ function normaliseFailure(failure: unknown): FailureInfo {
 function moduleOf(err: Error, ctor: { name: string; remoteModule?: unknown }): string {
   if (typeof ctor.remoteModule === 'string' && ctor.remoteModule) return ctor.remoteModule;
   // InvalidArgument too: a caller's bad arguments are the dispatcher's to report, and always rebuilt.
-  if (err instanceof NoSuchMethod || err instanceof UnsupportedVersion || err instanceof InvalidArgument) return DISPATCHER_MODULE;
+  // HandlerTimeout too: the server's answer for a handler past its deadline, like NoSuchMethod.
+  if (err instanceof NoSuchMethod || err instanceof UnsupportedVersion || err instanceof InvalidArgument || err instanceof HandlerTimeout) return DISPATCHER_MODULE;
   if (err instanceof MessagingError) return EXCEPTIONS_MODULE;
   if (JS_BUILTINS.has(ctor.name)) return 'builtins';
   return DEFAULT_APP_MODULE;

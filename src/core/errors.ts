@@ -60,6 +60,14 @@ export class MessagingTimeout extends MessagingError {
   protected static override defaultRetriable = true;
 }
 
+/**
+ * A handler ran past the server's or listener's `handlerTimeout`: the call was answered with
+ * this instead of waiting. Not retriable: the same request would most likely hang again.
+ */
+export class HandlerTimeout extends MessagingTimeout {
+  protected static override defaultRetriable = false;
+}
+
 /** A message could not be handed to the broker after every permitted retry. */
 export class MessageDeliveryFailure extends MessagingError {
   override readonly code = 'MESSAGE_DELIVERY_FAILURE';

@@ -193,12 +193,13 @@ export class NotificationDispatcher {
   /**
    * @internal `dispatch`, also saying which error made it REQUEUE (the listener hands it to
    * `requeue(reason)`). Synchronous while every handler returns a plain value (no promise per
-   * notification then); a promise once one returns a thenable or a middleware runs.
+   * notification then); a promise once one returns a thenable or a middleware runs. `signal`
+   * becomes `metadata.signal` (the listener's handlerTimeout).
    */
-  dispatchWithReason(incoming: IncomingMessage): DispatchOutcome | Promise<DispatchOutcome> {
+  dispatchWithReason(incoming: IncomingMessage, signal?: AbortSignal): DispatchOutcome | Promise<DispatchOutcome> {
     let extracted: Extracted;
     try {
-      extracted = this.extract(incoming);
+      extracted = this.extract(incoming, signal);
     } catch (err) {
       this.logger.error('could not decode a notification for dispatch', { err, messageId: incoming.msgId });
       return { result: NotificationResult.REQUEUE, reason: err };
@@ -258,12 +259,12 @@ export class NotificationDispatcher {
   }
 
   /** oslo `_extract_user_message`: context and payload through the serializer, priority lower-cased. */
-  protected extract(incoming: IncomingMessage): Extracted {
+  protected extract(incoming: IncomingMessage, signal?: AbortSignal): Extracted {
     const ctx = this.serializer.deserializeContext(incoming.ctx);
     const m = incoming.notification;
     const priority = m.priority.toLowerCase();
     const messageId = typeof m.message_id === 'string' ? m.message_id : undefined;
-    const metadata = new ReceivedMetadata(messageId, typeof m.timestamp === 'string' ? m.timestamp : undefined, priority, incoming);
+    const metadata = new ReceivedMetadata(messageId, typeof m.timestamp === 'string' ? m.timestamp : undefined, priority, incoming, signal);
     const item: NotificationBatchItem<unknown> = {
       ctx,
       publisherId: typeof m.publisher_id === 'string' ? m.publisher_id : null,
@@ -296,14 +297,17 @@ export class BatchNotificationDispatcher extends NotificationDispatcher {
     return new Set((await this.dispatchBatchWithReasons(incoming)).keys());
   }
 
-  /** @internal `dispatchBatch`, with the error that made each message REQUEUE (undefined when REQUEUE was returned). */
-  async dispatchBatchWithReasons(incoming: readonly IncomingMessage[]): Promise<Map<IncomingMessage, unknown>> {
+  /**
+   * @internal `dispatchBatch`, with the error that made each message REQUEUE (undefined when
+   * REQUEUE was returned). `signal`, the batch's one, is every item's `metadata.signal`.
+   */
+  async dispatchBatchWithReasons(incoming: readonly IncomingMessage[], signal?: AbortSignal): Promise<Map<IncomingMessage, unknown>> {
     const requeues = new Map<IncomingMessage, unknown>();
     const groups = new Map<string, { raw: IncomingMessage[]; items: NotificationBatchItem<unknown>[] }>();
     for (const message of incoming) {
       let extracted: Extracted;
       try {
-        extracted = this.extract(message);
+        extracted = this.extract(message, signal);
       } catch (err) {
         this.logger.error('could not decode a notification for dispatch', { err, messageId: message.msgId });
         requeues.set(message, err);

@@ -93,6 +93,7 @@ export async function runEventRoute(route: EventRoute, item: NotificationBatchIt
     priority: m.priority,
     redelivered: m.redelivered,
     deliveryCount: m.deliveryCount,
+    signal: m.signal,
     unwrap: m.unwrap,
     eventType: item.eventType,
     publisherId: item.publisherId,

@@ -41,4 +41,5 @@ export {
   type NotificationSentEvent,
   type NotificationFailedEvent,
   type NotificationDispatchedEvent,
+  type NotificationHandlerTimeoutEvent,
 } from './instrumentation.js';

@@ -53,6 +53,22 @@ export interface NotificationDispatchedEvent {
   contexts: ReadonlyArray<Readonly<Context>>;
 }
 
+/** Notifications given up on at the listener's `handlerTimeout`: the `handlerTimeout` event. */
+export interface NotificationHandlerTimeoutEvent {
+  /** Distinct event types of the messages. */
+  eventTypes: string[];
+  /** Messages given up on: 1 for a plain listener, the batch's size for a batch listener. */
+  messages: number;
+  /** The messages' ids as the driver knows them (undefined when it knows none). */
+  messageIds: Array<string | undefined>;
+  /** True when they were requeued (`allowRequeue`), false when acknowledged. */
+  requeued: boolean;
+  /** The configured `handlerTimeout`, ms. */
+  timeoutMs: number;
+  /** Milliseconds the handler had run when it was given up on. */
+  elapsedMs: number;
+}
+
 /** Events of `Notifier#events` (shared with its `prepare()`d children). */
 export interface NotifierEvents {
   /** Every driver accepted a notification. */
@@ -71,4 +87,6 @@ export interface NotificationListenerEvents {
   dispatched: [NotificationDispatchedEvent];
   /** An endpoint threw; the message is requeued (allowRequeue) or acknowledged. */
   handlerError: [HandlerFailure];
+  /** A handler (a batch) ran past `handlerTimeout`; its messages were requeued or acknowledged (also logged at warn level). */
+  handlerTimeout: [NotificationHandlerTimeoutEvent];
 }

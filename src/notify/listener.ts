@@ -3,7 +3,7 @@
 // then acknowledges or requeues each message.
 import type { EventEmitter } from 'eventemitter3';
 import { GuardedEventEmitter } from '../core/events.js';
-import { InvalidArgument, InvalidState } from '../core/errors.js';
+import { InvalidArgument, InvalidState, type HandlerTimeout } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { toLogger, type LoggerLike } from '../core/logger-adapters.js';
 import { Target, validateNotificationTarget, type TargetInit } from '../core/target.js';
@@ -16,6 +16,7 @@ import type { Listener } from '../contract/listener.js';
 import type { Context, Priority } from '../contract/types.js';
 import type { TargetAndPriority } from '../contract/base-driver.js';
 import { MessageHandlingServer } from '../server/message-handling-server.js';
+import { checkHandlerTimeout, type Expiry, type HandlerRun } from '../server/handler-run.js';
 import {
   BatchNotificationDispatcher,
   NotificationDispatcher,
@@ -25,7 +26,7 @@ import {
   type NotificationEndpoint,
 } from './dispatcher.js';
 import type { CheckedEndpoints } from './endpoint-check.js';
-import { dispatchChannel, type NotificationListenerEvents } from './instrumentation.js';
+import { dispatchChannel, type NotificationHandlerTimeoutEvent, type NotificationListenerEvents } from './instrumentation.js';
 import { middlewareFor, type ListenerMiddleware } from '../middleware/middleware.js';
 import { eventRoute, type NotificationEventHandler, type NotificationEventOptions } from './event-routes.js';
 import type { InferOutput, StandardSchemaV1 } from '../core/schema.js';
@@ -44,6 +45,13 @@ export interface NotificationListenerOptions<Ctx = Context> {
   logger?: LoggerLike;
   /** Interceptors around each handler run, inside the transport's `middleware.listener`. @default [] */
   middleware?: readonly ListenerMiddleware<any>[];
+  /**
+   * Longest a notification's handlers (a batch's, for a batch listener) may run, ms. Past it the
+   * message is requeued (with `allowRequeue`) or acknowledged as if the handler had thrown,
+   * `metadata.signal` aborts, the executor slot is freed and a late settle is ignored; the
+   * handler's promise is left to finish on its own. @default undefined (no limit)
+   */
+  handlerTimeout?: number;
 }
 
 /** Options of `getBatchNotificationListener()`. */
@@ -88,7 +96,9 @@ export class NotificationListener {
   readonly batchSize: number;
   /** Batch deadline, ms (undefined for a plain listener). */
   readonly batchTimeout: number | undefined;
-  /** Typed events: `started`, `stopped`, `dispatched`, `handlerError`. A listener that throws is logged, never breaks dispatch. */
+  /** Longest a handler (a batch) may run, ms; undefined = no limit. */
+  readonly handlerTimeout: number | undefined;
+  /** Typed events: `started`, `stopped`, `dispatched`, `handlerError`, `handlerTimeout`. A listener that throws is logged, never breaks dispatch. */
   readonly events: EventEmitter<NotificationListenerEvents>;
 
   private readonly lifecycle: MessageHandlingServer<IncomingMessage>;
@@ -111,6 +121,7 @@ export class NotificationListener {
     this.pool = checkPool(options.pool);
     this.allowRequeue = checkBoolean('allowRequeue', options.allowRequeue ?? NOTIFICATION_LISTENER_DEFAULTS.allowRequeue);
     const executorSize = checkPositiveInteger('executorSize', options.executorSize ?? NOTIFICATION_LISTENER_DEFAULTS.executorSize);
+    this.handlerTimeout = checkHandlerTimeout(options.handlerTimeout);
     if (batch) {
       this.batchSize = checkPositiveInteger('batchSize', options.batchSize ?? BATCH_NOTIFICATION_LISTENER_DEFAULTS.batchSize);
       this.batchTimeout = checkPositiveInteger('batchTimeout', options.batchTimeout ?? BATCH_NOTIFICATION_LISTENER_DEFAULTS.batchTimeout);
@@ -134,8 +145,12 @@ export class NotificationListener {
     transport.driver.requireFeatures({ requeue: this.allowRequeue, pools: this.pool !== undefined });
     this.lifecycle = new MessageHandlingServer<IncomingMessage>({
       listen: () => this.listen(),
-      ...(batch ? { batch: true, dispatch: (messages: IncomingMessage[]) => this.processBatch(messages) } : { dispatch: (message: IncomingMessage) => this.processOne(message) }),
+      ...(batch
+        ? { batch: true, dispatch: (messages: IncomingMessage[], run?: HandlerRun) => this.processBatch(messages, run) }
+        : { dispatch: (message: IncomingMessage, run?: HandlerRun) => this.processOne(message, run) }),
       executorSize,
+      handlerTimeout: this.handlerTimeout,
+      expire: (work, error, expiry) => this.expire(Array.isArray(work) ? work : [work], error, expiry),
       registry: transport,
       events: this.events,
       logger: this.logger,
@@ -225,25 +240,40 @@ export class NotificationListener {
    * handlers return plain values and the driver's message settles at once (every driver's
    * NotificationMessage does): no promise per notification then.
    */
-  private processOne(message: IncomingMessage): Promise<void> | void {
+  private processOne(message: IncomingMessage, run?: HandlerRun): Promise<void> | void {
     const startedAt = performance.now();
-    const outcome = this.dispatcher.dispatchWithReason(message);
-    if (outcome instanceof Promise) return outcome.then((o) => this.settleOne(message, o, startedAt));
-    return this.settleOne(message, outcome, startedAt);
+    const outcome = this.dispatcher.dispatchWithReason(message, run?.signal);
+    if (outcome instanceof Promise) return outcome.then((o) => this.settleOne(message, o, startedAt, run));
+    return this.settleOne(message, outcome, startedAt, run);
   }
 
-  private settleOne(message: IncomingMessage, outcome: DispatchOutcome, startedAt: number): Promise<void> | void {
+  private settleOne(message: IncomingMessage, outcome: DispatchOutcome, startedAt: number, run?: HandlerRun): Promise<void> | void {
+    // Past its handlerTimeout the message was settled already: this late outcome is dropped.
+    if (run !== undefined && !run.claim()) return;
     const requeue = this.allowRequeue && outcome.result === NotificationResult.REQUEUE;
     const settling = this.settleMessage(message, requeue, outcome.reason);
     if (settling) return settling.then(() => this.dispatched([message], requeue ? 1 : 0, startedAt));
     this.dispatched([message], requeue ? 1 : 0, startedAt);
   }
 
-  private async processBatch(messages: IncomingMessage[]): Promise<void> {
+  private async processBatch(messages: IncomingMessage[], run?: HandlerRun): Promise<void> {
     const startedAt = performance.now();
     // Each message to requeue, with the handler error that asked for it (the driver records it in its dead letters).
-    const requeues = await (this.dispatcher as BatchNotificationDispatcher).dispatchBatchWithReasons(messages);
+    const requeues = await (this.dispatcher as BatchNotificationDispatcher).dispatchBatchWithReasons(messages, run?.signal);
+    if (run !== undefined && !run.claim()) return;
     await this.settle(messages, requeues, startedAt);
+  }
+
+  /**
+   * The lifecycle gave up on `messages` at the handlerTimeout: settled as when a handler throws
+   * (requeued with `allowRequeue`, the HandlerTimeout as the reason, else acknowledged).
+   */
+  private expire(messages: IncomingMessage[], error: HandlerTimeout, expiry: Expiry): Record<string, unknown> {
+    for (const m of messages) void this.settleMessage(m, this.allowRequeue, error);
+    const eventTypes = [...new Set(messages.map((m) => m.notification.event_type))];
+    const event: NotificationHandlerTimeoutEvent = { eventTypes, messages: messages.length, requeued: this.allowRequeue, messageIds: messages.map((m) => m.msgId), ...expiry };
+    this.events.emit('handlerTimeout', event);
+    return { eventTypes, messages: messages.length, requeued: this.allowRequeue };
   }
 
   /** Acknowledges or requeues each message, in order, then reports the dispatch. */

@@ -51,6 +51,8 @@ export const OTEL_METRICS = Object.freeze({
   callsInFlight: 'tidings.rpc.client.calls_in_flight',
   /** Counter: notifications a handler asked to requeue (returned REQUEUE or threw). */
   requeues: 'tidings.notify.requeue_requests',
+  /** Counter: handlers (batches) given up on at the server's or listener's `handlerTimeout`. */
+  handlerTimeouts: 'tidings.handler.timeouts',
   /** Counter: messages received that the broker had delivered before (per destination and consumer group). */
   redeliveries: 'tidings.consumer.redeliveries',
   /** Counter: messages set aside, with `tidings.dead_letter.reason` `max_deliveries` or `malformed`. */

@@ -29,7 +29,7 @@ import type { Target } from '../core/target.js';
 import type { Context } from '../contract/types.js';
 import { OTEL_METRICS, type InstrumentationOptions, type ObservedDriver } from './options.js';
 import type { ListenerInvocation, ListenerMiddleware, NotifierInvocation, NotifierMiddleware, RpcClientInvocation, RpcClientMiddleware, RpcServerInvocation, RpcServerMiddleware, TransportMiddleware } from '../middleware/middleware.js';
-import { NotificationResult, wireContextOf, type NotificationHandlerResult } from '../contract/handlers.js';
+import { NEVER_ABORTS, NotificationResult, wireContextOf, type NotificationHandlerResult } from '../contract/handlers.js';
 
 /** Instrumentation scope name of tidings' tracer and meter. */
 const SCOPE = 'tidings';
@@ -43,6 +43,7 @@ interface Instruments {
   readonly processDuration: Histogram;
   readonly inFlight: Tally;
   readonly requeues: Tally;
+  readonly timeouts: Tally;
 }
 
 /**
@@ -92,6 +93,7 @@ export function createOtelMiddleware(options: InstrumentationOptions, system: st
     processDuration: meter.createHistogram(OTEL_METRICS.processDuration, { unit: 's', description: 'Duration of handling a request or notification' }),
     inFlight: new Tally(meter, OTEL_METRICS.callsInFlight, 'RPC calls waiting for their reply', true),
     requeues: new Tally(meter, OTEL_METRICS.requeues, 'Notifications a handler asked to requeue'),
+    timeouts: new Tally(meter, OTEL_METRICS.handlerTimeouts, 'Handlers given up on at their handlerTimeout'),
   };
   if (driver !== undefined) observeDriver(meter, system, driver);
   return Object.freeze({
@@ -160,13 +162,16 @@ function rpcServerMiddleware(o: Instruments, system: string): RpcServerMiddlewar
       o.consumed.add(1, d.attributes);
       const began = performance.now();
       const processed = d;
+      const unwatch = watchTimeout(o, inv.meta.signal, d.attributes);
       return otelContext.with(trace.setSpan(parent, span), next).then(
         (result) => {
+          unwatch?.();
           o.processDuration.record(seconds(began), processed.attributes);
           span.end();
           return result;
         },
         (error: unknown) => {
+          unwatch?.();
           o.processDuration.record(seconds(began), withError(processed, failed(span, error)));
           span.end();
           throw error;
@@ -248,14 +253,18 @@ function listenerMiddleware(o: Instruments, system: string): ListenerMiddleware 
       const handled = d;
       o.consumed.add(items.length, handled.attributes);
       const began = performance.now();
+      // One signal per message or batch: every item of a batch carries the batch's.
+      const unwatch = watchTimeout(o, items[0].metadata.signal, handled.attributes);
       return otelContext.with(trace.setSpan(parent, span), next).then(
         (result) => {
+          unwatch?.();
           o.processDuration.record(seconds(began), handled.attributes);
           if (result === NotificationResult.REQUEUE) o.requeues.add(items.length, handled.attributes);
           span.end();
           return result;
         },
         (error: unknown) => {
+          unwatch?.();
           o.processDuration.record(seconds(began), withError(handled, failed(span, error)));
           o.requeues.add(items.length, handled.attributes);
           span.end();
@@ -264,6 +273,18 @@ function listenerMiddleware(o: Instruments, system: string): ListenerMiddleware 
       );
     },
   };
+}
+
+/**
+ * Counts a handler given up on at its `handlerTimeout` (its signal aborts then); nothing is added
+ * without one. Returns the undo for a handler that finished in time, so a later handler of the
+ * same notification does not count it twice.
+ */
+function watchTimeout(o: Instruments, signal: AbortSignal | undefined, attributes: Attributes): (() => void) | undefined {
+  if (signal === undefined || signal === NEVER_ABORTS || signal.aborted) return undefined;
+  const count = (): void => o.timeouts.add(1, attributes);
+  signal.addEventListener('abort', count, { once: true });
+  return () => signal.removeEventListener('abort', count);
 }
 
 /**

@@ -9,6 +9,7 @@ import type { RpcIncomingMessage } from '../contract/incoming-message.js';
 import type { RpcRequest } from '../contract/types.js';
 import { DefaultRpcAccessPolicy, expose, lookupEndpointMethod, type RpcAccessPolicy } from './access-policy.js';
 import { isExpectedError, type RpcMeta } from './endpoint.js';
+import { NEVER_ABORTS } from '../contract/handlers.js';
 import { assertJsonSafe, isPlainObject } from '../core/json-check.js';
 import { checkMiddleware, composeMiddleware, type Chain, type RpcServerInvocation, type RpcServerMiddleware } from '../middleware/middleware.js';
 
@@ -121,11 +122,14 @@ export class RpcDispatcher {
     this.chain = composeMiddleware(checkMiddleware<RpcServerMiddleware<any>>('middleware', options.middleware), (inv: ServerInvocation) => this.invokeFromChain(inv));
   }
 
-  /** Handles one request. Never rejects: every failure becomes a `failure` outcome. */
-  async dispatch(incoming: RpcIncomingMessage): Promise<DispatchOutcome> {
-    const stopWatchdog = this.startWatchdog(incoming);
+  /**
+   * Handles one request. Never rejects: every failure becomes a `failure` outcome. `signal` is
+   * the endpoint's `meta.signal` (the server's handlerTimeout); heartbeats stop when it aborts.
+   */
+  async dispatch(incoming: RpcIncomingMessage, signal: AbortSignal = NEVER_ABORTS): Promise<DispatchOutcome> {
+    const stopWatchdog = this.startWatchdog(incoming, signal);
     try {
-      return await (this.chain ? this.dispatchThroughChain(incoming, this.chain) : this.route(incoming));
+      return await (this.chain ? this.dispatchThroughChain(incoming, this.chain, signal) : this.route(incoming, signal));
     } catch (failure) {
       return { ok: false, failure, expected: false };
     } finally {
@@ -134,12 +138,12 @@ export class RpcDispatcher {
   }
 
   /** Not async itself: the endpoint's promise passes straight through (a throw here is caught by dispatch). */
-  private route(incoming: RpcIncomingMessage): Promise<DispatchOutcome> {
+  private route(incoming: RpcIncomingMessage, signal: AbortSignal): Promise<DispatchOutcome> {
     const request = incoming.request;
     const found = this.find(request);
     if (!('fn' in found)) return Promise.resolve({ ok: false, failure: found.failure, expected: found.expected });
     const ctx = this.serializer.deserializeContext(incoming.ctx);
-    return this.invoke(found.endpoint, found.fn, ctx, this.deserializeArgs(ctx, request), metaOf(incoming));
+    return this.invoke(found.endpoint, found.fn, ctx, this.deserializeArgs(ctx, request), metaOf(incoming, signal));
   }
 
   /** The endpoint method for `request` by namespace, version and access policy. Throws UnsupportedVersion. */
@@ -185,7 +189,7 @@ export class RpcDispatcher {
    * `expected` flag; one a middleware threw before the endpoint ran (a refusal) counts as
    * expected; one a middleware made of the endpoint's failure or result afterwards does not.
    */
-  private async dispatchThroughChain(incoming: RpcIncomingMessage, chain: Chain<ServerInvocation, unknown>): Promise<DispatchOutcome> {
+  private async dispatchThroughChain(incoming: RpcIncomingMessage, chain: Chain<ServerInvocation, unknown>, signal: AbortSignal): Promise<DispatchOutcome> {
     const request = incoming.request;
     const ctx = this.serializer.deserializeContext(incoming.ctx);
     const inv: ServerInvocation = {
@@ -197,7 +201,7 @@ export class RpcDispatcher {
       expectsReply: incoming.expectsReply,
       callId: incoming.callId,
       wireContext: incoming.ctx,
-      meta: metaOf(incoming),
+      meta: metaOf(incoming, signal),
       ctx,
       args: this.deserializeArgs(ctx, request),
       request,
@@ -236,7 +240,7 @@ export class RpcDispatcher {
   }
 
   /** oslo `_watchdog`: a heartbeat every floor(seconds)/2 s while the endpoint runs. */
-  private startWatchdog(incoming: RpcIncomingMessage): () => void {
+  private startWatchdog(incoming: RpcIncomingMessage, signal: AbortSignal): () => void {
     const windowMs = incoming.callMonitorTimeout;
     if (!incoming.expectsReply || windowMs === undefined || windowMs === null) return NO_WATCHDOG;
     const intervalMs = Math.floor(windowMs / 1000) * 500;
@@ -249,7 +253,10 @@ export class RpcDispatcher {
       void incoming.heartbeat().catch(() => {});
     }, intervalMs);
     timer.unref?.();
-    return () => clearInterval(timer);
+    const stop = (): void => clearInterval(timer);
+    // The caller was answered at the deadline: a handler left running must not heartbeat forever.
+    if (signal !== NEVER_ABORTS) signal.addEventListener('abort', stop, { once: true });
+    return stop;
   }
 }
 
@@ -266,13 +273,14 @@ function isCompatible(bound: BoundEndpoint, requested: string): boolean {
 
 const NO_WATCHDOG = (): void => {};
 
-function metaOf(incoming: RpcIncomingMessage): RpcMeta {
+function metaOf(incoming: RpcIncomingMessage, signal: AbortSignal): RpcMeta {
   const request = incoming.request;
   return {
     messageId: incoming.msgId,
     method: request.method,
     namespace: request.namespace,
     version: request.version,
+    signal,
     unwrap: () => incoming.unwrap(),
   };
 }

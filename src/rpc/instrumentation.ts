@@ -52,22 +52,23 @@ const channels = {
 };
 
 /**
- * Runs `fn.call(self, a, b)`, inside the `kind` tracing channel when a tracer listens; only then
+ * Runs `fn.call(self, a, b, c)`, inside the `kind` tracing channel when a tracer listens; only then
  * is `context.call(self, a, b)` asked for the trace context and `traced` (default `fn`) run
  * instead of `fn` (a server passes one that rejects with a failure `fn` resolves with, so that it
  * reaches the error channel). Callers pass methods and their arguments rather than closures, so an
- * untraced call allocates nothing here.
+ * untraced call allocates nothing here. `c` (a server's handler signal) is passed through as is.
  */
-export function traceRpc<This, A, B, T>(
+export function traceRpc<This, A, B, T, C = undefined>(
   kind: RpcTraceContext['kind'],
   self: This,
-  fn: (this: This, a: A, b: B) => Promise<T>,
+  fn: (this: This, a: A, b: B, c: C) => Promise<T>,
   a: A,
   b: B,
   context: (this: This, a: A, b: B) => RpcTraceContext,
-  traced: (this: This, a: A, b: B) => Promise<T> = fn,
+  traced: (this: This, a: A, b: B, c: C) => Promise<T> = fn,
+  c?: C,
 ): Promise<T> {
   const channel = channels[kind];
-  if (!(channel.start.hasSubscribers || channel.end.hasSubscribers || channel.asyncEnd.hasSubscribers || channel.error.hasSubscribers)) return fn.call(self, a, b);
-  return channel.tracePromise(traced, context.call(self, a, b), self, a, b);
+  if (!(channel.start.hasSubscribers || channel.end.hasSubscribers || channel.asyncEnd.hasSubscribers || channel.error.hasSubscribers)) return fn.call(self, a, b, c as C);
+  return channel.tracePromise(traced, context.call(self, a, b), self, a, b, c as C);
 }

@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { EventEmitter } from 'eventemitter3';
 import { GuardedEventEmitter } from '../core/events.js';
-import { InvalidArgument } from '../core/errors.js';
+import { InvalidArgument, type HandlerTimeout } from '../core/errors.js';
 import { errorFields, silentLogger, type Logger } from '../core/logger.js';
 import { toLogger, type LoggerLike } from '../core/logger-adapters.js';
 import type { Serializer } from '../core/serializer.js';
@@ -13,7 +13,9 @@ import type { CloseOptions } from '../core/lifecycle.js';
 import type { Transport } from '../transport.js';
 import type { RpcIncomingMessage } from '../contract/incoming-message.js';
 import type { Listener } from '../contract/listener.js';
+import { UntracedFailure } from '../contract/remote-error.js';
 import { MessageHandlingServer } from '../server/message-handling-server.js';
+import { checkHandlerTimeout, type Expiry, type HandlerRun } from '../server/handler-run.js';
 import type { RpcAccessPolicy } from './access-policy.js';
 import { RpcDispatcher, type DispatchOutcome } from './dispatcher.js';
 import { traceRpc, type RpcTraceContext } from './instrumentation.js';
@@ -36,6 +38,17 @@ export interface RpcServerOptions {
   rpcPingEnabled?: boolean;
   /** Interceptors around each request, inside the transport's `middleware.rpcServer`. @default [] */
   middleware?: readonly RpcServerMiddleware<any>[];
+  /**
+   * Longest a request may run, ms. Past it the caller is answered with a HandlerTimeout (a
+   * MessagingTimeout), `meta.signal` aborts, the executor slot is freed and a late result is
+   * dropped; the endpoint's promise is left to finish on its own. @default undefined (no limit)
+   */
+  handlerTimeout?: number;
+  /**
+   * Whether failures sent to callers carry the server's traceback (oslo's `tb`). `false` sends
+   * `tb: []`: callers still get the class and message, but none of the server's file paths. @default true
+   */
+  sendTraceback?: boolean;
 }
 
 /** Defaults of RpcServerOptions (the access policy defaults to `new DefaultRpcAccessPolicy()`). */
@@ -44,6 +57,8 @@ export const RPC_SERVER_DEFAULTS = Object.freeze({
   executorSize: 64,
   /** `oslo_rpc_server_ping` answers, so ping and discovery work out of the box (oslo's default is off). */
   rpcPingEnabled: true,
+  /** Failures carry the server's traceback, as oslo sends `tb`. */
+  sendTraceback: true,
 });
 
 /** One handled request, as reported by the `dispatched` and `error` events. Never carries payloads. */
@@ -68,6 +83,20 @@ export interface RpcDispatchInfo {
   expected?: boolean;
 }
 
+/** A request given up on at its `handlerTimeout`: the `handlerTimeout` event. */
+export interface RpcHandlerTimeoutInfo extends Expiry {
+  /** The method asked for. */
+  method: string;
+  /** The namespace asked for; undefined = the default namespace. */
+  namespace?: string;
+  /** The version asked for. */
+  version: string;
+  /** The request's unique id, when the driver knows it. */
+  messageId?: string;
+  /** True for a call (answered with a HandlerTimeout), false for a cast. */
+  expectsReply: boolean;
+}
+
 /** The typed event map of RpcServer. */
 export interface RpcServerEvents {
   /** The listener is subscribed; messages sent from now on are received. */
@@ -78,6 +107,8 @@ export interface RpcServerEvents {
   dispatched: [info: RpcDispatchInfo];
   /** A request failed unexpectedly (also logged at error level). Listening is optional. */
   error: [error: unknown, info: RpcDispatchInfo];
+  /** A request ran past `handlerTimeout`; the caller got a HandlerTimeout (also logged at warn level). */
+  handlerTimeout: [info: RpcHandlerTimeoutInfo];
 }
 
 /**
@@ -93,8 +124,12 @@ export class RpcServer {
   readonly dispatcher: RpcDispatcher;
   /** Requests handled at once. */
   readonly executorSize: number;
-  /** Typed events: `started`, `stopped`, `dispatched`, `error`. A listener that throws is logged, never breaks dispatch. */
+  /** Typed events: `started`, `stopped`, `dispatched`, `error`, `handlerTimeout`. A listener that throws is logged, never breaks dispatch. */
   readonly events: EventEmitter<RpcServerEvents>;
+  /** Longest a request may run, ms; undefined = no limit. */
+  readonly handlerTimeout: number | undefined;
+  /** Whether failures sent to callers carry the server's traceback. */
+  readonly sendTraceback: boolean;
   private readonly logger: Logger;
   private readonly lifecycle: MessageHandlingServer<RpcIncomingMessage>;
 
@@ -110,12 +145,17 @@ export class RpcServer {
     const size = options.executorSize ?? RPC_SERVER_DEFAULTS.executorSize;
     if (!Number.isInteger(size) || size < 1) throw new InvalidArgument('executorSize', 'a positive integer', size);
     this.executorSize = size;
+    this.handlerTimeout = checkHandlerTimeout(options.handlerTimeout);
+    this.sendTraceback = options.sendTraceback ?? RPC_SERVER_DEFAULTS.sendTraceback;
+    if (typeof this.sendTraceback !== 'boolean') throw new InvalidArgument('sendTraceback', 'a boolean', this.sendTraceback);
     this.logger = toLogger(options.logger, transport.logger ?? silentLogger).child({ component: 'rpc-server', topic: this.target.topic, server: this.target.server });
     this.events = new GuardedEventEmitter<RpcServerEvents>(this.logger);
     this.lifecycle = new MessageHandlingServer<RpcIncomingMessage>({
       listen: () => this.listen(),
-      dispatch: (incoming) => this.process(incoming),
+      dispatch: (incoming, run) => this.process(incoming, run),
       executorSize: size,
+      handlerTimeout: this.handlerTimeout,
+      expire: (incoming, error, expiry) => this.expire(incoming as RpcIncomingMessage, error, expiry),
       registry: transport,
       events: this.events,
       logger: this.logger,
@@ -186,7 +226,7 @@ export class RpcServer {
     return listener;
   }
 
-  private async process(incoming: RpcIncomingMessage): Promise<void> {
+  private async process(incoming: RpcIncomingMessage, run?: HandlerRun): Promise<void> {
     const began = performance.now();
     const { method, namespace, version } = incoming.request;
     const info: RpcDispatchInfo = {
@@ -200,29 +240,47 @@ export class RpcServer {
     };
     let outcome: DispatchOutcome;
     try {
-      outcome = await traceRpc('dispatch', this, this.dispatch, incoming, info, this.traceContext, this.dispatchOrReject);
+      outcome = await traceRpc('dispatch', this, this.dispatch, incoming, info, this.traceContext, this.dispatchOrReject, run?.signal);
     } catch (failure) {
       // dispatchOrReject (traced only) rejects with the failure it kept in info
       outcome = { ok: false, failure, expected: failure === info.error && info.expected === true };
     }
+    // Past its handlerTimeout the caller was answered already: this late outcome is dropped.
+    if (run !== undefined && !run.claim()) return;
     info.durationMs = performance.now() - began;
     if (!outcome.ok) Object.assign(info, { outcome: 'failure', error: outcome.failure, expected: outcome.expected });
     this.report(info);
     if (!incoming.expectsReply) return;
     try {
-      await incoming.reply(outcome.ok ? { result: outcome.result } : { failure: outcome.failure });
+      await incoming.reply(outcome.ok ? { result: outcome.result } : { failure: this.failureToSend(outcome.failure) });
     } catch (err) {
       this.logger.error('could not send reply', { method: info.method, messageId: info.messageId, err });
     }
   }
 
-  private dispatch(incoming: RpcIncomingMessage): Promise<DispatchOutcome> {
-    return this.dispatcher.dispatch(incoming);
+  /** A failure as callers get it: without the server's traceback when `sendTraceback` is false. */
+  private failureToSend(failure: unknown): unknown {
+    return this.sendTraceback ? failure : new UntracedFailure(failure);
+  }
+
+  /** The lifecycle gave up on a request at its `handlerTimeout`: the caller gets the HandlerTimeout now. */
+  private expire(incoming: RpcIncomingMessage, error: HandlerTimeout, expiry: Expiry): Record<string, unknown> {
+    const { method, namespace, version } = incoming.request;
+    const info: RpcHandlerTimeoutInfo = { method, namespace, version, messageId: incoming.msgId, expectsReply: incoming.expectsReply, ...expiry };
+    if (incoming.expectsReply) {
+      incoming.reply({ failure: this.failureToSend(error) }).catch((err: unknown) => this.logger.error('could not send reply', { method, messageId: info.messageId, err }));
+    }
+    this.events.emit('handlerTimeout', info);
+    return { method, namespace, messageId: info.messageId };
+  }
+
+  private dispatch(incoming: RpcIncomingMessage, _info: RpcDispatchInfo, signal?: AbortSignal): Promise<DispatchOutcome> {
+    return this.dispatcher.dispatch(incoming, signal);
   }
 
   /** `dispatch` while a tracer listens: a failure outcome rejects (kept in `info`), so it reaches the error channel. */
-  private async dispatchOrReject(incoming: RpcIncomingMessage, info: RpcDispatchInfo): Promise<DispatchOutcome> {
-    const outcome = await this.dispatcher.dispatch(incoming);
+  private async dispatchOrReject(incoming: RpcIncomingMessage, info: RpcDispatchInfo, signal?: AbortSignal): Promise<DispatchOutcome> {
+    const outcome = await this.dispatcher.dispatch(incoming, signal);
     if (outcome.ok) return outcome;
     info.error = outcome.failure;
     info.expected = outcome.expected;

@@ -1,12 +1,13 @@
 // The one server lifecycle under the RPC server and every notification listener (oslo
 // MessageHandlingServer): states, start/stop/wait/close, the executor, release and error routing.
-import { InvalidArgument, InvalidState, InvalidTarget, NotSupportedError, ServerListenError } from '../core/errors.js';
+import { HandlerTimeout, InvalidArgument, InvalidState, InvalidTarget, NotSupportedError, ServerListenError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { BoundedExecutor } from '../core/executor.js';
 import { CloseOnce, withinDeadline, type Closeable, type CloseOptions } from '../core/lifecycle.js';
 import type { Listener } from '../contract/listener.js';
 import type { ReceivedMessage } from '../contract/incoming-message.js';
 import { refusal, TRANSITIONS, type ServerState } from './transitions.js';
+import { HandlerRun, type Expiry } from './handler-run.js';
 
 /** Where a started server registers, so that closing its transport closes it first (a Transport). */
 export interface ServerRegistry {
@@ -38,6 +39,18 @@ interface ShapeBase<M extends ReceivedMessage> {
   unit: string;
   /** Starts the debug line logged when receiving stops: `rpc server`. */
   label: string;
+  /**
+   * Longest a handler (a batch) may hold its executor slot, ms; undefined = no limit. With one,
+   * `dispatch` gets a HandlerRun, and `expire` is called for a run past it.
+   */
+  handlerTimeout?: number;
+  /**
+   * A run passed `handlerTimeout` before its outcome was claimed; the lifecycle claimed it. Answers
+   * the caller (or settles the messages) as if the handler had thrown `error`, emits the façade's
+   * event, and returns the fields naming the work for the warn log (method, event types). Then the
+   * run's signal aborts and its slot is freed; the handler's promise is left to finish on its own.
+   */
+  expire?(work: M | M[], error: HandlerTimeout, expiry: Expiry): Record<string, unknown>;
 }
 
 /**
@@ -47,7 +60,7 @@ interface ShapeBase<M extends ReceivedMessage> {
  * not finish synchronously. One that throws or rejects anyway is logged; the server goes on.
  */
 export type ServerShape<M extends ReceivedMessage> = ShapeBase<M> &
-  ({ batch?: false; dispatch: (message: M) => Promise<void> | void } | { batch: true; dispatch: (messages: M[]) => Promise<void> | void });
+  ({ batch?: false; dispatch: (message: M, run?: HandlerRun) => Promise<void> | void } | { batch: true; dispatch: (messages: M[], run?: HandlerRun) => Promise<void> | void });
 
 /**
  * One lifecycle, `start()` → `stop()` → `wait()`, then `start()` again if wanted; the table in
@@ -63,13 +76,15 @@ export class MessageHandlingServer<M extends ReceivedMessage = ReceivedMessage> 
   private waiting?: Promise<void>;
   private readonly executor: BoundedExecutor;
   private readonly closer = new CloseOnce((deadlineMs) => this.closeWithin(deadlineMs), true);
-  private readonly dispatch: (work: M | M[]) => Promise<void> | void;
+  private readonly dispatch: (work: M | M[], run?: HandlerRun) => Promise<void> | void;
   private readonly batch: boolean;
+  private readonly timeoutMs: number | undefined;
 
   constructor(private readonly shape: ServerShape<M>) {
     this.executor = new BoundedExecutor(shape.executorSize);
-    this.dispatch = shape.dispatch as (work: M | M[]) => Promise<void> | void;
+    this.dispatch = shape.dispatch as (work: M | M[], run?: HandlerRun) => Promise<void> | void;
     this.batch = shape.batch === true;
+    this.timeoutMs = shape.handlerTimeout;
   }
 
   /** Where the server is in its cycle. */
@@ -235,9 +250,10 @@ export class MessageHandlingServer<M extends ReceivedMessage = ReceivedMessage> 
   /**
    * THE place a handler runs and its executor slot is freed; the caller took the slot. Whatever
    * the dispatch throws or rejects with is logged here and only frees the slot: a handler never
-   * kills the server. (Handler deadlines and their AbortSignal belong here.)
+   * kills the server. With a `handlerTimeout`, see `handleWithin`.
    */
   private handle(work: M | M[]): void {
+    if (this.timeoutMs !== undefined) return this.handleWithin(work, this.timeoutMs);
     let running: Promise<void> | void;
     try {
       running = this.dispatch(work);
@@ -252,6 +268,63 @@ export class MessageHandlingServer<M extends ReceivedMessage = ReceivedMessage> 
   private readonly failedAsync = (err: unknown): void => {
     this.dispatchFailed(err);
     this.executor.release();
+  };
+
+  /**
+   * `handle` under a deadline: a handler still running after `timeoutMs` is given up on (its
+   * outcome answered by `expire`, its signal aborted, its slot freed), so stuck handlers cannot
+   * use up the executor. One finishing synchronously never arms a timer.
+   */
+  private handleWithin(work: M | M[], timeoutMs: number): void {
+    const run = new HandlerRun();
+    let running: Promise<void> | void;
+    try {
+      running = this.dispatch(work, run);
+    } catch (err) {
+      this.dispatchFailed(err);
+      running = undefined;
+    }
+    if (running === undefined) return this.executor.release();
+    const timer = setTimeout(this.expire, timeoutMs, work, run, timeoutMs);
+    running.then(
+      () => this.ended(run, timer),
+      (err: unknown) => {
+        this.dispatchFailed(err);
+        this.ended(run, timer);
+      },
+    );
+  }
+
+  /** The handler's promise settled: its slot is freed, unless the deadline freed it already. */
+  private ended(run: HandlerRun, timer: NodeJS.Timeout): void {
+    clearTimeout(timer);
+    if (!run.expired) return this.executor.release();
+    try {
+      this.shape.logger.debug(`${this.shape.unit} finished after its handlerTimeout; its outcome was dropped`, { elapsedMs: run.elapsedMs() });
+    } catch {
+      // a throwing logger must not surface as an unhandled rejection
+    }
+  }
+
+  /** The deadline: claims the outcome unless the handler is already answering with its own. */
+  private readonly expire = (work: M | M[], run: HandlerRun, timeoutMs: number): void => {
+    if (!run.claim()) return;
+    run.expired = true;
+    const expiry: Expiry = { timeoutMs, elapsedMs: run.elapsedMs() };
+    const error = new HandlerTimeout(`${this.shape.unit} did not finish within handlerTimeout (${timeoutMs} ms)`);
+    let fields: Record<string, unknown> = {};
+    try {
+      fields = this.shape.expire?.(work, error, expiry) ?? {};
+    } catch (err) {
+      this.logError('answering a timed-out handler failed', err);
+    }
+    run.abort(error);
+    this.executor.release();
+    try {
+      this.shape.logger.warn(`${this.shape.unit} ran past handlerTimeout; its executor slot is freed, the handler left to finish on its own`, { ...fields, ...expiry });
+    } catch {
+      // a throwing logger must not keep the slot
+    }
   };
 
   private dispatchFailed(err: unknown): void {

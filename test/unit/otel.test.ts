@@ -2,7 +2,8 @@
 // across transports, W3C keys in the context, attributes, error status, metrics, and zero cost when off.
 import { afterEach, describe, expect, it } from 'vitest';
 import { context, trace } from '@opentelemetry/api';
-import { InvalidArgument } from '../../src/core/errors.js';
+import { HandlerTimeout, InvalidArgument } from '../../src/core/errors.js';
+import { Notifier } from '../../src/notify/notifier.js';
 import { getNotificationTransport, getRpcTransport, type Transport } from '../../src/transport.js';
 import { getRpcClient } from '../../src/rpc/client.js';
 import { getRpcServer } from '../../src/rpc/server.js';
@@ -57,6 +58,31 @@ describe('OpenTelemetry instrumentation (memory://)', () => {
     await waitFor(async () => (await o!.total(OTEL_METRICS.deadLetters, { 'messaging.destination.name': `${topic}.info`, 'tidings.dead_letter.reason': 'malformed' })) === 1, { message: 'malformed counted' });
     await listener.stop();
     await listener.wait();
+  });
+
+  it('counts handlers given up on at their handlerTimeout (RPC and listener), and nothing for handlers in time', async () => {
+    o = createOtelHarness();
+    const url = `memory:///${uniqueName('t-otel')}`;
+    const t = await getRpcTransport(url, { instrumentation: o.instrumentation });
+    transports.push(t);
+    const topic = uniqueName('t');
+    const server = getRpcServer(t, { topic, server: 's' }, [{ hang: () => new Promise(() => {}), quick: () => 1 }], { handlerTimeout: 200 });
+    await server.start();
+    const client = getRpcClient(t, { topic, server: 's' }, { timeout: 30_000 });
+    await expect(client.call({}, 'hang')).rejects.toBeInstanceOf(HandlerTimeout);
+    await expect(client.call({}, 'hang')).rejects.toBeInstanceOf(HandlerTimeout);
+    expect(await client.call({}, 'quick')).toBe(1);
+    await server.close();
+    const nt = await getNotificationTransport(url, { instrumentation: o.instrumentation });
+    transports.push(nt);
+    const ntopic = uniqueName('n');
+    let calls = 0;
+    const listener = getNotificationListener(nt, [new Target({ topic: ntopic })], [{ info: () => (++calls === 1 ? new Promise(() => {}) : undefined) }], { handlerTimeout: 200 });
+    await listener.start();
+    await new Notifier(nt, { topics: [ntopic], publisherId: 'p' }).info({}, 'ev', {});
+    await waitFor(async () => (await o!.total(OTEL_METRICS.handlerTimeouts)) === 3, { timeoutMs: 15_000, message: 'three handler timeouts counted' });
+    await listener.close();
+    expect(await o.total(OTEL_METRICS.handlerTimeouts, { 'messaging.operation.name': 'process' })).toBe(3);
   });
 
   it('makes the caller\'s active span the parent of the call span', async () => {
