@@ -16,6 +16,14 @@ export interface DriverCapabilities {
   readonly callMonitor: boolean;
   /** Notifications are kept by the broker until a consumer takes them. */
   readonly durableNotifications: boolean;
+  /**
+   * Messages sent after a listener's `stop()` go at once to the other listeners of its queue or
+   * pool (true), or wait until its cleanup (false): a consumer group (Kafka) keeps a stopped
+   * member's partitions until it leaves the group, since leaving earlier would fail the commits of
+   * what it is still handling and run those messages twice. Either way none reaches the stopped
+   * listener and none is lost. @default true
+   */
+  readonly stopHandsOver?: boolean;
 }
 
 /** One capability name, e.g. `requeue`. */
