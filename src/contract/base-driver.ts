@@ -3,6 +3,7 @@ import type { Logger, LogFields } from '../core/logger.js';
 import { validateNotificationTarget, validateSendTarget, validateServerTarget, type Target } from '../core/target.js';
 import { redactUrlsIn, type TransportURL } from '../core/transport-url.js';
 import { AbortError, InvalidArgument, InvalidState, MessageDeliveryFailure, NotSupportedError } from '../core/errors.js';
+import { checkOptionalMs, checkRetry } from '../core/checks.js';
 import { requireCapability, type DriverCapabilities } from './capabilities.js';
 import type { DeadLetterStore } from './dead-letters.js';
 import { DeliveryStats, type ConsumerLag, type LagSource } from './delivery-stats.js';
@@ -188,8 +189,8 @@ export abstract class BaseDriver {
         throw new InvalidArgument('collectReplies', 'true only with waitForReply: true and a timeout (the collection window)', options);
       }
       validateSendTarget(target, options.waitForReply === true && !collect);
-      checkDuration('timeout', options.timeout);
-      checkDuration('callMonitorTimeout', options.callMonitorTimeout);
+      checkOptionalMs('timeout', options.timeout);
+      checkOptionalMs('callMonitorTimeout', options.callMonitorTimeout);
       checkRetry(options.retry);
       if (options.signal?.aborted) throw new AbortError('The operation was aborted', { cause: options.signal.reason });
     } catch (err) {
@@ -491,18 +492,10 @@ function cleanedUp(): MessageDeliveryFailure {
   return new MessageDeliveryFailure('The transport was cleaned up while the call was waiting for its reply');
 }
 
-function checkDuration(field: string, value: unknown): void {
-  if (value === undefined) return;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new InvalidArgument(field, 'a non-negative number of milliseconds', value);
-}
 
-function checkRetry(value: unknown): void {
-  if (value === undefined) return;
-  if (!Number.isInteger(value) || (value as number) < -1) throw new InvalidArgument('retry', 'an integer: -1 (forever), 0 (none) or a count of retries', value);
-}
 
 function checkBatchOptions(options: ListenOptions): void {
   const { batchSize, batchTimeout } = options;
   if (batchSize !== undefined && (!Number.isInteger(batchSize) || batchSize < 1)) throw new InvalidArgument('batchSize', 'a positive integer', batchSize);
-  checkDuration('batchTimeout', batchTimeout);
+  checkOptionalMs('batchTimeout', batchTimeout);
 }

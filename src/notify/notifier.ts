@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { EventEmitter } from 'eventemitter3';
 import { GuardedEventEmitter } from '../core/events.js';
 import { InvalidArgument, MessageDeliveryFailure, MessagingError } from '../core/errors.js';
+import { checkRetry } from '../core/checks.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import { toLogger, type LoggerLike } from '../core/logger-adapters.js';
 import { NoOpSerializer, type Serializer } from '../core/serializer.js';
@@ -323,11 +324,6 @@ function checkPublisherId(value: unknown): string | null {
   return value;
 }
 
-function checkRetry(value: unknown): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < -1) throw new InvalidArgument('retry', 'an integer >= -1', value);
-  return value;
-}
 
 function checkTopics(value: unknown): readonly string[] {
   if (!Array.isArray(value) || value.length === 0) throw new InvalidArgument('topics', 'a non-empty array of topic names', value);

@@ -2,6 +2,7 @@
 // `{method, args, namespace?, version?}` message and hands it to the driver.
 import { InvalidArgument, RPCVersionCapError } from '../core/errors.js';
 import { throwIfAborted } from '../core/retry.js';
+import { checkPositiveMs, checkRetry } from '../core/checks.js';
 import { NoOpSerializer, type Serializer } from '../core/serializer.js';
 import { checkVersion, Target, validateSendTarget, versionIsCompatible, type TargetInit } from '../core/target.js';
 import type { Transport } from '../transport.js';
@@ -171,7 +172,7 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
    */
   async call<M extends RpcMethodName<Api>>(ctx: Ctx, method: M, ...rest: CallRest<Api, M, RpcCallOptions>): Promise<RpcResult<Api, M>> {
     const [args, callOptions = {}] = rest as [unknown, RpcCallOptions?];
-    const timeout = callOptions.timeout === undefined ? this.options.timeout : checkDuration('timeout', callOptions.timeout);
+    const timeout = callOptions.timeout === undefined ? this.options.timeout : checkPositiveMs('timeout', callOptions.timeout);
     if (this.chain) {
       checkMethodAndArgs(method, args);
       return (await this.chain({ kind: 'call', target: this.target, method, ctx, args, timeout, signal: callOptions.signal })) as RpcResult<Api, M>;
@@ -213,7 +214,7 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
   /** The innermost step of the middleware chain: the invocation as the middlewares left it. */
   private invoke(inv: RpcClientInvocation<any>): Promise<unknown> {
     if (inv.kind === 'cast') return this.sendCast(inv.ctx, inv.method, inv.args, inv.signal);
-    return this.sendCall(inv.ctx, inv.method, inv.args, checkDuration('timeout', inv.timeout), inv.signal);
+    return this.sendCall(inv.ctx, inv.method, inv.args, checkPositiveMs('timeout', inv.timeout), inv.signal);
   }
 
   /**
@@ -224,7 +225,7 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
    */
   async ping(options: RpcPingOptions = {}): Promise<number> {
     if (!isPlainObject(options as unknown)) throw new InvalidArgument('options', 'an object', options);
-    return pingServer(this, options.timeout === undefined ? this.options.timeout : checkDuration('timeout', options.timeout), options);
+    return pingServer(this, options.timeout === undefined ? this.options.timeout : checkPositiveMs('timeout', options.timeout), options);
   }
 
   /**
@@ -234,7 +235,7 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
    */
   async discover(options: RpcDiscoverOptions = {}): Promise<DiscoveredServer[]> {
     if (!isPlainObject(options as unknown)) throw new InvalidArgument('options', 'an object', options);
-    return discoverServers(this, options.windowMs === undefined ? RPC_DISCOVER_DEFAULTS.windowMs : checkDuration('windowMs', options.windowMs), options);
+    return discoverServers(this, options.windowMs === undefined ? RPC_DISCOVER_DEFAULTS.windowMs : checkPositiveMs('windowMs', options.windowMs), options);
   }
 
   /** Every check oslo does before sending, then the message itself. Throws; sends nothing. */
@@ -291,19 +292,16 @@ function checkMethodAndArgs(method: unknown, args: unknown): asserts args is Rec
 function resolveOptions(options: RpcClientOptions): ResolvedOptions {
   if (!isPlainObject(options as unknown)) throw new InvalidArgument('options', 'an object', options);
   const resolved: ResolvedOptions = {
-    timeout: checkDuration('timeout', options.timeout ?? RPC_CLIENT_DEFAULTS.timeout),
+    timeout: checkPositiveMs('timeout', options.timeout ?? RPC_CLIENT_DEFAULTS.timeout),
     serializer: options.serializer ?? new NoOpSerializer(),
     middleware: checkMiddleware('middleware', options.middleware),
   };
-  if (options.retry !== undefined) {
-    if (!Number.isInteger(options.retry) || options.retry < -1) throw new InvalidArgument('retry', 'an integer >= -1 (-1 = forever)', options.retry);
-    resolved.retry = options.retry;
-  }
+  if (options.retry !== undefined) resolved.retry = checkRetry(options.retry);
   if (options.versionCap !== undefined) {
     checkVersion('versionCap', options.versionCap);
     resolved.versionCap = options.versionCap;
   }
-  if (options.callMonitorTimeout !== undefined) resolved.callMonitorTimeout = checkDuration('callMonitorTimeout', options.callMonitorTimeout);
+  if (options.callMonitorTimeout !== undefined) resolved.callMonitorTimeout = checkPositiveMs('callMonitorTimeout', options.callMonitorTimeout);
   if (options.contract !== undefined) {
     if (!isRpcContract(options.contract)) throw new InvalidArgument('contract', 'a contract from defineRpcContract()', options.contract);
     resolved.contract = options.contract;
@@ -315,10 +313,6 @@ function resolveOptions(options: RpcClientOptions): ResolvedOptions {
   return resolved;
 }
 
-function checkDuration(field: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new InvalidArgument(field, 'a positive finite number of milliseconds', value);
-  return value;
-}
 
 /**
  * Creates an RPC client for `target`. `Api` (an endpoint class or interface) types the

@@ -180,7 +180,7 @@ export async function started<S extends Startable>(env: ConformanceEnv, s: S): P
 const stopping = new WeakMap<Startable, Promise<void>>();
 
 /** stop() then wait(), once per object: teardown reuses a stop the test already did. */
-export function stopAndWait(s: Startable): Promise<void> {
+function stopAndWait(s: Startable): Promise<void> {
   let done = stopping.get(s);
   if (!done) {
     done = (async () => {
