@@ -53,7 +53,8 @@ afterEach(() => {
 describe('kafkajs idle timer loop (librdkafka mock cluster)', () => {
   const kafka = useKafkaMock();
 
-  it('an idle listener arms no timers on its connections; queued produce requests still go out and are consumed', async () => {
+  /** A tidings transport with a listener on a new topic, torn down with the mock; `seen` collects payload `n`s. */
+  async function listening(): Promise<{ seen: number[]; notifier: Notifier }> {
     const url = `${kafka.broker.url}/?${SHORT_GROUP_QUERY}&consumer_group=${uniqueName('g')}`;
     const transport: Transport = await getNotificationTransport(url);
     kafka.closers.push(() => transport.cleanup());
@@ -66,6 +67,11 @@ describe('kafkajs idle timer loop (librdkafka mock cluster)', () => {
       await listener.wait();
     });
     const notifier = new Notifier(transport, { publisherId: 'idle.test', driver: 'messagingv2', topics: [topic] });
+    return { seen, notifier };
+  }
+
+  it('an idle listener arms no timers on its connections; queued produce requests still go out and are consumed', async () => {
+    const { seen, notifier } = await listening();
     // The adapter is loaded (and the fix applied) by now: count from here on.
     const timers = countArmedTimers();
     counters.push(timers);
@@ -88,18 +94,7 @@ describe('kafkajs idle timer loop (librdkafka mock cluster)', () => {
   });
 
   it("an application's own kafkajs client in the same process is left as kafkajs ships it", async () => {
-    const url = `${kafka.broker.url}/?${SHORT_GROUP_QUERY}&consumer_group=${uniqueName('g')}`;
-    const transport: Transport = await getNotificationTransport(url);
-    kafka.closers.push(() => transport.cleanup());
-    const topic = uniqueName('t');
-    const seen: number[] = [];
-    const listener = getNotificationListener(transport, [new Target({ topic })], [{ info: (_c: unknown, _p: unknown, _e: string, payload: { n: number }) => void seen.push(payload.n) }]);
-    await listener.start();
-    kafka.closers.push(async () => {
-      await listener.stop();
-      await listener.wait();
-    });
-    const notifier = new Notifier(transport, { publisherId: 'idle.test', driver: 'messagingv2', topics: [topic] });
+    const { seen, notifier } = await listening();
     await notifier.info({}, 'ev', { n: 0 });
     await waitFor(() => seen.length === 1, { timeoutMs: 20_000, message: 'the notification was consumed' });
     // tidings' kafkajs clients are up and quiet; kafkajs's own class is as it shipped.
