@@ -128,7 +128,9 @@ function toFound(dead: string, id: string, address: string, record: IncomingReco
     deadAt: h[HEADERS.deadAt] ?? new Date(0).toISOString(),
     deliveries: Number.isInteger(deliveries) ? deliveries : 0,
   };
-  return { letter, dead, record, origin: h[HEADERS.originalTopic] ?? deadLetterOrigin(dead) };
+  // A replay goes to `origin`: a header naming a topic whose dead letters are not these is not obeyed.
+  const named = h[HEADERS.originalTopic];
+  return { letter, dead, record, origin: named !== undefined && deadLetterTopic(named) === dead ? named : deadLetterOrigin(dead) };
 }
 
 function checkQuery(query: DeadLetterQuery): void {
