@@ -75,6 +75,8 @@ const FIELDS = {
   securityProtocol: enumOption(['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'], { default: 'PLAINTEXT', query: 'security_protocol' }),
   /** SASL mechanism; user and password come from the URL's first host (`sasl_mechanism`). @default 'PLAIN' */
   saslMechanism: enumOption(['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'], { default: 'PLAIN', query: 'sasl_mechanism' }),
+  /** Check that a broker's certificate names the host connected to (DNS name or IP SAN), as the other drivers do; `false` turns only that check off, the chain is still verified (`ssl_enforce_hostname_verification`). @default true */
+  sslEnforceHostnameVerification: booleanOption({ default: true, query: 'ssl_enforce_hostname_verification' }),
   /** CA bundle path for SSL (`ssl_cafile`). @default undefined */
   sslCaFile: stringOption({ default: undefined, query: 'ssl_cafile', expected: 'a non-empty path string' }),
 };

@@ -1,7 +1,6 @@
 // The kafkajs adapter (the default client): one Kafka instance per transport, a lazy idempotent
 // producer and admin, and one kafkajs consumer per listener with eachBatch and manual commits.
 // Its Kafka instance's connections do not run kafkajs 2.2's idle timer loop (kafkajs-idle-fix.ts).
-import { readFileSync } from 'node:fs';
 import {
   AssignerProtocol,
   CompressionTypes,
@@ -24,6 +23,7 @@ import { isUnsupportedApi, toMessagingError } from '../errors.js';
 import { fixKafkajsIdleLoop } from './kafkajs-idle-fix.js';
 import { coverConsumerStop } from './kafkajs-stop-fix.js';
 import { startReader } from './kafkajs-reader.js';
+import { tlsOptionsOf } from './tls.js';
 import type { ResolvedKafkaOptions } from '../options.js';
 import { PARTITION_ASSIGNER, readerGroup } from '../topology.js';
 
@@ -100,7 +100,8 @@ class KafkajsClient implements KafkaClientAdapter {
       // kafkajs logs rebalances and reconnects as errors; they are expected here.
       logCreator: () => (entry) => this.logger.debug('kafkajs', { namespace: entry.namespace, message: entry.log.message, level: entry.level }),
     };
-    if (options.securityProtocol === 'SSL' || options.securityProtocol === 'SASL_SSL') config.ssl = options.sslCaFile ? { ca: [readFileSync(options.sslCaFile, 'utf8')] } : true;
+    const tls = tlsOptionsOf(options);
+    if (tls) config.ssl = tls;
     if (options.securityProtocol.startsWith('SASL')) {
       const mechanism = options.saslMechanism.toLowerCase() as 'plain' | 'scram-sha-256' | 'scram-sha-512';
       config.sasl = { mechanism, username: options.username ?? '', password: options.password ?? '' } as SASLOptions;
