@@ -19,8 +19,3 @@ export function leaseReplyTopic(): string {
 export function releaseReplyTopic(topic: string): void {
   if (!free.includes(topic)) free.push(topic);
 }
-
-/** How many reply topics wait for a transport (for tests). */
-export function freeReplyTopics(): number {
-  return free.length;
-}
