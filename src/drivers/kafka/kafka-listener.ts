@@ -21,6 +21,7 @@ import type { ListenerSink } from '../../contract/push-listener.js';
 import type { Logger } from '../../core/logger.js';
 import { partitionKey, type Assignment, type IncomingRecord, type KafkaClientAdapter, type KafkaConsumerHandle } from './client/index.js';
 import type { KafkaConnection } from './connection.js';
+import { KafkaDeadLetters } from './dead-letters.js';
 import { PartitionOffsets } from './offset-tracker.js';
 import type { ResolvedKafkaOptions } from './options.js';
 import { delayUntil, parseRetryHeaders, type ParsedRetryHeaders } from './retry-headers.js';
@@ -71,6 +72,9 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
   private handover?: { readonly generation: number; readonly keys: Set<string>; readonly ready: Promise<void> };
   /** Committed offsets read after the handover: records below were handled by the previous owner. */
   private handedOver = new Map<string, number>();
+  /** Dead-letter topics being trimmed to `dead_letter_max_len`; `again` once more arrived meanwhile. */
+  private readonly trims = new Map<string, { again: boolean }>();
+  private readonly deadLetters: KafkaDeadLetters;
   /** Retry topic of each `<topic>.<priority>` topic of the listener. */
   private readonly retryTopics: Map<string, string>;
   /** The topic each topic this consumer reads stands for: itself, or (a retry topic) the one it retries. */
@@ -98,6 +102,7 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
   ) {
     super('notification', { logger, dedupWindow: options.dedupWindow, replies, stats, pool: group });
     this.retryTopics = new Map(topics.map((t) => [t, retryTopic(t, group)]));
+    this.deadLetters = new KafkaDeadLetters({ vhost: options.vhost, conn, logger });
     if (role === 'listener') {
       this.reads = topics;
       this.origins = new Map(topics.map((t) => [t, t]));
@@ -182,7 +187,10 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
       .produce({ topic, key: record.key ?? undefined, value, headers })
       .then(
         () => {
-          if (dead) this.stats?.deadLettered(delivery.originalTopic, 'max_deliveries', this.group);
+          if (dead) {
+            this.stats?.deadLettered(delivery.originalTopic, 'max_deliveries', this.group);
+            this.trimDeadLetters(topic);
+          }
           this.settle(delivery, generation);
         },
         (err: unknown) => this.logger.error('Could not re-publish a requeued notification; it is read again after the next rebalance', { topic, partition: record.partition, offset: record.offset, err }),
@@ -403,10 +411,34 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
     this.conn.produce({ topic, key: record.key ?? undefined, value: record.value?.toString('utf8') ?? '', headers }).then(
       () => {
         this.stats?.deadLettered(originalTopic, 'malformed', this.group);
+        this.trimDeadLetters(topic);
         this.settle(delivery, generation);
       },
       (err: unknown) => this.logger.error('Could not dead-letter a record with malformed headers; it is read again after the next rebalance', { ...where, err }),
     );
+  }
+
+  /** With `dead_letter_max_len`: trims `dead` once more dead letters arrived; one trim per topic at a time (each reads the topic). */
+  private trimDeadLetters(dead: string): void {
+    const max = this.options.deadLetterMaxLen;
+    if (max <= 0) return;
+    const running = this.trims.get(dead);
+    if (running) {
+      running.again = true;
+      return;
+    }
+    const state = { again: false };
+    this.trims.set(dead, state);
+    const run = (): Promise<void> =>
+      this.deadLetters
+        .trim(dead, max)
+        .catch((err: unknown) => this.logger.warn('Could not trim the dead letters to dead_letter_max_len', { topic: dead, err }))
+        .then(() => {
+          if (!state.again || this.cleaning) return void this.trims.delete(dead);
+          state.again = false;
+          return run();
+        });
+    void run();
   }
 
   private offsetsOf(key: string): PartitionOffsets {
