@@ -16,6 +16,7 @@ import { uniqueName } from '../../src/testing/wait.js';
 import { generateCa, issueServerCertificateFor, type CertificateAuthority } from '../support/tls.js';
 import { startTlsProxy, type TlsProxy } from '../support/tls-proxy.js';
 import { useKafkaMock } from '../support/kafka-raw.js';
+import { startFakeSaslBroker } from '../support/kafka-fake-sasl.js';
 
 const q = encodeURIComponent;
 let scratch: string;
@@ -103,5 +104,27 @@ describe('Kafka TLS and SASL (librdkafka mock cluster behind a TLS proxy)', () =
     expect(lines.join('\n')).toContain('alice:***@');
     expect(text).not.toContain(password);
     expect(lines.join('\n')).not.toContain(password);
+  }, 30_000);
+
+  it.each(['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'])('SASL %s against a broker that refuses it: the URL user and mechanism are sent; the error is final and hides the password', async (mechanism) => {
+    const fake = await startFakeSaslBroker();
+    try {
+      const password = `pw-${uniqueName('secret')}`;
+      const lines: string[] = [];
+      const err = await castFails(`kafka://alice:${q(password)}@127.0.0.1:${fake.port}/?security_protocol=SASL_PLAINTEXT&sasl_mechanism=${mechanism}&${fast}`, lines);
+      expect(fake.mechanisms[0]).toBe(mechanism);
+      const first = fake.authentications[0]?.toString('utf8') ?? '';
+      expect(first).toContain(mechanism === 'PLAIN' ? '\0alice\0' : 'n=alice');
+      if (mechanism === 'PLAIN') expect(first).toContain(password);
+      expect(err).toBeInstanceOf(MessagingError);
+      expect(causes(err).some((c) => c instanceof ConnectionError)).toBe(true);
+      expect((err as MessagingError).retriable).toBe(false);
+      const text = errorText(err);
+      expect(text).toMatch(/SASL|authentication/i);
+      expect(text).not.toContain(password);
+      expect(lines.join('\n')).not.toContain(password);
+    } finally {
+      await fake.close();
+    }
   }, 30_000);
 });
