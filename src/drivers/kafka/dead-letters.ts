@@ -83,23 +83,42 @@ export class KafkaDeadLetters implements DeadLetterStore {
     return found.length;
   }
 
+  /**
+   * Keeps the newest `maxLen` live dead letters of the dead-letter topic `dead` (the
+   * `dead_letter_max_len` option): the oldest beyond are removed with a marker (Kafka keeps
+   * their records until the topic's retention drops them) and logged. Returns how many.
+   */
+  async trim(dead: string, maxLen: number): Promise<number> {
+    const live = await this.findIn(dead, deadLetterOrigin(dead), undefined);
+    if (live.length <= maxLen) return 0;
+    const dropped = live.slice(0, live.length - maxLen);
+    await this.remove(dropped);
+    this.deps.logger.warn('Dropped the oldest dead letters: more than dead_letter_max_len', { topic: dead, dropped: dropped.length, maxLen, oldestDeadAt: dropped[0].letter.deadAt });
+    return dropped.length;
+  }
+
   /** The live dead letters of the query's address, oldest first, at most `limit`. */
   private async find(query: DeadLetterQuery, limit: number | undefined): Promise<Found[]> {
     checkQuery(query);
-    const dead = deadLetterTopic(withVhost(query.address, this.deps.vhost));
+    const found = await this.findIn(deadLetterTopic(withVhost(query.address, this.deps.vhost)), query.address, query.ids);
+    return limit === undefined ? found : found.slice(0, limit);
+  }
+
+  /** The live dead letters of the dead-letter topic `dead` (of `address`), oldest first; only `ids` when given. */
+  private async findIn(dead: string, address: string, ids: readonly string[] | undefined): Promise<Found[]> {
     const client = await this.deps.conn.getClient();
     const records = await client.readTopic(dead);
     const removed = new Set<string>();
     for (const r of records) for (const id of r.headers[HEADERS.removes]?.split(',') ?? []) removed.add(id);
-    const wanted = query.ids === undefined ? undefined : new Set(query.ids);
+    const wanted = ids === undefined ? undefined : new Set(ids);
     const out: Found[] = [];
     for (const record of records) {
       const id = `${record.partition}:${record.offset}`;
       if (record.headers[HEADERS.removes] !== undefined || removed.has(id) || (wanted && !wanted.has(id))) continue;
-      out.push(toFound(dead, id, query.address, record));
+      out.push(toFound(dead, id, address, record));
     }
     out.sort((a, b) => (a.letter.deadAt < b.letter.deadAt ? -1 : a.letter.deadAt > b.letter.deadAt ? 1 : 0));
-    return limit === undefined ? out : out.slice(0, limit);
+    return out;
   }
 
   /** Writes the markers removing `found` from its topic; resolves once the broker acknowledged them. */
@@ -128,7 +147,9 @@ function toFound(dead: string, id: string, address: string, record: IncomingReco
     deadAt: h[HEADERS.deadAt] ?? new Date(0).toISOString(),
     deliveries: Number.isInteger(deliveries) ? deliveries : 0,
   };
-  return { letter, dead, record, origin: h[HEADERS.originalTopic] ?? deadLetterOrigin(dead) };
+  // A replay goes to `origin`: a header naming a topic whose dead letters are not these is not obeyed.
+  const named = h[HEADERS.originalTopic];
+  return { letter, dead, record, origin: named !== undefined && deadLetterTopic(named) === dead ? named : deadLetterOrigin(dead) };
 }
 
 function checkQuery(query: DeadLetterQuery): void {

@@ -21,8 +21,10 @@ import type { ListenerSink } from '../../contract/push-listener.js';
 import type { Logger } from '../../core/logger.js';
 import { partitionKey, type Assignment, type IncomingRecord, type KafkaClientAdapter, type KafkaConsumerHandle } from './client/index.js';
 import type { KafkaConnection } from './connection.js';
+import { KafkaDeadLetters } from './dead-letters.js';
 import { PartitionOffsets } from './offset-tracker.js';
 import type { ResolvedKafkaOptions } from './options.js';
+import { delayUntil, parseRetryHeaders, type ParsedRetryHeaders } from './retry-headers.js';
 import { deadLetterTopic, HEADERS, retryGroup, retryTopic } from './topology.js';
 
 /** How long records of a newly owned partition wait for the previous owner's late commits (see the file comment). */
@@ -70,8 +72,13 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
   private handover?: { readonly generation: number; readonly keys: Set<string>; readonly ready: Promise<void> };
   /** Committed offsets read after the handover: records below were handled by the previous owner. */
   private handedOver = new Map<string, number>();
+  /** Dead-letter topics being trimmed to `dead_letter_max_len`; `again` once more arrived meanwhile. */
+  private readonly trims = new Map<string, { again: boolean }>();
+  private readonly deadLetters: KafkaDeadLetters;
   /** Retry topic of each `<topic>.<priority>` topic of the listener. */
   private readonly retryTopics: Map<string, string>;
+  /** The topic each topic this consumer reads stands for: itself, or (a retry topic) the one it retries. */
+  private readonly origins: ReadonlyMap<string, string>;
   /** The topics this consumer reads: the listener's, or (the retry reader) their retry topics. */
   private readonly reads: readonly string[];
   /** The Kafka consumer group of this consumer: `group`, or (the retry reader) `retryGroup(group)`. */
@@ -95,12 +102,15 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
   ) {
     super('notification', { logger, dedupWindow: options.dedupWindow, replies, stats, pool: group });
     this.retryTopics = new Map(topics.map((t) => [t, retryTopic(t, group)]));
+    this.deadLetters = new KafkaDeadLetters({ vhost: options.vhost, conn, logger });
     if (role === 'listener') {
       this.reads = topics;
+      this.origins = new Map(topics.map((t) => [t, t]));
       this.groupId = group;
       this.retries = new KafkaNotificationListener(conn, topics, group, options, logger.child({ retries: true }), replies, stats, 'retries');
     } else {
       this.reads = [...this.retryTopics.values()];
+      this.origins = new Map([...this.retryTopics].map(([t, retry]) => [retry, t]));
       this.groupId = retryGroup(group);
     }
   }
@@ -177,7 +187,10 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
       .produce({ topic, key: record.key ?? undefined, value, headers })
       .then(
         () => {
-          if (dead) this.stats?.deadLettered(delivery.originalTopic, 'max_deliveries', this.group);
+          if (dead) {
+            this.stats?.deadLettered(delivery.originalTopic, 'max_deliveries', this.group);
+            this.trimDeadLetters(topic);
+          }
           this.settle(delivery, generation);
         },
         (err: unknown) => this.logger.error('Could not re-publish a requeued notification; it is read again after the next rebalance', { topic, partition: record.partition, offset: record.offset, err }),
@@ -297,7 +310,7 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
       });
     }
     // Only the retry reader reads copies requeued with a backoff (the `notBefore` header).
-    const due = this.retries === undefined ? firstNotDue(records) : -1;
+    const due = this.retries === undefined ? this.firstNotDue(records) : -1;
     if (due !== -1) return this.holdUntilDue(records, key, due);
     this.handOut(records, key);
     if (this.inbound.unsettled >= this.options.maxPollRecords && !this.stopped) {
@@ -314,7 +327,7 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
   private holdUntilDue(records: readonly IncomingRecord[], key: string, due: number): Promise<void> {
     if (due > 0) this.handOut(records.slice(0, due), key);
     const generation = this.generation;
-    return this.sleep(notBeforeOf(records[due]) - Date.now()).then(() => {
+    return this.sleep(delayUntil(this.notBeforeOf(records[due]), Date.now())).then(() => {
       if (generation === this.generation) return this.onRecords(records.slice(due));
     });
   }
@@ -349,16 +362,83 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
         this.logger.debug('Skipping a record read again in the same group generation', { topic: record.topic, partition: record.partition, offset: record.offset });
         continue;
       }
-      const delivery = deliveryOf(record, offset, offsets);
+      const parsed = this.headersOf(record);
+      const origin = parsed.ok ? parsed.headers.originalTopic : parsed.originalTopic;
+      const delivery: TrackedDelivery = { record, offset, offsets, deliveries: parsed.ok ? parsed.headers.previousDeliveries + 1 : 1, originalTopic: origin };
       if (done !== undefined && offset < done) {
         // Settled here in an earlier generation (its commit had not gone through), or by the previous owner.
         this.settle(delivery, generation);
+        continue;
+      }
+      if (!parsed.ok) {
+        this.setAside(delivery, parsed.reason, generation);
         continue;
       }
       const message = this.receive(record.value ?? '', delivery, generation);
       if (beforeDispatch) this.settle(delivery, generation);
       if (message !== undefined) this.sink!.deliver(message);
     }
+  }
+
+  /** A record's retry headers (delivery count, original topic, due time), checked against what this listener writes. */
+  private headersOf(record: IncomingRecord): ParsedRetryHeaders {
+    return parseRetryHeaders(record, { originalTopic: this.origins.get(record.topic) ?? record.topic, requeueBackoff: this.options.requeueBackoff, now: Date.now() });
+  }
+
+  /** When a retry copy is due, ms since the epoch; 0 for any other record, and for forged headers (handOut sets those aside). */
+  private notBeforeOf(record: IncomingRecord): number {
+    const parsed = this.headersOf(record);
+    return parsed.ok ? parsed.headers.notBefore : 0;
+  }
+
+  /** The index of the first record whose requeue backoff is not over yet, or -1. */
+  private firstNotDue(records: readonly IncomingRecord[]): number {
+    const now = Date.now();
+    for (let i = 0; i < records.length; i++) if (this.notBeforeOf(records[i]) > now) return i;
+    return -1;
+  }
+
+  /**
+   * A record whose tidings headers tidings could not have written (forged, or corrupted): never
+   * obeyed, nor handled; it goes to the dead letters of the topic it was read for, with why.
+   */
+  private setAside(delivery: TrackedDelivery, reason: string, generation: number): void {
+    const { record, originalTopic } = delivery;
+    const topic = deadLetterTopic(originalTopic);
+    const where = { topic: record.topic, partition: record.partition, offset: record.offset, group: this.group, deadLetterTopic: topic, reason };
+    this.logger.warn('Dead-lettering a record with malformed tidings headers (not handled)', where);
+    const headers = { [HEADERS.deliveries]: '1', [HEADERS.originalTopic]: originalTopic, [HEADERS.group]: this.group, [HEADERS.error]: `malformed headers: ${reason}`, [HEADERS.deadAt]: new Date().toISOString(), [HEADERS.consumer]: this.conn.clientId };
+    this.conn.produce({ topic, key: record.key ?? undefined, value: record.value?.toString('utf8') ?? '', headers }).then(
+      () => {
+        this.stats?.deadLettered(originalTopic, 'malformed', this.group);
+        this.trimDeadLetters(topic);
+        this.settle(delivery, generation);
+      },
+      (err: unknown) => this.logger.error('Could not dead-letter a record with malformed headers; it is read again after the next rebalance', { ...where, err }),
+    );
+  }
+
+  /** With `dead_letter_max_len`: trims `dead` once more dead letters arrived; one trim per topic at a time (each reads the topic). */
+  private trimDeadLetters(dead: string): void {
+    const max = this.options.deadLetterMaxLen;
+    if (max <= 0) return;
+    const running = this.trims.get(dead);
+    if (running) {
+      running.again = true;
+      return;
+    }
+    const state = { again: false };
+    this.trims.set(dead, state);
+    const run = (): Promise<void> =>
+      this.deadLetters
+        .trim(dead, max)
+        .catch((err: unknown) => this.logger.warn('Could not trim the dead letters to dead_letter_max_len', { topic: dead, err }))
+        .then(() => {
+          if (!state.again || this.cleaning) return void this.trims.delete(dead);
+          state.again = false;
+          return run();
+        });
+    void run();
   }
 
   private offsetsOf(key: string): PartitionOffsets {
@@ -452,22 +532,3 @@ function laterOf(a: number | undefined, b: number | undefined): number | undefin
   return a === undefined || (b !== undefined && b > a) ? b : a;
 }
 
-/** When a retry copy requeued with a backoff is due, ms since the epoch; 0 for any other record. */
-function notBeforeOf(record: IncomingRecord): number {
-  const at = record.headers[HEADERS.notBefore];
-  return at === undefined ? 0 : Number(at) || 0;
-}
-
-/** The index of the first record whose requeue backoff is not over yet, or -1. */
-function firstNotDue(records: readonly IncomingRecord[]): number {
-  const now = Date.now();
-  for (let i = 0; i < records.length; i++) if (notBeforeOf(records[i]) > now) return i;
-  return -1;
-}
-
-/** The delivery of a record: a retry copy carries its delivery count and original topic in headers. */
-function deliveryOf(record: IncomingRecord, offset: number, offsets: PartitionOffsets): TrackedDelivery {
-  const count = Number(record.headers[HEADERS.deliveries]);
-  const original = record.headers[HEADERS.originalTopic];
-  return { record, offset, offsets, deliveries: Number.isInteger(count) && count > 0 ? count + 1 : 1, originalTopic: original ?? record.topic };
-}

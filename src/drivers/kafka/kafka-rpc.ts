@@ -19,7 +19,8 @@ import type { Target } from '../../core/target.js';
 import { partitionKey, type IncomingRecord, type KafkaConsumerHandle, type KafkaReaderHandle, type OutgoingRecord } from './client/index.js';
 import type { KafkaConnection } from './connection.js';
 import type { ResolvedKafkaOptions } from './options.js';
-import { fanoutTopic, HEADERS, newReplyTopic, requestTopic, serverGroup } from './topology.js';
+import { leaseReplyTopic, releaseReplyTopic } from './reply-topics.js';
+import { fanoutTopic, HEADERS, requestTopic, serverGroup } from './topology.js';
 
 /** The delivery handle of a request (`unwrap()` returns it). */
 export interface KafkaRpcDelivery {
@@ -30,8 +31,8 @@ export interface KafkaRpcDelivery {
 
 /** The caller and replier side of one transport: requests out, replies in and out. */
 export class KafkaRpc implements ReplySender {
-  /** This transport's reply topic (`reply_<hex>`), created on the first call. */
-  readonly replyTopic = newReplyTopic();
+  /** This transport's reply topic (`reply_<hex>`, leased from this process's: reply-topics.ts), created on the first call. */
+  readonly replyTopic = leaseReplyTopic();
   private replyReader?: Promise<KafkaReaderHandle>;
   private closed = false;
 
@@ -77,12 +78,14 @@ export class KafkaRpc implements ReplySender {
     }
   }
 
-  /** Stops reading replies (the driver fails the waiting calls). The reply topic stays: see README. */
+  /** Stops reading replies (the driver fails the waiting calls); the reply topic goes back for the next transport to reuse. */
   async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
     const reader = this.replyReader;
     this.replyReader = undefined;
     await reader?.then((r) => r.close()).catch(() => undefined);
+    releaseReplyTopic(this.replyTopic);
   }
 
   /** Creates the reply topic (or has it auto-created) and reads it from its end, once per transport. */

@@ -47,6 +47,8 @@ const FIELDS = {
   offsetReset: enumOption(['earliest', 'latest'], { default: 'earliest', query: 'auto_offset_reset' }),
   /** Deliveries of one notification (first plus requeues) before it goes to `<topic>.dlq` (`max_deliveries`). @default 5 */
   maxDeliveries: intOption({ default: 5, min: 1, query: 'max_deliveries' }),
+  /** Most live dead letters kept per `<topic>.dlq` (`dead_letter_max_len`): after a listener dead-letters, the oldest beyond are removed with a marker and logged (their records stay until the topic's retention drops them); 0 keeps all. @default 0 */
+  deadLetterMaxLen: intOption({ default: 0, min: 0, query: 'dead_letter_max_len' }),
   /** Wait before a requeued notification is delivered again, ms (`requeue_backoff_ms`): its retry copy carries the time it is due, and the retry reader holds it (and what follows it on its retry partition, due later) until then. @default 0 */
   requeueBackoff: msOption({ default: 0, query: 'requeue_backoff_ms' }),
   /** Records a listener holds unsettled before it stops fetching (`max_poll_records`). @default 500 */
@@ -75,6 +77,8 @@ const FIELDS = {
   securityProtocol: enumOption(['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'], { default: 'PLAINTEXT', query: 'security_protocol' }),
   /** SASL mechanism; user and password come from the URL's first host (`sasl_mechanism`). @default 'PLAIN' */
   saslMechanism: enumOption(['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'], { default: 'PLAIN', query: 'sasl_mechanism' }),
+  /** Check that a broker's certificate names the host connected to (DNS name or IP SAN), as the other drivers do; `false` turns only that check off, the chain is still verified (`ssl_enforce_hostname_verification`). @default true */
+  sslEnforceHostnameVerification: booleanOption({ default: true, query: 'ssl_enforce_hostname_verification' }),
   /** CA bundle path for SSL (`ssl_cafile`). @default undefined */
   sslCaFile: stringOption({ default: undefined, query: 'ssl_cafile', expected: 'a non-empty path string' }),
 };

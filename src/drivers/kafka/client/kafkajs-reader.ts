@@ -130,7 +130,14 @@ class KafkajsReader implements KafkaReaderHandle {
 
   /** A loop for every leader that has none (after start, or when leadership moved). */
   private startLoops(): void {
-    const leaders = new Set(this.topics.flatMap((topic) => this.cluster.findTopicPartitionMetadata(topic).map((p) => p.leader)));
+    let leaders: Set<number>;
+    try {
+      leaders = new Set(this.topics.flatMap((topic) => this.cluster.findTopicPartitionMetadata(topic).map((p) => p.leader)));
+    } catch (err) {
+      // No metadata (the brokers are gone): the loop that failed keeps backing off and retries.
+      this.logger.debug('No metadata for a direct reader yet', { err });
+      return;
+    }
     for (const nodeId of leaders) {
       if (this.loops.has(nodeId) || this.closed) continue;
       const loop = this.runLoop(nodeId).finally(() => this.loops.delete(nodeId));
@@ -141,9 +148,10 @@ class KafkajsReader implements KafkaReaderHandle {
   private async runLoop(nodeId: number): Promise<void> {
     let failures = 0;
     while (!this.closed) {
-      const mine = this.partitionsLedBy(nodeId);
-      if (mine.size === 0) return;
       try {
+        // Throws while the metadata is not loaded (the brokers are gone): backs off like a failed fetch.
+        const mine = this.partitionsLedBy(nodeId);
+        if (mine.size === 0) return;
         const broker = await this.cluster.findBroker({ nodeId: String(nodeId) });
         const response = await broker.fetch({
           replicaId: -1,

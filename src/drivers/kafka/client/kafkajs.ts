@@ -1,7 +1,6 @@
 // The kafkajs adapter (the default client): one Kafka instance per transport, a lazy idempotent
 // producer and admin, and one kafkajs consumer per listener with eachBatch and manual commits.
 // Its Kafka instance's connections do not run kafkajs 2.2's idle timer loop (kafkajs-idle-fix.ts).
-import { readFileSync } from 'node:fs';
 import {
   AssignerProtocol,
   CompressionTypes,
@@ -22,7 +21,9 @@ import type { Assignment, ConsumerHandlers, ConsumerSettings, IncomingRecord, Ka
 import { partitionKey, partitionLag } from './adapter.js';
 import { isUnsupportedApi, toMessagingError } from '../errors.js';
 import { fixKafkajsIdleLoop } from './kafkajs-idle-fix.js';
+import { coverConsumerStop } from './kafkajs-stop-fix.js';
 import { startReader } from './kafkajs-reader.js';
+import { tlsOptionsOf } from './tls.js';
 import type { ResolvedKafkaOptions } from '../options.js';
 import { PARTITION_ASSIGNER, readerGroup } from '../topology.js';
 
@@ -99,7 +100,8 @@ class KafkajsClient implements KafkaClientAdapter {
       // kafkajs logs rebalances and reconnects as errors; they are expected here.
       logCreator: () => (entry) => this.logger.debug('kafkajs', { namespace: entry.namespace, message: entry.log.message, level: entry.level }),
     };
-    if (options.securityProtocol === 'SSL' || options.securityProtocol === 'SASL_SSL') config.ssl = options.sslCaFile ? { ca: [readFileSync(options.sslCaFile, 'utf8')] } : true;
+    const tls = tlsOptionsOf(options);
+    if (tls) config.ssl = tls;
     if (options.securityProtocol.startsWith('SASL')) {
       const mechanism = options.saslMechanism.toLowerCase() as 'plain' | 'scram-sha-256' | 'scram-sha-512';
       config.sasl = { mechanism, username: options.username ?? '', password: options.password ?? '' } as SASLOptions;
@@ -230,6 +232,7 @@ class KafkajsClient implements KafkaClientAdapter {
 
   async consume(settings: ConsumerSettings, handlers: ConsumerHandlers): Promise<KafkaConsumerHandle> {
     const o = this.options;
+    coverConsumerStop(settings.groupId, this.logger);
     const consumer = this.kafka.consumer({
       groupId: settings.groupId,
       sessionTimeout: o.sessionTimeout,
@@ -251,7 +254,7 @@ class KafkajsClient implements KafkaClientAdapter {
       joined();
     });
     consumer.on(consumer.events.REBALANCING, () => handlers.onRebalance());
-    const handle = new KafkajsConsumer(consumer, settings.topics);
+    const handle = new KafkajsConsumer(consumer, settings.topics, o.shutdownTimeout, this.logger);
     // kafkajs restarts a consumer after retriable errors only; after any other (the mock answers
     // a SyncGroup that lost a race with INVALID_REQUEST) it leaves it stopped and the listener
     // would read nothing ever again. Run it again, as a fresh member, until closed.
@@ -344,7 +347,8 @@ class KafkajsClient implements KafkaClientAdapter {
     const admin = this.admin;
     this.producer = undefined;
     this.admin = undefined;
-    await Promise.all([producer?.then((p) => p.disconnect()).catch(() => undefined), admin?.then((a) => a.disconnect()).catch(() => undefined)]);
+    const closing = Promise.all([producer?.then((p) => p.disconnect()), admin?.then((a) => a.disconnect())]);
+    await withDeadline(closing, this.options.shutdownTimeout, () => this.logger.warn('The Kafka producer did not disconnect in time (brokers unreachable?)', { timeoutMs: this.options.shutdownTimeout }));
   }
 
   private getProducer(): Promise<Producer> {
@@ -381,6 +385,9 @@ class KafkajsConsumer implements KafkaConsumerHandle {
   constructor(
     private readonly consumer: Consumer,
     private readonly topics: readonly string[],
+    /** Longest close() waits for kafkajs's disconnect (leaving the group retries while the brokers are gone). */
+    private readonly closeTimeoutMs: number,
+    private readonly logger: Logger,
   ) {}
 
   pause(): void {
@@ -400,9 +407,24 @@ class KafkajsConsumer implements KafkaConsumerHandle {
   }
 
   close(): Promise<void> {
-    this.closing ??= this.consumer.disconnect().catch(() => undefined);
+    this.closing ??= withDeadline(this.consumer.disconnect(), this.closeTimeoutMs, () =>
+      this.logger.warn('The Kafka consumer did not disconnect in time (brokers unreachable?); left to finish in the background', { timeoutMs: this.closeTimeoutMs }),
+    );
     return this.closing;
   }
+}
+
+/** Waits for `work` (never rejects) at most `ms`; past it, calls `onLate` and resolves, leaving `work` running. */
+export function withDeadline(work: Promise<unknown>, ms: number, onLate: () => void): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      onLate();
+      resolve();
+    }, ms);
+    timer.unref();
+  });
+  return Promise.race([work.then(() => undefined, () => undefined), late]).finally(() => clearTimeout(timer));
 }
 
 /** What kafkajs's heartbeat throws when the group is rebalancing (kafkajs's own `isRebalancing`). */

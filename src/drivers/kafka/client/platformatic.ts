@@ -1,7 +1,6 @@
 // The @platformatic/kafka adapter (`?client=platformatic`): a maintained pure-JS client, loaded
 // only when chosen. One producer and admin per transport, one consumer per listener reading a
 // MessagesStream from the committed offsets with manual commits.
-import { readFileSync } from 'node:fs';
 import {
   Admin,
   Consumer,
@@ -21,6 +20,7 @@ import { partitionKey, partitionLag } from './adapter.js';
 import { isUnsupportedApi, toMessagingError } from '../errors.js';
 import type { ResolvedKafkaOptions } from '../options.js';
 import { readerGroup } from '../topology.js';
+import { tlsOptionsOf } from './tls.js';
 
 const ACKS = { all: -1, leader: 1, none: 0 } as const;
 /** ListOffsets timestamps meaning "the earliest" and "the next" offset (Kafka's protocol values). */
@@ -87,7 +87,8 @@ class PlatformaticClient implements KafkaClientAdapter {
       retryDelay: 250,
       autocreateTopics: true,
     };
-    if (options.securityProtocol === 'SSL' || options.securityProtocol === 'SASL_SSL') base.tls = options.sslCaFile ? { ca: [readFileSync(options.sslCaFile, 'utf8')] } : {};
+    const tls = tlsOptionsOf(options);
+    if (tls) base.tls = tls;
     if (options.securityProtocol.startsWith('SASL')) {
       // A provider, not the string: the password never shows when the client is logged or inspected.
       const password = options.password ?? '';
