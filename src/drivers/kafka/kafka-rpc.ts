@@ -19,7 +19,7 @@ import type { Target } from '../../core/target.js';
 import { partitionKey, type IncomingRecord, type KafkaConsumerHandle, type KafkaReaderHandle, type OutgoingRecord } from './client/index.js';
 import type { KafkaConnection } from './connection.js';
 import type { ResolvedKafkaOptions } from './options.js';
-import { fanoutTopic, HEADERS, newReplyTopic, requestTopic, serverGroup } from './topology.js';
+import { fanoutTopic, HEADERS, isReplyTopic, newReplyTopic, requestTopic, serverGroup } from './topology.js';
 
 /** The delivery handle of a request (`unwrap()` returns it). */
 export interface KafkaRpcDelivery {
@@ -69,6 +69,10 @@ export class KafkaRpc implements ReplySender {
   }
 
   /** @internal Publishes a reply to a caller's reply topic. Never rejects: a lost reply is logged (the caller times out). */
+  isReplyAddress(address: string): boolean {
+    return isReplyTopic(address);
+  }
+
   async sendReply(replyQueue: string, msgId: string, body: string): Promise<void> {
     try {
       await this.produce({ topic: replyQueue, value: body }, { retry: 3 });
