@@ -33,6 +33,17 @@ export function newReplyAddress(): string {
   return `reply_${newHexId()}`;
 }
 
+/** `reply_` + uuid4 hex (32 lowercase hex), as newReplyAddress and Python oslo.messaging name them. */
+const REPLY_ADDRESS = /^reply_[0-9a-f]{32}$/;
+
+/**
+ * True when `address` has the shape of a reply address (`newReplyAddress`): a `_reply_q` comes
+ * from the wire, so a server replies only there, never to another service's queue or topic.
+ */
+export function isReplyAddress(address: string): boolean {
+  return REPLY_ADDRESS.test(address);
+}
+
 /** A notification topic of one priority: `<topic>.<priority>`. */
 export function notificationAddress(topic: string, priority: Priority | string): string {
   return `${topic}.${priority}`;

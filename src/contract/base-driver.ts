@@ -4,6 +4,7 @@ import { validateNotificationTarget, validateSendTarget, validateServerTarget, t
 import { redactUrlsIn, type TransportURL } from '../core/transport-url.js';
 import { AbortError, InvalidArgument, InvalidState, MessageDeliveryFailure, NotSupportedError } from '../core/errors.js';
 import { checkOptionalMs, checkRetry } from '../core/checks.js';
+import { isReplyAddress as isReplyAddressShape } from './addressing.js';
 import { requireCapability, type DriverCapabilities } from './capabilities.js';
 import type { DeadLetterStore } from './dead-letters.js';
 import { DeliveryStats, type ConsumerLag, type LagSource } from './delivery-stats.js';
@@ -390,6 +391,17 @@ export abstract class BaseDriver {
    */
   protected acceptReply(reply: DriverMessage): void {
     this.pendingReplies.accept(reply);
+  }
+
+  /**
+   * True when `address` (a call's `_reply_q`, from the wire) is shaped like the reply addresses
+   * this driver creates: the inbound pipeline drops a call with any other one before dispatch,
+   * so a caller cannot make a server publish into another service's queue, topic or key.
+   * @default oslo's `reply_<32 hex>` (`isReplyAddress` of addressing.ts). A driver that names
+   * its reply addresses otherwise MUST override it with its own rule.
+   */
+  isReplyAddress(address: string): boolean {
+    return isReplyAddressShape(address);
   }
 
   /**

@@ -112,12 +112,13 @@ abstract class Inbound<D> {
   /** Rejects (never requeues) a message that cannot be dispatched and logs why; the listener goes on. */
   private rejectMalformed(delivery: D, generation: number, body: Uint8Array | string, err: unknown): void {
     this.settler.reject(delivery, generation);
+    this.dropped(delivery, 'Rejecting a malformed message (not requeued)', { bytes: body.length, reason: err instanceof Error ? err.message : String(err) });
+  }
+
+  /** Counts a settled message that will not be dispatched as malformed and logs it once (never the body). */
+  protected dropped(delivery: D, message: string, fields: LogFields): void {
     this.stats?.deadLettered(this.addressOf(delivery), 'malformed', this.pool);
-    this.logger.warn('Rejecting a malformed message (not requeued)', {
-      ...this.settler.describe(delivery),
-      bytes: body.length,
-      reason: err instanceof Error ? err.message : String(err),
-    });
+    this.logger.warn(message, { ...this.settler.describe(delivery), ...fields });
   }
 }
 
@@ -139,6 +140,12 @@ export class RpcInbound<D> extends Inbound<D> {
     const id = request.uniqueId;
     if (id !== undefined && this.dedup.checkAndAdd(id)) {
       this.logger.debug('Dropping a duplicate RPC message', { uniqueId: id });
+      return undefined;
+    }
+    const replyQueue = request.replyQueue;
+    if (replyQueue !== undefined && request.msgId !== undefined && !this.replies.isReplyAddress(replyQueue)) {
+      // Not executed: its reply would land in whatever queue, topic or key the caller named.
+      this.dropped(delivery, 'Dropping a call whose reply address is not one this driver creates (not executed)', { replyQueue: truncated(replyQueue) });
       return undefined;
     }
     return new RpcMessage(request, delivery, this.replies, this.logger, this.deliveries(delivery));
@@ -224,6 +231,11 @@ export class NotificationInbound<D> extends Inbound<D> {
       for (const wake of waiters) wake();
     }
   }
+}
+
+/** At most 64 characters of a caller-chosen string, for a log line. */
+function truncated(text: string): string {
+  return text.length <= 64 ? text : `${text.slice(0, 64)}…(${text.length} chars)`;
 }
 
 /** What a listener receives: RPC requests or notifications. */

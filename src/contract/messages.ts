@@ -13,6 +13,11 @@ import { encodeReply, type ParsedNotification, type ParsedRpcRequest } from './w
 export interface ReplySender {
   /** Publishes `body` (an encoded reply to call `msgId`) to `replyQueue`. */
   sendReply(replyQueue: string, msgId: string, body: string): Promise<void> | void;
+  /**
+   * True when `address` is shaped like the reply addresses this driver creates (see
+   * `BaseDriver.isReplyAddress`). A call with any other `_reply_q` is dropped before dispatch.
+   */
+  isReplyAddress(address: string): boolean;
 }
 
 /** An RPC request, acknowledged on receipt by the inbound pipeline (at-most-once, as oslo). */

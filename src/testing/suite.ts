@@ -10,6 +10,7 @@ import { testTimeoutOf, useConformanceEnv, type ConformanceSubject } from './har
 import { lifecycleTests } from './lifecycle.js';
 import { malformedTests } from './malformed.js';
 import { notifyTests } from './notify.js';
+import { replyAddressTests } from './reply-address.js';
 import { rpcNotSupportedTests, rpcTests } from './rpc.js';
 import { rpcDispatchTests } from './rpc-dispatch.js';
 import { wireFeatureTests } from './wire-features.js';
@@ -47,6 +48,7 @@ export function runConformanceSuite(subject: ConformanceSubject): void {
     batchTests(env);
     lifecycleTests(env);
     malformedTests(env);
+    replyAddressTests(env);
     contractTests(env);
     healthTests(env);
     wireFeatureTests(env);

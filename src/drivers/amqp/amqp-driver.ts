@@ -234,8 +234,10 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
   }
 
   /**
-   * @internal Sends a reply (mandatory, to the default exchange). A missing reply queue is retried
-   * every 250 ms up to `missingConsumerRetryTimeout`, then remembered as obsolete. Never throws.
+   * @internal Sends a reply (mandatory, to the default exchange). Resolves once the first attempt
+   * is settled: a missing reply queue is then retried in the background (it never holds an
+   * executor slot) every 250 ms up to `missingConsumerRetryTimeout`, then remembered as obsolete;
+   * cleanup abandons the retries. Never throws.
    */
   sendReply(replyQueue: string, msgId: string, body: string): Promise<void> {
     if (this.obsoleteReplyQueues.has(replyQueue)) {
@@ -246,7 +248,9 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     const deadline = Date.now() + this.options.missingConsumerRetryTimeout;
     if (this.conn.isClosed) return this.resendReply(replyQueue, msgId, content, deadline, new InvalidState('The transport was cleaned up'));
     // The usual reply is confirmed at the first attempt: no async function or loop for it.
-    return this.publisher.publish('', replyQueue, content, this.replyOptions).catch((err: unknown) => this.resendReply(replyQueue, msgId, content, deadline, err));
+    return this.publisher.publish('', replyQueue, content, this.replyOptions).catch((err: unknown) => {
+      void this.resendReply(replyQueue, msgId, content, deadline, err);
+    });
   }
 
   /** sendReply after its first attempt failed with `failed`: retries while that makes sense. Never throws. */

@@ -20,7 +20,7 @@ import { partitionKey, type IncomingRecord, type KafkaConsumerHandle, type Kafka
 import type { KafkaConnection } from './connection.js';
 import type { ResolvedKafkaOptions } from './options.js';
 import { leaseReplyTopic, releaseReplyTopic } from './reply-topics.js';
-import { fanoutTopic, HEADERS, requestTopic, serverGroup } from './topology.js';
+import { fanoutTopic, HEADERS, isReplyTopic, requestTopic, serverGroup } from './topology.js';
 
 /** The delivery handle of a request (`unwrap()` returns it). */
 export interface KafkaRpcDelivery {
@@ -70,6 +70,10 @@ export class KafkaRpc implements ReplySender {
   }
 
   /** @internal Publishes a reply to a caller's reply topic. Never rejects: a lost reply is logged (the caller times out). */
+  isReplyAddress(address: string): boolean {
+    return isReplyTopic(address);
+  }
+
   async sendReply(replyQueue: string, msgId: string, body: string): Promise<void> {
     try {
       await this.produce({ topic: replyQueue, value: body }, { retry: 3 });

@@ -2,7 +2,7 @@
 // the retry and dead-letter topics tidings adds per consumer group, consumer groups, client ids
 // and the headers tidings puts on records.
 import { createHash, randomUUID } from 'node:crypto';
-import { fanoutAddress, newReplyAddress, notificationAddress, requestAddress } from '../../contract/addressing.js';
+import { fanoutAddress, isReplyAddress, newReplyAddress, notificationAddress, requestAddress } from '../../contract/addressing.js';
 import type { Priority } from '../../contract/types.js';
 
 /** Kafka's limit on a topic name's length. */
@@ -95,6 +95,11 @@ export function serverGroup(exchange: string, requestTopicName: string): string 
 /** A new transport's reply topic, `reply_<hex>` (oslo's reply address), read directly from its end. */
 export function newReplyTopic(): string {
   return newReplyAddress();
+}
+
+/** True for a topic named like newReplyTopic: the only topics a server produces replies to. */
+export function isReplyTopic(name: string): boolean {
+  return isReplyAddress(name);
 }
 
 /**

@@ -18,7 +18,7 @@ function pipeline() {
     describe: (d) => ({ tag: d.tag }),
   };
   const logger = createMemoryLogger();
-  const rpc = new RpcInbound({ settler, logger, dedupWindow: 16, replies: { sendReply: () => {} } });
+  const rpc = new RpcInbound({ settler, logger, dedupWindow: 16, replies: { sendReply: () => {}, isReplyAddress: () => true } });
   const notify = new NotificationInbound({ settler, logger, dedupWindow: 16 });
   return { rpc, notify, settled, logger };
 }

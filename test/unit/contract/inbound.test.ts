@@ -10,6 +10,7 @@ import { encodeNotification, encodeRpcRequest } from '../../../src/contract/wire
 import { DeliveryStats } from '../../../src/contract/delivery-stats.js';
 import { listenTo } from '../../../src/contract/push-listener.js';
 import { waitFor } from '../../../src/testing/wait.js';
+import { isReplyAddress, newReplyAddress } from '../../../src/contract/addressing.js';
 
 interface FakeDelivery {
   tag: number;
@@ -32,7 +33,7 @@ function fakeSettler(ackWorks = true) {
 
 const replies = () => {
   const sent: Array<{ queue: string; msgId: string; body: Record<string, unknown> }> = [];
-  return { sent, sender: { sendReply: (queue: string, msgId: string, body: string) => void sent.push({ queue, msgId, body: decodeBody(body) }) } };
+  return { sent, sender: { sendReply: (queue: string, msgId: string, body: string) => void sent.push({ queue, msgId, body: decodeBody(body) }), isReplyAddress: (a: string) => a.startsWith('reply_') } };
 };
 
 const notification = (extra: Record<string, unknown> = {}) =>
@@ -86,6 +87,36 @@ describe('RpcInbound', () => {
     expect(log).toEqual(['ack 1@0', 'ack 2@0']);
     const failing = new RpcInbound({ settler: fakeSettler(false).settler, logger: createMemoryLogger(), dedupWindow: 16, replies: replies().sender });
     expect(failing.receive(encodeRpcRequest({ method: 'm' }, {}), { tag: 1 })).toBeUndefined();
+  });
+});
+
+describe('RpcInbound reply addresses', () => {
+  it('acks a call whose _reply_q is not a reply address, never hands it out, logs it once (truncated) and counts it as malformed', () => {
+    const { settler, log } = fakeSettler();
+    const logger = createMemoryLogger();
+    const stats = new DeliveryStats();
+    const sender = { sendReply: () => {}, isReplyAddress };
+    const inbound = new RpcInbound({ settler, logger, dedupWindow: 16, replies: sender, stats });
+    const call = (replyQueue: string) => encodeRpcRequest({ method: 'm', args: { secret: 's3' } }, {}, { msgId: 'm1', replyQueue });
+    expect(inbound.receive(call('other-service.server1'), { tag: 1 })).toBeUndefined();
+    expect(inbound.receive(call(`reply_${'A'.repeat(32)}`), { tag: 2 })).toBeUndefined();
+    expect(inbound.receive(call('x'.repeat(500)), { tag: 3 })).toBeUndefined();
+    expect(inbound.receive(call(`reply_${'ab'.repeat(16)}`), { tag: 4 })?.replyAddress).toBe(`reply_${'ab'.repeat(16)}`);
+    expect(log).toEqual(['ack 1@0', 'ack 2@0', 'ack 3@0', 'ack 4@0']);
+    const warnings = logger.records.filter((r) => r.level === 'warn');
+    expect(warnings).toHaveLength(3);
+    expect(warnings[0].fields).toMatchObject({ tag: 1, replyQueue: 'other-service.server1' });
+    expect(String(warnings[2].fields?.replyQueue).length).toBeLessThan(100);
+    expect(JSON.stringify(warnings)).not.toContain('s3');
+    expect(stats.snapshot()).toEqual([{ address: 'topic.info', redeliveries: 0, deadLettered: 0, malformed: 3 }]);
+  });
+
+  it('the shared rule: reply_ + 32 lowercase hex, as newReplyAddress and Python oslo.messaging make them', () => {
+    expect(isReplyAddress(newReplyAddress())).toBe(true);
+    expect(isReplyAddress(`reply_${'0123456789abcdef'.repeat(2)}`)).toBe(true);
+    for (const bad of ['reply_', 'reply_abc', `reply_${'g'.repeat(32)}`, `Reply_${'a'.repeat(32)}`, `reply_${'a'.repeat(33)}`, `reply_${'a'.repeat(32)}\n`, 'notifications.info', '']) {
+      expect(isReplyAddress(bad), bad).toBe(false);
+    }
   });
 });
 
