@@ -13,6 +13,8 @@ import { encodeReply, type ParsedNotification, type ParsedRpcRequest } from './w
 export interface ReplySender {
   /** Publishes `body` (an encoded reply to call `msgId`) to `replyQueue`. */
   sendReply(replyQueue: string, msgId: string, body: string): Promise<void> | void;
+  /** The driver's `maxMessageBytes`: a larger reply is replaced by an InvalidArgument failure reply. */
+  readonly maxMessageBytes?: number;
 }
 
 /** An RPC request, acknowledged on receipt by the inbound pipeline (at-most-once, as oslo). */
@@ -55,7 +57,7 @@ export class RpcMessage<D = unknown> extends RpcIncomingMessage {
     }
     this.replied = true;
     const msgId = this.msgIdOfCall!;
-    await this.replies.sendReply(this.replyQueue!, msgId, encodeReply(msgId, reply, this.logger));
+    await this.replies.sendReply(this.replyQueue!, msgId, encodeReply(msgId, reply, this.logger, this.replies.maxMessageBytes));
   }
 
   async heartbeat(): Promise<void> {

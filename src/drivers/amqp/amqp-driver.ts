@@ -112,7 +112,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     const topic = target.topic as string;
     const waiter = options.waitForReply ? this.getReplyWaiter() : undefined;
     const msgId = waiter ? newHexId() : undefined;
-    const content = Buffer.from(encodeRpcRequest(message, ctx, waiter && { msgId: msgId!, replyQueue: waiter.queue, callMonitorTimeout: options.callMonitorTimeout }));
+    const content = Buffer.from(encodeRpcRequest(message, ctx, waiter && { msgId: msgId!, replyQueue: waiter.queue, callMonitorTimeout: options.callMonitorTimeout }, this.options.maxMessageBytes));
     const decl = target.fanout ? this.topology.fanout(topic) : this.topology.topic(this.exchangeFor(target));
     const routingKey = target.fanout ? '' : requestAddress(topic, target.server);
     if (!waiter || !msgId) {
@@ -145,7 +145,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
 
   protected async doSendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions): Promise<void> {
     const topic = target.topic as string;
-    const content = Buffer.from(encodeNotification(message, ctx, options.version));
+    const content = Buffer.from(encodeNotification(message, ctx, options.version, undefined, this.options.maxMessageBytes));
     await this.publish({ decl: this.topology.notification(this.exchangeFor(target), topic), routingKey: topic, content, retry: options.retry });
   }
 
@@ -231,6 +231,11 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     if (req.before) await req.before();
     await this.publisher.ensureDeclared(req.decl);
     await this.publisher.publish(req.decl.exchange.name, req.routingKey, req.content, req);
+  }
+
+  /** ReplySender: replies larger than this become failure replies (wire.ts encodeReply). */
+  get maxMessageBytes(): number {
+    return this.options.maxMessageBytes;
   }
 
   /**

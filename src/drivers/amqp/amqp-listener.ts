@@ -37,7 +37,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     stats: DeliveryStats,
     pool?: string,
   ) {
-    super(kind, { logger, dedupWindow: options.dedupWindow, replies, stats, pool });
+    super(kind, { logger, dedupWindow: options.dedupWindow, replies, stats, pool, maxMessageBytes: options.maxMessageBytes });
   }
 
   /** Declares and consumes; resolves once subscribed. Retries connection failures (oslo: forever). */

@@ -1,6 +1,7 @@
 // Options of the RabbitMQ driver as a table (src/contract/options.ts): oslo.messaging 14 defaults and
 // oslo's `[oslo_messaging_rabbit]` query names, plus what only RabbitMQ needs (hosts, vhost, amqps).
 import { booleanOption, customOption, defineDriverOptions, enumOption, intOption, msOption, secondsOption, stringOption, type OptionsOf } from '../../contract/options.js';
+import { DEFAULT_MAX_MESSAGE_BYTES } from '../../contract/wire.js';
 import { InvalidArgument } from '../../core/errors.js';
 import type { TransportURL } from '../../core/transport-url.js';
 
@@ -49,6 +50,12 @@ const FIELDS = {
   /** Consumer argument `x-cancel-on-ha-failover` (`enable_cancel_on_failover`). @default false */
   enableCancelOnFailover: booleanOption({ default: false, query: 'enable_cancel_on_failover' }),
   /** How many `_unique_id`s each listener remembers for duplicate suppression (oslo: 16). @default 4096 */
+  /**
+   * Largest message sent or accepted, bytes of its encoded body (`max_message_bytes`); 0 = no limit.
+   * A larger send fails with InvalidArgument before anything is sent; a larger received body is
+   * rejected as malformed. 16 MiB: RabbitMQ's own default is 128 MiB and oslo sets none. @default 16_777_216
+   */
+  maxMessageBytes: intOption({ default: DEFAULT_MAX_MESSAGE_BYTES, query: 'max_message_bytes' }),
   dedupWindow: intOption({ default: 4096, min: 1, query: 'dedup_window' }),
   /** Bound on waiting for a publisher confirm or for an unblocked connection, ms; 0 = none (`publish_timeout_ms`). @default 60_000 */
   publishTimeout: msOption({ default: 60_000, query: 'publish_timeout_ms' }),
