@@ -190,8 +190,10 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     const n = ++this.listenerCount;
     const logger = this.logger.child({ listener: n, kind, ...fields });
     const conn = new AmqpConnection(`listener:${n}`, this.options, logger, this.events);
-    const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this, this.deliveryStats, fields.pool as string | undefined);
-    return this.openListener(source, () => source.start(), { ...options, prefetchSize: this.options.prefetchCount, logger });
+    // The option when given (0 = unlimited, as oslo), else the façade's bound on what it can use.
+    const prefetch = this.options.prefetchCount ?? options.prefetchHint ?? 0;
+    const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this, this.deliveryStats, fields.pool as string | undefined, prefetch);
+    return this.openListener(source, () => source.start(), { ...options, prefetchSize: prefetch, logger });
   }
 
   /** Declares what the message needs (cached per connection) and publishes it, retrying per `retry`. */

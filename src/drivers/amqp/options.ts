@@ -29,8 +29,13 @@ const FIELDS = {
   quorumMaxMemoryBytes: intOption({ default: 0, query: ['rabbit_quroum_max_memory_bytes', 'rabbit_quorum_max_memory_bytes'] }),
   /** `x-expires` of reply and fanout queues, ms (`rabbit_transient_queues_ttl`, seconds). @default 1_800_000 */
   transientQueuesTtl: secondsOption({ default: 1_800_000, query: 'rabbit_transient_queues_ttl' }),
-  /** `basic.qos` prefetch count on listener channels; 0 = unlimited (`rabbit_qos_prefetch_count`). Also caps batch sizes. @default 0 */
-  prefetchCount: intOption({ default: 0, query: 'rabbit_qos_prefetch_count' }),
+  /**
+   * `basic.qos` prefetch count on listener channels; 0 = unlimited, oslo's default
+   * (`rabbit_qos_prefetch_count`). Also caps batch sizes. Unset, a listener takes the façade's
+   * hint, 2 x executorSize x batchSize (128 for a default server or listener): unlike oslo, a slow
+   * handler then never makes the process hold the whole queue. @default undefined
+   */
+  prefetchCount: intOption({ default: undefined, query: 'rabbit_qos_prefetch_count' }),
   /** AMQP heartbeat timeout, ms, rounded up to whole seconds; 0 disables (`heartbeat_timeout_threshold`, seconds). @default 60_000 */
   heartbeatTimeout: secondsOption({ default: 60_000, query: 'heartbeat_timeout_threshold' }),
   /** First reconnect/retry wait, ms, at least 1 (`rabbit_retry_interval`, seconds). @default 1000 */
