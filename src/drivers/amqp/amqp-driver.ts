@@ -62,6 +62,9 @@ interface PublishRequest {
   call?: PendingCall;
 }
 
+/** The largest `basic.qos` prefetch-count (a 16-bit field). */
+const MAX_PREFETCH = 65_535;
+
 export class AmqpDriver extends BaseDriver implements ReplySender {
   readonly name = 'amqp';
   readonly capabilities = CAPABILITIES;
@@ -190,8 +193,9 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     const n = ++this.listenerCount;
     const logger = this.logger.child({ listener: n, kind, ...fields });
     const conn = new AmqpConnection(`listener:${n}`, this.options, logger, this.events);
-    // The option when given (0 = unlimited, as oslo), else the façade's bound on what it can use.
-    const prefetch = this.options.prefetchCount ?? options.prefetchHint ?? 0;
+    // The option when given (0 = unlimited, as oslo), else the façade's bound on what it can use,
+    // at most 65535: basic.qos carries prefetch-count in 16 bits.
+    const prefetch = this.options.prefetchCount ?? Math.min(options.prefetchHint ?? 0, MAX_PREFETCH);
     const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this, this.deliveryStats, fields.pool as string | undefined, prefetch);
     return this.openListener(source, () => source.start(), { ...options, prefetchSize: prefetch, logger });
   }
