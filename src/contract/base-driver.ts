@@ -95,6 +95,12 @@ export interface ListenOptions {
   batchSize?: number;
   /** Deadline for collecting one batch, in ms. */
   batchTimeout?: number;
+  /**
+   * How many unsettled messages the caller can use at once (the façades pass 2 x executorSize x
+   * batchSize): a driver MAY bound its in-process backlog (its prefetch) to it when its own
+   * prefetch option was not given. Never below `batchSize`. A positive integer.
+   */
+  prefetchHint?: number;
 }
 
 /** Options of `BaseDriver.listenForNotifications()`. */
@@ -510,4 +516,6 @@ function checkBatchOptions(options: ListenOptions): void {
   const { batchSize, batchTimeout } = options;
   if (batchSize !== undefined && (!Number.isInteger(batchSize) || batchSize < 1)) throw new InvalidArgument('batchSize', 'a positive integer', batchSize);
   checkOptionalMs('batchTimeout', batchTimeout);
+  const { prefetchHint } = options;
+  if (prefetchHint !== undefined && (!Number.isInteger(prefetchHint) || prefetchHint < 1)) throw new InvalidArgument('prefetchHint', 'a positive integer', prefetchHint);
 }

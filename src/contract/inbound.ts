@@ -1,6 +1,7 @@
 // The inbound pipeline, once for every driver: decode, validate, reject malformed (logged, not
 // requeued), dedupe on `_unique_id`, ack RPC requests on receipt, and wrap into the message
 // classes. A driver feeds raw bodies with its own delivery handle and settles what it is told.
+import { MalformedMessage } from '../core/errors.js';
 import type { Logger, LogFields } from '../core/logger.js';
 import { DuplicateMessageChecker } from '../structures/dedup.js';
 import type { DeliveryStats } from './delivery-stats.js';
@@ -10,7 +11,7 @@ import { NotificationMessage, RpcMessage, type ReplySender } from './messages.js
 import { BufferedPollStyleListener } from './poll-style-listener.js';
 import type { ListenerSink, PushSource } from './push-listener.js';
 import type { DriverMessage } from './types.js';
-import { parseNotification, parseRpcRequest } from './wire.js';
+import { bodyBytes, parseNotification, parseRpcRequest } from './wire.js';
 
 /**
  * How a driver settles one delivery (`D`: its broker's message handle) on the broker.
@@ -57,6 +58,11 @@ export interface InboundOptions<D> {
   readonly stats?: DeliveryStats;
   /** The pool (consumer group) of a notification listener, for the counters. */
   readonly pool?: string;
+  /**
+   * Bodies larger than this (bytes, before decoding) are rejected as malformed, never parsed: the
+   * driver's `maxMessageBytes`. 0 or undefined: no limit.
+   */
+  readonly maxMessageBytes?: number;
 }
 
 /** Shared by both pipelines: decoding and the malformed-message rule. */
@@ -69,6 +75,7 @@ abstract class Inbound<D> {
   protected readonly dedup: DuplicateMessageChecker;
   private readonly stats?: DeliveryStats;
   private readonly pool?: string;
+  private readonly maxBytes: number;
 
   constructor(options: InboundOptions<D>) {
     this.settler = options.settler;
@@ -76,6 +83,7 @@ abstract class Inbound<D> {
     this.dedup = new DuplicateMessageChecker(options.dedupWindow);
     this.stats = options.stats;
     this.pool = options.pool;
+    this.maxBytes = options.maxMessageBytes !== undefined && options.maxMessageBytes > 0 ? options.maxMessageBytes : Infinity;
   }
 
   /** How often `delivery` was delivered (1 the first time); a redelivery is counted. */
@@ -98,6 +106,9 @@ abstract class Inbound<D> {
   >(body: Uint8Array | string, delivery: D, generation: number, parse: (raw: DriverMessage) => T): T | undefined {
     let parsed: T;
     try {
+      const size = this.maxBytes === Infinity ? 0 : bodyBytes(body, this.maxBytes);
+      if (size > this.maxBytes) throw new MalformedMessage(`Message of ${size} bytes is over max_message_bytes (${this.maxBytes})`);
+      // Anything decoding throws (a RangeError from JSON nested too deep included) makes it malformed.
       parsed = parse(decodeBody(body));
     } catch (err) {
       this.rejectMalformed(delivery, generation, body, err);

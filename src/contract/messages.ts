@@ -18,6 +18,8 @@ export interface ReplySender {
    * `BaseDriver.isReplyAddress`). A call with any other `_reply_q` is dropped before dispatch.
    */
   isReplyAddress(address: string): boolean;
+  /** The driver's `maxMessageBytes`: a larger reply is replaced by an InvalidArgument failure reply. */
+  readonly maxMessageBytes?: number;
 }
 
 /** An RPC request, acknowledged on receipt by the inbound pipeline (at-most-once, as oslo). */
@@ -60,7 +62,7 @@ export class RpcMessage<D = unknown> extends RpcIncomingMessage {
     }
     this.replied = true;
     const msgId = this.msgIdOfCall!;
-    await this.replies.sendReply(this.replyQueue!, msgId, encodeReply(msgId, reply, this.logger));
+    await this.replies.sendReply(this.replyQueue!, msgId, encodeReply(msgId, reply, this.logger, this.replies.maxMessageBytes));
   }
 
   async heartbeat(): Promise<void> {

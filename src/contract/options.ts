@@ -109,7 +109,10 @@ function integerKind(min: number, max: number | undefined, words: string): Kind<
 }
 
 /** An integer option, `min` (default 0) to `max` inclusive. */
-export function intOption(spec: OptionSpec<number> & { readonly min?: number; readonly max?: number }): OptionField<number> {
+export function intOption(spec: OptionSpec<number> & { readonly min?: number; readonly max?: number }): OptionField<number>;
+/** An integer option, optional: `default: undefined` leaves it unset (the driver tells "not given" apart). */
+export function intOption(spec: OptionSpec<number | undefined> & { readonly default: undefined; readonly min?: number; readonly max?: number }): OptionField<number | undefined>;
+export function intOption(spec: OptionSpec<number | undefined> & { readonly min?: number; readonly max?: number }): OptionField<number | undefined> {
   return field(integerKind(spec.min ?? 0, spec.max, 'integer'), spec);
 }
 

@@ -14,6 +14,32 @@ const WIRE_KEYS = new Set(['_unique_id', '_msg_id', '_reply_q', '_timeout']);
 const UNDERSCORE = 0x5f;
 
 /**
+ * The default `max_message_bytes` of every driver: 16 MiB. RabbitMQ 3.10's own `max_message_size`
+ * is 128 MiB and oslo sets none; 16 MiB keeps one message from taking the process's memory (a
+ * body is held as text, as bytes and decoded at once) while leaving room for any real RPC payload.
+ */
+export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+/** UTF-8 size of a body; a string counts each char as 1 to 3 bytes, so most are sized without a pass. */
+export function bodyBytes(body: Uint8Array | string, maxBytes: number): number {
+  if (typeof body !== 'string') return body.byteLength;
+  // A UTF-16 unit is at most 3 UTF-8 bytes (a surrogate pair is 4 for 2): below max/3 it fits.
+  return body.length * 3 <= maxBytes ? body.length : Buffer.byteLength(body, 'utf8');
+}
+
+/**
+ * `body` as it is, or InvalidArgument (field `message`, or `result` for a reply) when its encoded
+ * size is over `maxBytes` (0 or undefined: no limit). InvalidArgument, not a delivery failure: the
+ * caller's data is too large, nothing was sent and no retry can help (the façades never retry it).
+ */
+export function checkMessageSize(body: string, maxBytes: number | undefined, field = 'message'): string {
+  if (maxBytes === undefined || maxBytes <= 0 || body.length * 3 <= maxBytes) return body;
+  const size = Buffer.byteLength(body, 'utf8');
+  if (size <= maxBytes) return body;
+  throw new InvalidArgument(field, `an encoded message of at most ${maxBytes} bytes (max_message_bytes)`, `${size} bytes`);
+}
+
+/**
  * Context keys that name or reach a prototype. Set on a plain object, `__proto__` replaces its
  * prototype (a hidden `is_admin` that `Object.keys` and logs do not show); none of them is ever
  * set from the wire: they are dropped, and the listener logs that it dropped them.
@@ -160,7 +186,7 @@ function onlyNestedContext(raw: DriverMessage): Context | undefined {
  * `result`, `failure` (null or oslo's JSON string) and `ending`, as Python clients require. A
  * result JSON cannot carry becomes a failure reply, so the caller never hangs on it.
  */
-export function encodeReply(msgId: string, reply: RpcReply | 'heartbeat', logger?: Logger): string {
+export function encodeReply(msgId: string, reply: RpcReply | 'heartbeat', logger?: Logger, maxBytes?: number): string {
   if (reply === 'heartbeat') return envelopeJson(JSON.stringify({ result: null, failure: null, ending: false, _msg_id: msgId, _unique_id: newHexId() }));
   const failed = reply.failure !== undefined;
   const inner: DriverMessage = {
@@ -170,12 +196,22 @@ export function encodeReply(msgId: string, reply: RpcReply | 'heartbeat', logger
     _msg_id: msgId,
     _unique_id: newHexId(),
   };
+  let body: string;
   try {
-    return envelopeJson(JSON.stringify(inner));
+    body = envelopeJson(JSON.stringify(inner));
   } catch (err) {
     logger?.error('RPC result is not JSON-serialisable; replying with a failure', { msgId, reason: (err as Error).message });
     inner.result = null;
     inner.failure = serializeFailure(new InvalidArgument('result', 'a JSON-serialisable value', reply.result, { cause: err }));
+    return envelopeJson(JSON.stringify(inner));
+  }
+  try {
+    return checkMessageSize(body, maxBytes, 'result');
+  } catch (err) {
+    // The caller gets the typed error at once instead of waiting out its timeout.
+    logger?.error('RPC reply is over max_message_bytes; replying with a failure', { msgId, reason: (err as Error).message });
+    inner.result = null;
+    inner.failure = serializeFailure(err);
     return envelopeJson(JSON.stringify(inner));
   }
 }
@@ -194,14 +230,15 @@ export interface CallAddressing {
  * The enveloped JSON body of an RPC request (oslo-wire.md §1.6): the message, the flattened
  * context, a fresh `_unique_id` and, for a call, `_msg_id`/`_reply_q`/`_timeout`. A value JSON
  * cannot carry fails with InvalidArgument naming the context or the message; nothing is sent.
+ * So does a body over `maxBytes` (the driver's `maxMessageBytes`, see checkMessageSize).
  */
-export function encodeRpcRequest(message: DriverMessage, ctx: Context, call?: CallAddressing): string {
+export function encodeRpcRequest(message: DriverMessage, ctx: Context, call?: CallAddressing, maxBytes?: number): string {
   let wire = '';
   if (call !== undefined) {
     const timeout = call.callMonitorTimeout !== undefined ? call.callMonitorTimeout / 1000 : null;
     wire = `,"_msg_id":${JSON.stringify(call.msgId)},"_reply_q":${JSON.stringify(call.replyQueue)},"_timeout":${JSON.stringify(timeout)}`;
   }
-  return envelopeJson(innerJson(message, `${wire},"_unique_id":"${newHexId()}"`, ctx));
+  return checkMessageSize(envelopeJson(innerJson(message, `${wire},"_unique_id":"${newHexId()}"`, ctx)), maxBytes);
 }
 
 /** How a notification's context is laid out on the wire. */
@@ -216,13 +253,14 @@ export interface NotificationLayout {
 
 /**
  * The JSON body of a notification (oslo-wire.md §1.10): version 2.0 is enveloped (oslo
- * `messagingv2`), 1.0 the raw dict (`messaging`). InvalidArgument as for encodeRpcRequest.
+ * `messagingv2`), 1.0 the raw dict (`messaging`). InvalidArgument as for encodeRpcRequest,
+ * and over `maxBytes`.
  */
-export function encodeNotification(message: DriverMessage, ctx: Context, version: 1.0 | 2.0 = 2.0, layout: NotificationLayout = {}): string {
+export function encodeNotification(message: DriverMessage, ctx: Context, version: 1.0 | 2.0 = 2.0, layout: NotificationLayout = {}, maxBytes?: number): string {
   if (version !== 1.0 && version !== 2.0) throw new InvalidArgument('version', '1.0 or 2.0', version);
-  if (layout.contextLayout === 'nested') return envelopeJson(innerJson(message, '', ctx, true));
+  if (layout.contextLayout === 'nested') return checkMessageSize(envelopeJson(innerJson(message, '', ctx, true)), maxBytes);
   const inner = innerJson(message, `,"_unique_id":"${newHexId()}"`, ctx);
-  return version === 1.0 ? inner : envelopeJson(inner);
+  return checkMessageSize(version === 1.0 ? inner : envelopeJson(inner), maxBytes);
 }
 
 /**

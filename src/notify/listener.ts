@@ -98,6 +98,8 @@ export class NotificationListener {
   readonly batchTimeout: number | undefined;
   /** Longest a handler (a batch) may run, ms; undefined = no limit. */
   readonly handlerTimeout: number | undefined;
+  /** What the running handlers can use, twice over: drivers MAY bound their prefetch to it (ListenOptions.prefetchHint). */
+  private readonly prefetchHint: number;
   /** Typed events: `started`, `stopped`, `dispatched`, `handlerError`, `handlerTimeout`. A listener that throws is logged, never breaks dispatch. */
   readonly events: EventEmitter<NotificationListenerEvents>;
 
@@ -129,6 +131,7 @@ export class NotificationListener {
       this.batchSize = 1;
       this.batchTimeout = undefined;
     }
+    this.prefetchHint = 2 * executorSize * this.batchSize;
     this.logger = toLogger(options.logger, transport.logger ?? silentLogger).child({ component: batch ? 'batch-notification-listener' : 'notification-listener', pool: this.pool });
     this.events = new GuardedEventEmitter<NotificationListenerEvents>(this.logger);
     const Dispatcher = batch ? BatchNotificationDispatcher : NotificationDispatcher;
@@ -212,7 +215,7 @@ export class NotificationListener {
   private async listen(): Promise<Listener<IncomingMessage>> {
     if (this.priorities.length === 0) throw new InvalidArgument('endpoints', 'a non-empty array of endpoint objects, or handlers added with on()', []);
     const pairs: TargetAndPriority[] = this.targets.flatMap((t) => this.priorities.map((p) => [t, p] as const));
-    const listener = await this.transport.driver.listenForNotifications(pairs, { pool: this.pool, batchSize: this.batchSize, batchTimeout: this.batchTimeout });
+    const listener = await this.transport.driver.listenForNotifications(pairs, { pool: this.pool, batchSize: this.batchSize, batchTimeout: this.batchTimeout, prefetchHint: this.prefetchHint });
     this.logger.debug('notification listener started', { targets: this.targets.map(String), priorities: this.priorities });
     return listener;
   }

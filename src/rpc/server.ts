@@ -221,7 +221,7 @@ export class RpcServer {
   /** The lifecycle's set-up: the target checked, then the driver's listener on it. */
   private async listen(): Promise<Listener<RpcIncomingMessage>> {
     validateServerTarget(this.target);
-    const listener = await this.transport.driver.listen(this.target);
+    const listener = await this.transport.driver.listen(this.target, { prefetchHint: 2 * this.executorSize });
     this.logger.debug('rpc server listening');
     return listener;
   }

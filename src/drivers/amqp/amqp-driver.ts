@@ -62,6 +62,9 @@ interface PublishRequest {
   call?: PendingCall;
 }
 
+/** The largest `basic.qos` prefetch-count (a 16-bit field). */
+const MAX_PREFETCH = 65_535;
+
 export class AmqpDriver extends BaseDriver implements ReplySender {
   readonly name = 'amqp';
   readonly capabilities = CAPABILITIES;
@@ -112,7 +115,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     const topic = target.topic as string;
     const waiter = options.waitForReply ? this.getReplyWaiter() : undefined;
     const msgId = waiter ? newHexId() : undefined;
-    const content = Buffer.from(encodeRpcRequest(message, ctx, waiter && { msgId: msgId!, replyQueue: waiter.queue, callMonitorTimeout: options.callMonitorTimeout }));
+    const content = Buffer.from(encodeRpcRequest(message, ctx, waiter && { msgId: msgId!, replyQueue: waiter.queue, callMonitorTimeout: options.callMonitorTimeout }, this.options.maxMessageBytes));
     const decl = target.fanout ? this.topology.fanout(topic) : this.topology.topic(this.exchangeFor(target));
     const routingKey = target.fanout ? '' : requestAddress(topic, target.server);
     if (!waiter || !msgId) {
@@ -145,7 +148,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
 
   protected async doSendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions): Promise<void> {
     const topic = target.topic as string;
-    const content = Buffer.from(encodeNotification(message, ctx, options.version));
+    const content = Buffer.from(encodeNotification(message, ctx, options.version, undefined, this.options.maxMessageBytes));
     await this.publish({ decl: this.topology.notification(this.exchangeFor(target), topic), routingKey: topic, content, retry: options.retry });
   }
 
@@ -190,8 +193,11 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     const n = ++this.listenerCount;
     const logger = this.logger.child({ listener: n, kind, ...fields });
     const conn = new AmqpConnection(`listener:${n}`, this.options, logger, this.events);
-    const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this, this.deliveryStats, fields.pool as string | undefined);
-    return this.openListener(source, () => source.start(), { ...options, prefetchSize: this.options.prefetchCount, logger });
+    // The option when given (0 = unlimited, as oslo), else the façade's bound on what it can use,
+    // at most 65535: basic.qos carries prefetch-count in 16 bits.
+    const prefetch = this.options.prefetchCount ?? Math.min(options.prefetchHint ?? 0, MAX_PREFETCH);
+    const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this, this.deliveryStats, fields.pool as string | undefined, prefetch);
+    return this.openListener(source, () => source.start(), { ...options, prefetchSize: prefetch, logger });
   }
 
   /** Declares what the message needs (cached per connection) and publishes it, retrying per `retry`. */
@@ -231,6 +237,11 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     if (req.before) await req.before();
     await this.publisher.ensureDeclared(req.decl);
     await this.publisher.publish(req.decl.exchange.name, req.routingKey, req.content, req);
+  }
+
+  /** ReplySender: replies larger than this become failure replies (wire.ts encodeReply). */
+  get maxMessageBytes(): number {
+    return this.options.maxMessageBytes;
   }
 
   /**

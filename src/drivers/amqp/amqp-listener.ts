@@ -36,8 +36,10 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     replies: ReplySender,
     stats: DeliveryStats,
     pool?: string,
+    /** The `basic.qos` prefetch of its channels; 0 = unlimited. */
+    private readonly prefetch = options.prefetchCount ?? 0,
   ) {
-    super(kind, { logger, dedupWindow: options.dedupWindow, replies, stats, pool });
+    super(kind, { logger, dedupWindow: options.dedupWindow, replies, stats, pool, maxMessageBytes: options.maxMessageBytes });
   }
 
   /** Declares and consumes; resolves once subscribed. Retries connection failures (oslo: forever). */
@@ -148,7 +150,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     ch.on('close', () => this.onChannelClosed(ch, id));
     const tags: string[] = [];
     try {
-      if (this.options.prefetchCount > 0) await ch.prefetch(this.options.prefetchCount);
+      if (this.prefetch > 0) await ch.prefetch(this.prefetch);
       const exchanges = new Set<string>();
       for (const spec of this.specs) {
         for (const b of spec.bindings) {
@@ -176,7 +178,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
       for (const tag of tags) await ch.cancel(tag).catch(() => undefined);
       this.consumerTags = [];
     }
-    this.logger.debug('Listener subscribed', { queues: this.queueNames(), generation, prefetch: this.options.prefetchCount });
+    this.logger.debug('Listener subscribed', { queues: this.queueNames(), generation, prefetch: this.prefetch });
   }
 
   private async declare(kind: 'queue' | 'exchange', name: string, fn: () => Promise<unknown>): Promise<void> {

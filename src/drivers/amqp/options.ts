@@ -1,6 +1,7 @@
 // Options of the RabbitMQ driver as a table (src/contract/options.ts): oslo.messaging 14 defaults and
 // oslo's `[oslo_messaging_rabbit]` query names, plus what only RabbitMQ needs (hosts, vhost, amqps).
 import { booleanOption, customOption, defineDriverOptions, enumOption, intOption, msOption, secondsOption, stringOption, type OptionsOf } from '../../contract/options.js';
+import { DEFAULT_MAX_MESSAGE_BYTES } from '../../contract/wire.js';
 import { InvalidArgument } from '../../core/errors.js';
 import type { TransportURL } from '../../core/transport-url.js';
 
@@ -28,8 +29,13 @@ const FIELDS = {
   quorumMaxMemoryBytes: intOption({ default: 0, query: ['rabbit_quroum_max_memory_bytes', 'rabbit_quorum_max_memory_bytes'] }),
   /** `x-expires` of reply and fanout queues, ms (`rabbit_transient_queues_ttl`, seconds). @default 1_800_000 */
   transientQueuesTtl: secondsOption({ default: 1_800_000, query: 'rabbit_transient_queues_ttl' }),
-  /** `basic.qos` prefetch count on listener channels; 0 = unlimited (`rabbit_qos_prefetch_count`). Also caps batch sizes. @default 0 */
-  prefetchCount: intOption({ default: 0, query: 'rabbit_qos_prefetch_count' }),
+  /**
+   * `basic.qos` prefetch count on listener channels; 0 = unlimited, oslo's default
+   * (`rabbit_qos_prefetch_count`). Also caps batch sizes. Unset, a listener takes the façade's
+   * hint, 2 x executorSize x batchSize (128 for a default server or listener): unlike oslo, a slow
+   * handler then never makes the process hold the whole queue. @default undefined
+   */
+  prefetchCount: intOption({ default: undefined, query: 'rabbit_qos_prefetch_count' }),
   /** AMQP heartbeat timeout, ms, rounded up to whole seconds; 0 disables (`heartbeat_timeout_threshold`, seconds). @default 60_000 */
   heartbeatTimeout: secondsOption({ default: 60_000, query: 'heartbeat_timeout_threshold' }),
   /** First reconnect/retry wait, ms, at least 1 (`rabbit_retry_interval`, seconds). @default 1000 */
@@ -49,6 +55,12 @@ const FIELDS = {
   /** Consumer argument `x-cancel-on-ha-failover` (`enable_cancel_on_failover`). @default false */
   enableCancelOnFailover: booleanOption({ default: false, query: 'enable_cancel_on_failover' }),
   /** How many `_unique_id`s each listener remembers for duplicate suppression (oslo: 16). @default 4096 */
+  /**
+   * Largest message sent or accepted, bytes of its encoded body (`max_message_bytes`); 0 = no limit.
+   * A larger send fails with InvalidArgument before anything is sent; a larger received body is
+   * rejected as malformed. 16 MiB: RabbitMQ's own default is 128 MiB and oslo sets none. @default 16_777_216
+   */
+  maxMessageBytes: intOption({ default: DEFAULT_MAX_MESSAGE_BYTES, query: 'max_message_bytes' }),
   dedupWindow: intOption({ default: 4096, min: 1, query: 'dedup_window' }),
   /** Bound on waiting for a publisher confirm or for an unblocked connection, ms; 0 = none (`publish_timeout_ms`). @default 60_000 */
   publishTimeout: msOption({ default: 60_000, query: 'publish_timeout_ms' }),

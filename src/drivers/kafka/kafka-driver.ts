@@ -53,7 +53,7 @@ export class KafkaDriver extends BaseDriver {
 
   protected async doSendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions): Promise<void> {
     // oslo's Kafka layout whatever the version: the envelope, a nested `_context`, no key unless asked.
-    const value = encodeNotification(message, ctx, options.version, { contextLayout: 'nested' });
+    const value = encodeNotification(message, ctx, options.version, { contextLayout: 'nested' }, this.options.maxMessageBytes);
     const topic = withVhost(target.topic as string, this.options.vhost);
     const key = recordKey(this.options.key, message, topic);
     const record = { topic, key, value };

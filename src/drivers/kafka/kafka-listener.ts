@@ -100,7 +100,7 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
     /** `retries`: the retry reader of a listener (made by the listener itself). */
     role: 'listener' | 'retries' = 'listener',
   ) {
-    super('notification', { logger, dedupWindow: options.dedupWindow, replies, stats, pool: group });
+    super('notification', { logger, dedupWindow: options.dedupWindow, replies, stats, pool: group, maxMessageBytes: options.maxMessageBytes });
     this.retryTopics = new Map(topics.map((t) => [t, retryTopic(t, group)]));
     this.deadLetters = new KafkaDeadLetters({ vhost: options.vhost, conn, logger });
     if (role === 'listener') {

@@ -51,13 +51,13 @@ export class KafkaRpc implements ReplySender {
     const destination = target.fanout ? fanoutTopic(topic, this.options.vhost) : requestTopic(topic, target.server, this.options.vhost);
     const headers = target.fanout ? undefined : { [HEADERS.exchange]: exchange };
     if (!options.waitForReply) {
-      const record = { topic: destination, value: encodeRpcRequest(message, ctx), headers };
+      const record = { topic: destination, value: encodeRpcRequest(message, ctx, undefined, this.options.maxMessageBytes), headers };
       await this.produce(record, options);
       return undefined;
     }
     const msgId = newHexId();
     // Encoded before anything happens: a value JSON cannot carry fails here, nothing sent.
-    const value = encodeRpcRequest(message, ctx, { msgId, replyQueue: this.replyTopic, callMonitorTimeout: options.callMonitorTimeout });
+    const value = encodeRpcRequest(message, ctx, { msgId, replyQueue: this.replyTopic, callMonitorTimeout: options.callMonitorTimeout }, this.options.maxMessageBytes);
     const call = this.pending.register(msgId, { topic, timeout: options.timeout, callMonitorTimeout: options.callMonitorTimeout, signal: options.signal, collectReplies: options.collectReplies });
     // The reply reader is positioned before the request leaves, so the reply cannot be missed.
     this.ensureReplyReader()
@@ -67,6 +67,11 @@ export class KafkaRpc implements ReplySender {
         (err: unknown) => call.fail(err instanceof MessagingError ? err : new MessageDeliveryFailure(String(err), { cause: err })),
       );
     return call.promise;
+  }
+
+  /** ReplySender: replies larger than this become failure replies (wire.ts encodeReply). */
+  get maxMessageBytes(): number {
+    return this.options.maxMessageBytes;
   }
 
   /** @internal Publishes a reply to a caller's reply topic. Never rejects: a lost reply is logged (the caller times out). */
@@ -166,7 +171,7 @@ export class KafkaRpcServer extends InboundPushSource<RpcIncomingMessage, KafkaR
     private readonly options: ResolvedKafkaOptions,
     private readonly logger: Logger,
   ) {
-    super('rpc', { logger, dedupWindow: options.dedupWindow, replies });
+    super('rpc', { logger, dedupWindow: options.dedupWindow, replies, maxMessageBytes: options.maxMessageBytes });
     this.topics = { shared: requestTopic(topic, undefined, options.vhost), own: requestTopic(topic, server, options.vhost), fanout: fanoutTopic(topic, options.vhost) };
   }
 

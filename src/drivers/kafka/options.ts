@@ -1,6 +1,7 @@
 // Options of the Kafka driver as a table (src/contract/options.ts): oslo.messaging 14's
 // `[oslo_messaging_kafka]` names where oslo has one, plus what tidings adds (client, acks, commits).
 import { booleanOption, customOption, defineDriverOptions, enumOption, intOption, msOption, secondsOption, stringOption, type OptionsOf } from '../../contract/options.js';
+import { DEFAULT_MAX_MESSAGE_BYTES } from '../../contract/wire.js';
 import type { DriverMessage } from '../../contract/types.js';
 import type { TransportURL } from '../../core/transport-url.js';
 
@@ -66,6 +67,12 @@ const FIELDS = {
   /** How long a rebalance waits for members to rejoin, ms (`rebalance_timeout_ms`). @default 60_000 */
   rebalanceTimeout: msOption({ default: 60_000, min: 1, query: 'rebalance_timeout_ms' }),
   /** How many notification ids each listener remembers for duplicate suppression (`dedup_window`). @default 4096 */
+  /**
+   * Largest message sent or accepted, bytes of its encoded body (`max_message_bytes`); 0 = no limit.
+   * A larger send fails with InvalidArgument before anything is sent; a larger received body is
+   * rejected as malformed. 16 MiB: RabbitMQ's own default is 128 MiB and oslo sets none. @default 16_777_216
+   */
+  maxMessageBytes: intOption({ default: DEFAULT_MAX_MESSAGE_BYTES, query: 'max_message_bytes' }),
   dedupWindow: intOption({ default: 4096, min: 1, query: 'dedup_window' }),
   /** TCP connect timeout per broker, ms (`connect_timeout_ms`). @default 10_000 */
   connectTimeout: msOption({ default: 10_000, min: 1, query: 'connect_timeout_ms' }),

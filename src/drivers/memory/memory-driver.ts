@@ -38,7 +38,7 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
   protected async doSend(target: Target, ctx: Context, message: DriverMessage, options: SendOptions): Promise<unknown> {
     const topic = target.topic as string;
     const msgId = options.waitForReply === true ? newHexId() : undefined;
-    const body = encodeRpcRequest(message, ctx, msgId === undefined ? undefined : { msgId, replyQueue: this.ensureReplyQueue(), callMonitorTimeout: options.callMonitorTimeout });
+    const body = encodeRpcRequest(message, ctx, msgId === undefined ? undefined : { msgId, replyQueue: this.ensureReplyQueue(), callMonitorTimeout: options.callMonitorTimeout }, this.options.maxMessageBytes);
     const fanout = target.fanout === true;
     const exchange = fanout ? fanoutAddress(topic) : this.exchangeFor(target);
     const routingKey = fanout ? '' : requestAddress(topic, target.server);
@@ -55,7 +55,7 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
 
   protected async doSendNotification(target: Target, ctx: Context, message: DriverMessage, options: NotificationSendOptions): Promise<void> {
     const topic = target.topic as string;
-    const body = encodeNotification(message, ctx, options.version);
+    const body = encodeNotification(message, ctx, options.version, undefined, this.options.maxMessageBytes);
     const exchange = this.exchangeFor(target);
     declareNotificationTarget(this.broker, exchange, topic);
     this.broker.publish(exchange, topic, body);
@@ -77,6 +77,11 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
     if (this.replyQueue) this.broker.deleteQueue(this.replyQueue);
   }
 
+  /** ReplySender: replies larger than this become failure replies (wire.ts encodeReply). */
+  get maxMessageBytes(): number {
+    return this.options.maxMessageBytes;
+  }
+
   /** @internal Publishes a reply or heartbeat to a caller's reply queue; never throws. */
   sendReply(replyQueue: string, msgId: string, body: string): void {
     if (this.closed) {
@@ -89,9 +94,9 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
   }
 
   private startListener<M extends ReceivedMessage>(kind: ListenerKind, fields: LogFields, declare: () => ListenerQueues, options: ListenOptions): Promise<Listener<M>> {
-    const { prefetchCount, dedupWindow } = this.options;
+    const { prefetchCount, dedupWindow, maxMessageBytes } = this.options;
     const logger = this.logger.child({ listener: kind, ...fields });
-    const source = new MemoryListener<M>(kind, { broker: this.broker, logger, prefetchCount, dedupWindow, replies: this, declare, stats: this.deliveryStats, pool: fields.pool as string | undefined });
+    const source = new MemoryListener<M>(kind, { broker: this.broker, logger, prefetchCount, dedupWindow, maxMessageBytes, replies: this, declare, stats: this.deliveryStats, pool: fields.pool as string | undefined });
     return this.openListener(source, () => source.subscribe(), { ...options, prefetchSize: prefetchCount });
   }
 

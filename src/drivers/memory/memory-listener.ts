@@ -15,6 +15,8 @@ export interface MemoryListenerOptions {
   /** Per-consumer unacked limit; 0 = unlimited. */
   readonly prefetchCount: number;
   readonly dedupWindow: number;
+  /** Larger bodies are rejected as malformed; 0 = no limit. */
+  readonly maxMessageBytes?: number;
   readonly replies: ReplySender;
   /** The driver's delivery counters. */
   readonly stats: DeliveryStats;

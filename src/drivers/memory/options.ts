@@ -1,6 +1,7 @@
 // Options of the memory:// driver as a table (src/contract/options.ts): frozen DEFAULTS, validation
 // that names the field, and URL query keys (`memory:///vhost?prefetch_count=10`) onto the same fields.
 import { defineDriverOptions, intOption, type OptionsOf } from '../../contract/options.js';
+import { DEFAULT_MAX_MESSAGE_BYTES } from '../../contract/wire.js';
 import type { TransportURL } from '../../core/transport-url.js';
 
 const FIELDS = {
@@ -11,6 +12,12 @@ const FIELDS = {
    * @default 0
    */
   prefetchCount: intOption({ default: 0, query: 'prefetch_count' }),
+  /**
+   * Largest message sent or accepted, bytes of its encoded body (`max_message_bytes`); 0 = no limit.
+   * A larger send fails with InvalidArgument before anything is sent; a larger received body is
+   * rejected as malformed. 16 MiB: RabbitMQ's own default is 128 MiB and oslo sets none. @default 16_777_216
+   */
+  maxMessageBytes: intOption({ default: DEFAULT_MAX_MESSAGE_BYTES, query: 'max_message_bytes' }),
   /**
    * How many recent `_unique_id`s each listener remembers to drop duplicates.
    * URL query: `dedup_window`.

@@ -1,6 +1,7 @@
 // Options of the Redis driver as a table (src/contract/options.ts): key layout, leases, dead letters,
 // GC periods and connection settings, plus what comes from the URL itself (hosts, db, mode, TLS).
 import { booleanOption, defineDriverOptions, intOption, msOption, stringOption, type OptionsOf } from '../../contract/options.js';
+import { DEFAULT_MAX_MESSAGE_BYTES } from '../../contract/wire.js';
 import { InvalidArgument, InvalidTransportURL } from '../../core/errors.js';
 import type { TransportURL } from '../../core/transport-url.js';
 
@@ -69,6 +70,12 @@ const FIELDS = {
   /** Upper bound of one reconnect/retry wait, ms (`retry_max_ms`). @default 5000 */
   intervalMax: msOption({ default: 5000, min: 1, query: 'retry_max_ms' }),
   /** How many `_unique_id`s each listener remembers for duplicate suppression (`dedup_window`). @default 4096 */
+  /**
+   * Largest message sent or accepted, bytes of its encoded body (`max_message_bytes`); 0 = no limit.
+   * A larger send fails with InvalidArgument before anything is sent; a larger received body is
+   * rejected as malformed. 16 MiB: RabbitMQ's own default is 128 MiB and oslo sets none. @default 16_777_216
+   */
+  maxMessageBytes: intOption({ default: DEFAULT_MAX_MESSAGE_BYTES, query: 'max_message_bytes' }),
   dedupWindow: intOption({ default: 4096, min: 1, query: 'dedup_window' }),
   /** How long cleanup waits for running handlers to settle, ms (`shutdown_timeout_ms`). @default 10_000 */
   shutdownTimeout: msOption({ default: 10_000, query: 'shutdown_timeout_ms' }),

@@ -100,7 +100,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
       const keys = new TopicKeys(this.options.keyPrefix, exchange, topic);
       const fanout = (body: string, call?: PendingCall) => this.withRetry(() => runScript(this.commands(), 'tidingsFanout', [keys.servers], [Date.now(), body]), options.retry, options.signal, call);
       if (!options.waitForReply) {
-        await fanout(encodeRpcRequest(message, ctx));
+        await fanout(encodeRpcRequest(message, ctx, undefined, this.options.maxMessageBytes));
         return undefined;
       }
       // collectReplies (discovery): every live server's inbox gets the call.
@@ -108,7 +108,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     }
     const stream = target.server ? new TopicKeys(this.options.keyPrefix, exchange, topic).serverStream(target.server) : this.nextShard(exchange, topic).topicStream;
     if (!options.waitForReply) {
-      await this.publishRequest(stream, encodeRpcRequest(message, ctx), undefined, options.retry, options.signal);
+      await this.publishRequest(stream, encodeRpcRequest(message, ctx, undefined, this.options.maxMessageBytes), undefined, options.retry, options.signal);
       return undefined;
     }
     const deadline = options.timeout !== undefined ? Date.now() + options.timeout : undefined;
@@ -119,7 +119,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   private sendCall(topic: string, ctx: Context, message: DriverMessage, options: SendOptions, deliver: (body: string, call: PendingCall) => Promise<unknown>): Promise<unknown> {
     const replyQueue = this.ensureReplies();
     const msgId = newHexId();
-    const body = encodeRpcRequest(message, ctx, { msgId, replyQueue, callMonitorTimeout: options.callMonitorTimeout });
+    const body = encodeRpcRequest(message, ctx, { msgId, replyQueue, callMonitorTimeout: options.callMonitorTimeout }, this.options.maxMessageBytes);
     const call = this.registerCall(msgId, topic, options);
     deliver(body, call).then(
       () => call.setUndelivered(undefined),
@@ -133,7 +133,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const cut = address.lastIndexOf('.');
     const topic = cut > 0 && isPriority(address.slice(cut + 1)) ? address.slice(0, cut) : address;
     const stream = this.nextShard(this.exchangeFor(target), topic).notificationStream(address.slice(topic.length + 1) || address);
-    const body = encodeNotification(message, ctx, options.version);
+    const body = encodeNotification(message, ctx, options.version, undefined, this.options.maxMessageBytes);
     await this.withRetry(async () => {
       if (this.declared.get(stream) !== true) await this.declareDefaultGroup(stream);
       await this.write(['XADD', stream, '*', BODY_FIELD, body]);
@@ -195,6 +195,11 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   /** `util.inspect` shows the redacted form only. */
   [Symbol.for('nodejs.util.inspect.custom')](): string {
     return this.toString();
+  }
+
+  /** ReplySender: replies larger than this become failure replies (wire.ts encodeReply). */
+  get maxMessageBytes(): number {
+    return this.options.maxMessageBytes;
   }
 
   /**

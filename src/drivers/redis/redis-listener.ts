@@ -110,7 +110,7 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
     /** The most unsettled notifications held at once: the prefetch, or a larger batch size. */
     private readonly limit = deps.options.prefetchCount,
   ) {
-    super(kind, { logger: deps.logger, dedupWindow: deps.options.dedupWindow, stats: deps.stats, pool: poolOfGroup(group), replies: deps.replies }, limit);
+    super(kind, { logger: deps.logger, dedupWindow: deps.options.dedupWindow, stats: deps.stats, pool: poolOfGroup(group), replies: deps.replies, maxMessageBytes: deps.options.maxMessageBytes }, limit);
     for (const s of streams) this.byKey.set(s.key, s);
   }
 

@@ -15,7 +15,6 @@ describe('amqp options', () => {
       haQueues: false,
       quorumQueue: false,
       transientQueuesTtl: 1_800_000,
-      prefetchCount: 0,
       heartbeatTimeout: 60_000,
       retryInterval: 1000,
       retryBackoff: 2000,
@@ -26,7 +25,11 @@ describe('amqp options', () => {
       dedupWindow: 4096,
       ssl: false,
       directMandatoryFlag: true,
+      maxMessageBytes: 16 * 1024 * 1024,
     });
+    // Unset (not oslo's 0): a listener then takes the façade's prefetch hint; 0 given stays unlimited.
+    expect(o.prefetchCount).toBeUndefined();
+    expect(parse('rabbit://h/?rabbit_qos_prefetch_count=0').prefetchCount).toBe(0);
   });
 
   it('defaults to guest:guest@localhost:5672 and vhost / without hosts', () => {
