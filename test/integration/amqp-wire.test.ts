@@ -1,6 +1,7 @@
 // Driver-level wire checks against a real RabbitMQ: declare arguments per oslo-wire.md §1.2,
 // message properties (§1.4) and bodies (§1.5-1.7, §1.10), read back with a raw amqplib consumer.
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -192,7 +193,8 @@ describe('amqp driver wire format (RabbitMQ)', () => {
         }
       }
     });
-    const { queue } = await ch.assertQueue(`${PREFIX}-myreply`, { exclusive: true });
+    // Shaped as reply queues are (reply_<32 hex>): a server replies to nothing else.
+    const { queue } = await ch.assertQueue(`reply_${randomUUID().replace(/-/g, '')}`, { exclusive: true });
     const replies: ConsumeMessage[] = [];
     await ch.consume(queue, (m) => m && replies.push(m), { noAck: true });
     const request = (method: string, id: string) =>
