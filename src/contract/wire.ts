@@ -33,8 +33,8 @@ export function bodyBytes(body: Uint8Array | string, maxBytes: number): number {
  * caller's data is too large, nothing was sent and no retry can help (the façades never retry it).
  */
 export function checkMessageSize(body: string, maxBytes: number | undefined, field = 'message'): string {
-  if (maxBytes === undefined || maxBytes <= 0 || body.length * 3 <= maxBytes) return body;
-  const size = Buffer.byteLength(body, 'utf8');
+  if (maxBytes === undefined || maxBytes <= 0) return body;
+  const size = bodyBytes(body, maxBytes);
   if (size <= maxBytes) return body;
   throw new InvalidArgument(field, `an encoded message of at most ${maxBytes} bytes (max_message_bytes)`, `${size} bytes`);
 }

@@ -2,6 +2,9 @@
 // meaning and one message each, so a bad value reads the same from a client, a notifier or a driver.
 import { InvalidArgument } from './errors.js';
 
+/** setTimeout's longest delay, ms: a longer one (or Infinity) fires after 1 ms instead. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /**
  * A retry count: undefined (the caller's default), -1 (forever), 0 (none) or a count of retries.
  * @throws InvalidArgument naming `field` for anything else.

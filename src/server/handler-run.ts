@@ -2,6 +2,7 @@
 // that decides who answers the caller or settles the message, the handler or the deadline.
 import { performance } from 'node:perf_hooks';
 import { InvalidArgument } from '../core/errors.js';
+import { MAX_TIMER_MS } from '../core/checks.js';
 
 /**
  * Made by the lifecycle for each message (or batch) only when a `handlerTimeout` is set. The
@@ -58,7 +59,3 @@ export function checkHandlerTimeout(value: unknown): number | undefined {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_TIMER_MS) throw new InvalidArgument('handlerTimeout', `a positive number of milliseconds up to ${MAX_TIMER_MS}`, value);
   return value;
 }
-
-/** setTimeout's largest delay; a longer one fires at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
-

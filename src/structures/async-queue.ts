@@ -2,6 +2,7 @@
 // served on push, costing one promise and at most one timer; it never waits for a batch to fill:
 // collecting a batch under one stopwatch is batchPoll's job, which passes it the time left.
 import { Fifo } from './fifo.js';
+import { MAX_TIMER_MS } from '../core/checks.js';
 
 /** A `takeInto()` (or `take()`, `shift()`) waiting for its first item. */
 interface Waiter<T> {
@@ -16,7 +17,6 @@ interface Waiter<T> {
   scheduled?: boolean;
 }
 
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** An unbounded FIFO whose `shift()` and `take()` wait for items, a timeout, or `close()`. */
 export class AsyncQueue<T> {

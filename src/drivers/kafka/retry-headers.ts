@@ -4,11 +4,10 @@
 // a topic that redirects the copy, a due time that holds the partition for years).
 import type { IncomingRecord } from './client/index.js';
 import { HEADERS } from './topology.js';
+import { MAX_TIMER_MS } from '../../core/checks.js';
 
 /** Slack on a due time beyond `now + requeueBackoff`, for clocks that disagree between hosts. */
 export const NOT_BEFORE_SLACK_MS = 60_000;
-/** The longest delay a Node timer takes (longer ones fire after 1 ms). */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Most digits a delivery count may have: tidings writes at most maxDeliveries (a few). */
 const COUNT = /^[1-9][0-9]{0,5}$/;
 /** A due time: ms since the epoch, decimal, no sign. */

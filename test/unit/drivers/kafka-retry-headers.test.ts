@@ -1,7 +1,8 @@
 // The Kafka driver reads back the headers it writes on retry copies: values it could not have
 // written (forged or corrupted) are malformed, never obeyed.
 import { describe, expect, it } from 'vitest';
-import { delayUntil, MAX_TIMER_MS, NOT_BEFORE_SLACK_MS, parseRetryHeaders } from '../../../src/drivers/kafka/retry-headers.js';
+import { MAX_TIMER_MS } from '../../../src/core/checks.js';
+import { delayUntil, NOT_BEFORE_SLACK_MS, parseRetryHeaders } from '../../../src/drivers/kafka/retry-headers.js';
 import { HEADERS } from '../../../src/drivers/kafka/topology.js';
 
 const now = 1_800_000_000_000;
