@@ -26,6 +26,7 @@ import { requireRabbitMQ } from '../support/brokers.js';
 import { ensureRabbitTls, type RabbitTls } from '../support/rabbit-tls.js';
 import { generateCa } from '../support/tls.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
+import { errorText, recordsText } from '../support/error-text.js';
 
 const q = encodeURIComponent;
 
@@ -148,13 +149,8 @@ describe('amqp driver over TLS', () => {
     const notifier = new Notifier(nt, { publisherId: 'tls.bad', driver: 'messagingv2', topics: [uniqueName('t-tls-bad')], retry: 0 });
     expect(await failureOf(notifier.info({}, 'tls.bad', {}))).toBeInstanceOf(MessageDeliveryFailure);
 
-    const errorText = (e: unknown): string => {
-      const parts: string[] = [];
-      for (let cur: unknown = e, depth = 0; cur instanceof Error && depth < 5; cur = cur.cause, depth++) parts.push(String(cur), cur.message, cur.stack ?? '');
-      return parts.join('\n');
-    };
     for (const e of failures) expect(errorText(e)).not.toContain(password);
-    expect(JSON.stringify(logger.records, (_k, v: unknown) => (v instanceof Error ? errorText(v) : v))).not.toContain(password);
+    expect(recordsText(logger.records)).not.toContain(password);
   }, 60_000);
 
   it('a client without a certificate is refused by the listener that requires one, with a typed error', async () => {

@@ -5,56 +5,23 @@
 // librdkafka's mock speaks neither TLS nor SASL: the proxy terminates TLS, and only the bootstrap
 // connection goes through it (kafkajs then connects to the addresses the mock advertises, its
 // plain ports), so no call completes over TLS here; a SASL handshake is refused by the mock.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { inspect } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConnectionError, MessagingError, getRpcClient, getRpcTransport, type Transport } from '../../src/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ConnectionError, MessagingError, getRpcClient, getRpcTransport } from '../../src/index.js';
 import { createConsoleLogger } from '../../src/core/logger.js';
 import { uniqueName } from '../../src/testing/wait.js';
-import { generateCa, issueServerCertificateFor, type CertificateAuthority } from '../support/tls.js';
-import { startTlsProxy, type TlsProxy } from '../support/tls-proxy.js';
+import { causes, errorText } from '../support/error-text.js';
+import { useManInTheMiddle, type TlsProxy } from '../support/tls-proxy.js';
 import { useKafkaMock } from '../support/kafka-raw.js';
 import { startFakeSaslBroker } from '../support/kafka-fake-sasl.js';
 
 const q = encodeURIComponent;
-let scratch: string;
-let ca: CertificateAuthority;
-let certificate: { cert: string; key: string };
-const proxies: TlsProxy[] = [];
-const transports: Transport[] = [];
-
-beforeAll(() => {
-  scratch = mkdtempSync(join(tmpdir(), 'tidings-kafka-tls-'));
-  ca = generateCa(join(scratch, 'pki'));
-  certificate = issueServerCertificateFor(ca, 'elsewhere', 'elsewhere.example');
-}, 60_000);
-
-afterAll(async () => {
-  for (const t of transports) await t.cleanup();
-  await Promise.all(proxies.map((p) => p.close()));
-  rmSync(scratch, { recursive: true, force: true });
-});
-
-/** Every rendering of an error along its cause chain. */
-function errorText(e: unknown): string {
-  const parts: string[] = [inspect(e, { depth: Infinity })];
-  for (let cur: unknown = e, depth = 0; cur instanceof Error && depth < 10; cur = cur.cause, depth++) parts.push(String(cur), cur.message, cur.stack ?? '');
-  return parts.join('\n');
-}
-
-function causes(e: unknown): unknown[] {
-  const out: unknown[] = [];
-  for (let cur: unknown = e, depth = 0; cur !== undefined && depth < 10; cur = (cur as { cause?: unknown }).cause, depth++) out.push(cur);
-  return out;
-}
+const mitm = useManInTheMiddle('kafka-tls');
 
 /** A cast through `url` with no retry: rejects with what the driver makes of the connection failure. */
 async function castFails(url: string, logLines?: string[]): Promise<unknown> {
   const logger = logLines ? createConsoleLogger({ level: 'debug', sink: (line: string) => void logLines.push(line) }) : undefined;
   const t = await getRpcTransport(url, logger ? { logger } : {});
-  transports.push(t);
+  mitm.track(t);
   return getRpcClient(t, { topic: uniqueName('t-tls') }, { timeout: 5_000, retry: 0 })
     .cast({}, 'echo', { x: 1 })
     .then(() => expect.unreachable('the cast went through'), (e: unknown) => e);
@@ -66,12 +33,11 @@ describe('Kafka TLS and SASL (librdkafka mock cluster behind a TLS proxy)', () =
   const fast = 'connect_timeout_ms=2000&request_timeout_ms=3000';
 
   beforeAll(async () => {
-    proxy = await startTlsProxy(certificate.cert, certificate.key, Number(kafka.broker.brokers[0].split(':')[1]));
-    proxies.push(proxy);
+    proxy = await mitm.proxyTo(Number(kafka.broker.brokers[0].split(':')[1]));
   });
 
   it('refuses a trusted certificate issued for another name with a ConnectionError naming the reason', async () => {
-    const err = await castFails(`kafka://127.0.0.1:${proxy.port}/?security_protocol=SSL&ssl_cafile=${q(ca.caCert)}&${fast}`);
+    const err = await castFails(`kafka://127.0.0.1:${proxy.port}/?security_protocol=SSL&ssl_cafile=${q(mitm.ca().caCert)}&${fast}`);
     expect(err).toBeInstanceOf(MessagingError);
     expect(causes(err).some((c) => c instanceof ConnectionError)).toBe(true);
     expect(errorText(err)).toMatch(/does not match certificate's altnames|ERR_TLS_CERT_ALTNAME_INVALID/);
@@ -81,7 +47,7 @@ describe('Kafka TLS and SASL (librdkafka mock cluster behind a TLS proxy)', () =
   it('with ssl_enforce_hostname_verification=false the bootstrap TLS handshake completes (the chain is still checked)', async () => {
     const before = proxy.handshakes();
     // The cast fails after the handshake: the mock advertises its plain ports (see the file comment).
-    await castFails(`kafka://127.0.0.1:${proxy.port}/?security_protocol=SSL&ssl_cafile=${q(ca.caCert)}&ssl_enforce_hostname_verification=false&${fast}`);
+    await castFails(`kafka://127.0.0.1:${proxy.port}/?security_protocol=SSL&ssl_cafile=${q(mitm.ca().caCert)}&ssl_enforce_hostname_verification=false&${fast}`);
     expect(proxy.handshakes()).toBeGreaterThan(before);
   }, 30_000);
 

@@ -4,7 +4,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createMemoryLogger,
@@ -25,6 +24,7 @@ import {
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { startRedisServer, type RedisServer } from '../support/redis-servers.js';
 import { generateCa, generateTlsMaterial, type TlsMaterial } from '../support/tls.js';
+import { errorText, recordsText } from '../support/error-text.js';
 
 const q = encodeURIComponent;
 const PASSWORD = 'Sup3r-S3cret-Redis-Pw';
@@ -82,22 +82,8 @@ async function roundTrip(url: string): Promise<void> {
   }
 }
 
-/**
- * Where a leaked password would show: `util.inspect` at any depth, JSON, and along the cause chain
- * every message, String(), stack and own property (ioredis puts the failed command, `AUTH user
- * password`, on its errors).
- */
-function errorText(e: unknown): string {
-  const parts: string[] = [inspect(e, { depth: Infinity }), JSON.stringify(e) ?? ''];
-  for (let cur: unknown = e, depth = 0; cur instanceof Error && depth < 10; cur = cur.cause, depth++) {
-    parts.push(String(cur), cur.message, cur.stack ?? '', inspect({ ...cur }, { depth: Infinity }));
-    for (const key of Reflect.ownKeys(cur)) parts.push(inspect((cur as unknown as Record<PropertyKey, unknown>)[key], { depth: Infinity }));
-  }
-  return parts.join('\n');
-}
-
 function logText(logger: MemoryLogger): string {
-  return JSON.stringify(logger.records, (_k, v: unknown) => (v instanceof Error ? errorText(v) : v));
+  return recordsText(logger.records);
 }
 
 /** A notification send and an RPC cast with retry 0: both must fail, typed, within a bound. */

@@ -1,8 +1,13 @@
 // A TLS-terminating proxy on a loopback port in front of a plain broker port: the man in the
 // middle of the hostname tests, holding a certificate the client's CA trusts but for another name.
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type TLSSocket } from 'node:tls';
+import { afterAll, beforeAll } from 'vitest';
+import type { Transport } from '../../src/index.js';
+import { generateCa, issueServerCertificateFor, type CertificateAuthority } from './tls.js';
 
 export interface TlsProxy {
   /** The proxy's loopback port. */
@@ -42,5 +47,51 @@ export async function startTlsProxy(cert: string, key: string, targetPort: numbe
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** The hostname tests' fixture: a scratch CA, a certificate it issued for another name, the proxies and transports to close. */
+export interface ManInTheMiddle {
+  /** The CA the client is told to trust (valid once the file's `beforeAll` ran). */
+  ca(): CertificateAuthority;
+  /** A proxy in front of 127.0.0.1:`targetPort` holding the certificate for `elsewhere.example`; closed after the file. */
+  proxyTo(targetPort: number): Promise<TlsProxy>;
+  /** Cleans `transport` up after the file. */
+  track<T extends Transport>(transport: T): T;
+}
+
+/** Registers the file's hooks for a man in the middle and returns the fixture. */
+export function useManInTheMiddle(prefix: string): ManInTheMiddle {
+  let scratch = '';
+  let ca: CertificateAuthority | undefined;
+  let certificate: { cert: string; key: string } | undefined;
+  const proxies: TlsProxy[] = [];
+  const transports: Transport[] = [];
+  beforeAll(() => {
+    scratch = mkdtempSync(join(tmpdir(), `tidings-${prefix}-`));
+    ca = generateCa(join(scratch, 'pki'));
+    certificate = issueServerCertificateFor(ca, 'elsewhere', 'elsewhere.example');
+  }, 60_000);
+  afterAll(async () => {
+    for (const t of transports) await t.cleanup();
+    await Promise.all(proxies.map((p) => p.close()));
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  });
+  const ready = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('useManInTheMiddle: used before its beforeAll ran');
+    return value;
+  };
+  return {
+    ca: () => ready(ca),
+    proxyTo: async (targetPort) => {
+      const { cert, key } = ready(certificate);
+      const proxy = await startTlsProxy(cert, key, targetPort);
+      proxies.push(proxy);
+      return proxy;
+    },
+    track: (transport) => {
+      transports.push(transport);
+      return transport;
+    },
   };
 }
