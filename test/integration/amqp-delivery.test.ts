@@ -1,15 +1,11 @@
 // Driver-level delivery behaviour on a real RabbitMQ: concurrent confirmed publishes, duplicate
 // suppression on `_unique_id`, prefetch, malformed bodies, requeue and redelivery.
-import type { Channel, ChannelModel } from 'amqplib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { IncomingMessage } from '../../src/contract/incoming-message.js';
-import type { Listener } from '../../src/contract/listener.js';
 import type { AmqpDriver } from '../../src/drivers/amqp/index.js';
 import { createMemoryLogger, type MemoryLogger } from '../../src/core/logger.js';
 import { Target } from '../../src/core/target.js';
-import { cleanupAmqpDrivers, makeAmqpDriver, openRawChannel, sampleNotification } from '../support/amqp-driver.js';
-import { requireRabbitMQ } from '../support/brokers.js';
-import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
+import { makeAmqpDriver, sampleNotification, useAmqpDrivers } from '../support/amqp-driver.js';
 import { deferred, uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const PREFIX = uniqueName('t-amqpdel');
@@ -19,21 +15,8 @@ const makeDriver = (options: Record<string, unknown> = {}, logger: MemoryLogger 
 const notification = sampleNotification;
 
 describe('amqp driver delivery (RabbitMQ)', () => {
-  let raw: ChannelModel;
-  let ch: Channel;
-  const drivers: AmqpDriver[] = [];
-  const listeners: Listener<any>[] = [];
-
-  beforeAll(async () => {
-    await requireRabbitMQ();
-    ({ raw, ch } = await openRawChannel());
-  });
-
-  afterAll(async () => {
-    await cleanupAmqpDrivers(drivers, listeners, ch);
-    await raw?.close().catch(() => undefined);
-    await deleteRabbitObjectsWithPrefix(PREFIX);
-  });
+  const amqp = useAmqpDrivers(PREFIX);
+  const { drivers, listeners } = amqp;
 
   it('2000 concurrent casts all resolve after confirms and all arrive', async () => {
     const driver = makeDriver();
@@ -72,17 +55,17 @@ describe('amqp driver delivery (RabbitMQ)', () => {
     });
     const env = (m: object) => Buffer.from(JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify(m) }));
     const rpcBody = env({ method: 'once', args: {}, _unique_id: 'f'.repeat(32) });
-    ch.publish(EXCHANGE, topic, rpcBody);
-    ch.publish(EXCHANGE, topic, rpcBody);
-    ch.publish(EXCHANGE, topic, env({ method: 'after', args: {}, _unique_id: 'e'.repeat(32) }));
+    amqp.ch.publish(EXCHANGE, topic, rpcBody);
+    amqp.ch.publish(EXCHANGE, topic, rpcBody);
+    amqp.ch.publish(EXCHANGE, topic, env({ method: 'after', args: {}, _unique_id: 'e'.repeat(32) }));
     const nBody = env({ ...notification(1), _unique_id: 'd'.repeat(32) });
-    ch.publish(EXCHANGE, `${ntopic}.info`, nBody);
-    ch.publish(EXCHANGE, `${ntopic}.info`, nBody);
-    ch.publish(EXCHANGE, `${ntopic}.info`, env({ ...notification(2), _unique_id: 'c'.repeat(32) }));
+    amqp.ch.publish(EXCHANGE, `${ntopic}.info`, nBody);
+    amqp.ch.publish(EXCHANGE, `${ntopic}.info`, nBody);
+    amqp.ch.publish(EXCHANGE, `${ntopic}.info`, env({ ...notification(2), _unique_id: 'c'.repeat(32) }));
     // Without _unique_id (oslo's Kafka records have none) the notification's message_id identifies it.
-    ch.publish(EXCHANGE, `${ntopic}.info`, env(notification(3)));
-    ch.publish(EXCHANGE, `${ntopic}.info`, env(notification(3)));
-    ch.publish(EXCHANGE, `${ntopic}.info`, env(notification(4)));
+    amqp.ch.publish(EXCHANGE, `${ntopic}.info`, env(notification(3)));
+    amqp.ch.publish(EXCHANGE, `${ntopic}.info`, env(notification(3)));
+    amqp.ch.publish(EXCHANGE, `${ntopic}.info`, env(notification(4)));
     await waitFor(() => rpcGot.includes('after') && nGot.some((m) => m.msgId === 'm-4'));
     expect(rpcGot).toEqual(['once', 'after']);
     expect(nGot.map((m) => m.msgId)).toEqual(['m-1', 'm-2', 'm-3', 'm-4']);
@@ -103,17 +86,17 @@ describe('amqp driver delivery (RabbitMQ)', () => {
       }
     });
     const key = `${topic}.info`;
-    ch.publish(EXCHANGE, key, Buffer.from('not json SECRET-PAYLOAD'));
-    ch.publish(EXCHANGE, key, Buffer.from(JSON.stringify({ 'oslo.version': '3.0', 'oslo.message': '{}' })));
-    ch.publish(EXCHANGE, key, Buffer.from(JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify({ payload: 1 }) })));
-    ch.publish(EXCHANGE, key, Buffer.from(JSON.stringify(notification(7))));
+    amqp.ch.publish(EXCHANGE, key, Buffer.from('not json SECRET-PAYLOAD'));
+    amqp.ch.publish(EXCHANGE, key, Buffer.from(JSON.stringify({ 'oslo.version': '3.0', 'oslo.message': '{}' })));
+    amqp.ch.publish(EXCHANGE, key, Buffer.from(JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify({ payload: 1 }) })));
+    amqp.ch.publish(EXCHANGE, key, Buffer.from(JSON.stringify(notification(7))));
     await waitFor(() => got.length === 1);
     expect(got[0].notification.payload).toEqual({ i: 7 });
     await waitFor(() => logger.records.filter((r) => r.msg.startsWith('Rejecting a malformed')).length === 3);
     expect(JSON.stringify(logger.records)).not.toContain('SECRET-PAYLOAD');
     await listener.stop();
     // Rejected without requeue: nothing left in the queue.
-    expect((await ch.checkQueue(key)).messageCount).toBe(0);
+    expect((await amqp.ch.checkQueue(key)).messageCount).toBe(0);
   });
 
   it('applies prefetch on listener channels and caps batches', async () => {
@@ -135,7 +118,7 @@ describe('amqp driver delivery (RabbitMQ)', () => {
     // While the first batch is held unacked, the broker may not push more than the prefetch.
     await new Promise((r) => setTimeout(r, 300));
     expect(batches[0].length).toBeLessThanOrEqual(5);
-    expect((await ch.checkQueue(`${topic}.info`)).messageCount).toBe(15);
+    expect((await amqp.ch.checkQueue(`${topic}.info`)).messageCount).toBe(15);
     release.resolve();
     await waitFor(() => batches.flat().length === 20, { timeoutMs: 10_000 });
     for (const b of batches) expect(b.length).toBeLessThanOrEqual(5);
@@ -193,7 +176,7 @@ describe('amqp driver delivery (RabbitMQ)', () => {
     const env = (m: object) => Buffer.from(JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify(m) }));
     const gone = `reply_${'0'.repeat(32)}`;
     const started = Date.now();
-    ch.publish(EXCHANGE, topic, env({ method: 'm', args: {}, _msg_id: '1'.repeat(32), _reply_q: gone, _timeout: null, _unique_id: '2'.repeat(32) }));
+    amqp.ch.publish(EXCHANGE, topic, env({ method: 'm', args: {}, _msg_id: '1'.repeat(32), _reply_q: gone, _timeout: null, _unique_id: '2'.repeat(32) }));
     const goneWarnings = () => logger.records.filter((r) => r.msg === 'The reply queue is gone; dropping the reply').length;
     // reply() resolves after the first attempt; the retries go on in the background.
     await waitFor(() => replied === 1, { timeoutMs: 10_000 });
@@ -201,7 +184,7 @@ describe('amqp driver delivery (RabbitMQ)', () => {
     expect(goneWarnings()).toBe(0);
     await waitFor(() => goneWarnings() === 1, { timeoutMs: 10_000 });
     expect(Date.now() - started).toBeGreaterThanOrEqual(600);
-    ch.publish(EXCHANGE, topic, env({ method: 'm', args: {}, _msg_id: '3'.repeat(32), _reply_q: gone, _timeout: null, _unique_id: '4'.repeat(32) }));
+    amqp.ch.publish(EXCHANGE, topic, env({ method: 'm', args: {}, _msg_id: '3'.repeat(32), _reply_q: gone, _timeout: null, _unique_id: '4'.repeat(32) }));
     await waitFor(() => replied === 2, { timeoutMs: 10_000 });
     // Dropped at once as obsolete: no second round of retries ending in another "gone" warning.
     expect(logger.records.some((r) => r.msg === 'Dropping a reply to an obsolete reply queue')).toBe(true);

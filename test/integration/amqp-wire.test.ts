@@ -3,17 +3,13 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BaseDriver } from '../../src/contract/base-driver.js';
+import type { Channel, ConsumeMessage } from 'amqplib';
+import { describe, expect, it } from 'vitest';
 import type { RpcIncomingMessage } from '../../src/contract/incoming-message.js';
-import type { Listener } from '../../src/contract/listener.js';
 import type { AmqpDriver } from '../../src/drivers/amqp/index.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { Target } from '../../src/core/target.js';
-import { cleanupAmqpDrivers, makeAmqpDriver, openRawChannel } from '../support/amqp-driver.js';
-import { requireRabbitMQ } from '../support/brokers.js';
-import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
+import { makeAmqpDriver, useAmqpDrivers } from '../support/amqp-driver.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const run = promisify(execFile);
@@ -58,21 +54,8 @@ const inner = (m: { content: Buffer }) => {
 };
 
 describe('amqp driver wire format (RabbitMQ)', () => {
-  let raw: ChannelModel;
-  let ch: Channel;
-  const drivers: BaseDriver[] = [];
-  const listeners: Listener<any>[] = [];
-
-  beforeAll(async () => {
-    await requireRabbitMQ();
-    ({ raw, ch } = await openRawChannel());
-  });
-
-  afterAll(async () => {
-    await cleanupAmqpDrivers(drivers as AmqpDriver[], listeners, ch);
-    await raw?.close().catch(() => undefined);
-    await deleteRabbitObjectsWithPrefix(PREFIX);
-  });
+  const amqp = useAmqpDrivers(PREFIX);
+  const { drivers, listeners } = amqp;
 
   it('declares the RPC server topology exactly as oslo (default options)', async () => {
     const driver = makeDriver();
@@ -123,7 +106,7 @@ describe('amqp driver wire format (RabbitMQ)', () => {
 
   it('fails with InvalidArgument naming the queue and argument on a declare mismatch', async () => {
     const topic = `${PREFIX}-mismatch`;
-    await ch.assertQueue(topic, { durable: true });
+    await amqp.ch.assertQueue(topic, { durable: true });
     const driver = makeDriver();
     drivers.push(driver);
     const err = await driver.listen(new Target({ topic, server: 's1' })).catch((e) => e);
@@ -136,9 +119,9 @@ describe('amqp driver wire format (RabbitMQ)', () => {
     const driver = makeDriver();
     drivers.push(driver);
     const topic = `${PREFIX}-props`;
-    const onTopic = await tap(ch, `${PREFIX}-x`, 'topic', `${topic}.#`, { durable: false, autoDelete: false });
-    const onTopic2 = await tap(ch, `${PREFIX}-x`, 'topic', topic, { durable: false, autoDelete: false });
-    const onFanout = await tap(ch, `${topic}_fanout`, 'fanout', '', { durable: false, autoDelete: true });
+    const onTopic = await tap(amqp.ch, `${PREFIX}-x`, 'topic', `${topic}.#`, { durable: false, autoDelete: false });
+    const onTopic2 = await tap(amqp.ch, `${PREFIX}-x`, 'topic', topic, { durable: false, autoDelete: false });
+    const onFanout = await tap(amqp.ch, `${topic}_fanout`, 'fanout', '', { durable: false, autoDelete: true });
     const ctx = { user_id: 'u1', request_id: 'req-1' };
     const call = driver.send(new Target({ topic, version: '1.2' }), ctx, { method: 'echo', args: { x: [1, 'a'] }, version: '1.2' }, { waitForReply: true, timeout: 5000, callMonitorTimeout: 4000 });
     await driver.send(new Target({ topic, server: 's1' }), ctx, { method: 'cast1', args: {} });
@@ -172,7 +155,7 @@ describe('amqp driver wire format (RabbitMQ)', () => {
     expect(inner(fan).method).toBe('fan');
 
     // Answer the call as a Python server would, through the default exchange.
-    ch.publish('', r._reply_q, Buffer.from(JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify({ result: { ok: 1 }, failure: null, ending: true, _msg_id: r._msg_id, _unique_id: 'ab' }) })), {
+    amqp.ch.publish('', r._reply_q, Buffer.from(JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify({ result: { ok: 1 }, failure: null, ending: true, _msg_id: r._msg_id, _unique_id: 'ab' }) })), {
       contentType: 'application/json',
     });
     await expect(call).resolves.toEqual({ ok: 1 });
@@ -194,13 +177,13 @@ describe('amqp driver wire format (RabbitMQ)', () => {
       }
     });
     // Shaped as reply queues are (reply_<32 hex>): a server replies to nothing else.
-    const { queue } = await ch.assertQueue(`reply_${randomUUID().replace(/-/g, '')}`, { exclusive: true });
+    const { queue } = await amqp.ch.assertQueue(`reply_${randomUUID().replace(/-/g, '')}`, { exclusive: true });
     const replies: ConsumeMessage[] = [];
-    await ch.consume(queue, (m) => m && replies.push(m), { noAck: true });
+    await amqp.ch.consume(queue, (m) => m && replies.push(m), { noAck: true });
     const request = (method: string, id: string) =>
       Buffer.from(JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify({ method, args: {}, _msg_id: id, _reply_q: queue, _timeout: 6, _unique_id: id, _context_user: 'u' }) }));
-    ch.publish(`${PREFIX}-x`, topic, request('ok', 'a'.repeat(32)), { contentType: 'application/json' });
-    ch.publish(`${PREFIX}-x`, topic, request('boom', 'b'.repeat(32)), { contentType: 'application/json' });
+    amqp.ch.publish(`${PREFIX}-x`, topic, request('ok', 'a'.repeat(32)), { contentType: 'application/json' });
+    amqp.ch.publish(`${PREFIX}-x`, topic, request('boom', 'b'.repeat(32)), { contentType: 'application/json' });
     await waitFor(() => replies.length >= 3);
     const bodies = replies.map(inner);
     for (const m of replies) {
@@ -226,8 +209,8 @@ describe('amqp driver wire format (RabbitMQ)', () => {
     const queues = await listQueues();
     expect(queues.get(topic)).toMatchObject({ durable: false, auto_delete: false });
     expect(args(queues.get(topic))).toEqual({});
-    const m1 = await ch.get(topic, { noAck: true });
-    const m2 = await ch.get(topic, { noAck: true });
+    const m1 = await amqp.ch.get(topic, { noAck: true });
+    const m2 = await amqp.ch.get(topic, { noAck: true });
     expect(m1 && m2).toBeTruthy();
     if (!m1 || !m2) return;
     expect(m1.fields).toMatchObject({ exchange: `${PREFIX}-x`, routingKey: topic });

@@ -1,11 +1,8 @@
 // max_message_bytes on real brokers (RabbitMQ, Redis): a 20 MiB notification fails at once, typed,
 // and nothing is published; an oversized or too-deep raw body is rejected and the listener goes on.
 import { randomUUID } from 'node:crypto';
-import type { Channel, ChannelModel } from 'amqplib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { IncomingMessage } from '../../src/contract/incoming-message.js';
-import type { Listener } from '../../src/contract/listener.js';
-import type { AmqpDriver } from '../../src/drivers/amqp/index.js';
 import type { RedisDriver } from '../../src/drivers/redis/index.js';
 import { TopicKeys } from '../../src/drivers/redis/topology.js';
 import { InvalidArgument } from '../../src/core/errors.js';
@@ -13,9 +10,7 @@ import { createMemoryLogger, type MemoryLogger } from '../../src/core/logger.js'
 import { Target } from '../../src/core/target.js';
 import { getNotificationTransport } from '../../src/transport.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
-import { cleanupAmqpDrivers, makeAmqpDriver, openRawChannel, sampleNotification } from '../support/amqp-driver.js';
-import { requireRabbitMQ } from '../support/brokers.js';
-import { deleteRabbitObjectsWithPrefix } from '../support/rabbit-admin.js';
+import { makeAmqpDriver, sampleNotification, useAmqpDrivers } from '../support/amqp-driver.js';
 import { useRedisTestKeys, xaddRaw } from '../support/redis-keys.js';
 
 const MIB = 1024 * 1024;
@@ -40,21 +35,8 @@ async function sendFailsAtOnce(send: () => Promise<void>): Promise<void> {
 describe('max_message_bytes on RabbitMQ', () => {
   const PREFIX = uniqueName('t-amqpsize');
   const EXCHANGE = `${PREFIX}-x`;
-  let raw: ChannelModel;
-  let ch: Channel;
-  const drivers: AmqpDriver[] = [];
-  const listeners: Listener<any>[] = [];
-
-  beforeAll(async () => {
-    await requireRabbitMQ();
-    ({ raw, ch } = await openRawChannel());
-  });
-
-  afterAll(async () => {
-    await cleanupAmqpDrivers(drivers, listeners, ch);
-    await raw?.close().catch(() => undefined);
-    await deleteRabbitObjectsWithPrefix(PREFIX);
-  });
+  const amqp = useAmqpDrivers(PREFIX);
+  const { drivers, listeners } = amqp;
 
   it('a 20 MiB notification fails at once with InvalidArgument and nothing is published; oversized and too-deep raw bodies are rejected and the listener goes on', async () => {
     const logger = createMemoryLogger();
@@ -77,14 +59,14 @@ describe('max_message_bytes on RabbitMQ', () => {
     await waitFor(() => got.length === 1, { timeoutMs: 10_000 });
     expect(malformedLines(logger)).toHaveLength(0);
 
-    ch.publish(EXCHANGE, key, Buffer.from(rawBody(17 * MIB)));
-    ch.publish(EXCHANGE, key, Buffer.from(DEEP));
+    amqp.ch.publish(EXCHANGE, key, Buffer.from(rawBody(17 * MIB)));
+    amqp.ch.publish(EXCHANGE, key, Buffer.from(DEEP));
     await driver.sendNotification(new Target({ topic: key }), {}, sampleNotification(2));
     await waitFor(() => got.length === 2, { timeoutMs: 20_000 });
     expect(got.map((m) => (m.notification.payload as { i: number }).i)).toEqual([1, 2]);
     await waitFor(() => malformedLines(logger).length === 2, { timeoutMs: 5000 });
     expect(malformedLines(logger)[0].fields.reason).toMatch(/over max_message_bytes/);
-    expect((await ch.checkQueue(key)).messageCount).toBe(0);
+    expect((await amqp.ch.checkQueue(key)).messageCount).toBe(0);
   });
 });
 

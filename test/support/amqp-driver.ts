@@ -1,12 +1,14 @@
 // Driver-level RabbitMQ test helpers: an AmqpDriver built like transport.ts builds it, a raw
 // amqplib channel for inspecting the wire, a sample notification body, and cleanup.
 import { connect, type Channel, type ChannelModel } from 'amqplib';
+import { afterAll, beforeAll } from 'vitest';
 import type { Listener } from '../../src/contract/listener.js';
 import { defaultRemoteErrorRegistry } from '../../src/contract/remote-error.js';
 import { createDriver, type AmqpDriver } from '../../src/drivers/amqp/index.js';
 import { createMemoryLogger, type Logger } from '../../src/core/logger.js';
 import { TransportURL } from '../../src/core/transport-url.js';
-import { RABBIT_URL } from './brokers.js';
+import { RABBIT_URL, requireRabbitMQ } from './brokers.js';
+import { deleteRabbitObjectsWithPrefix } from './rabbit-admin.js';
 
 export function makeAmqpDriver(exchange: string, options: Record<string, unknown> = {}, logger: Logger = createMemoryLogger(), url = RABBIT_URL): AmqpDriver {
   return createDriver({ url: TransportURL.parse(url), defaultExchange: exchange, allowedRemoteExmods: [], remoteErrors: defaultRemoteErrorRegistry, logger, options }) as AmqpDriver;
@@ -27,4 +29,38 @@ export async function cleanupAmqpDrivers(drivers: readonly AmqpDriver[], listene
   const replyQueues = drivers.map((d) => d.replyQueue).filter((q): q is string => !!q);
   for (const d of drivers) await d.cleanup();
   if (ch) for (const q of replyQueues) await ch.deleteQueue(q).catch(() => undefined);
+}
+
+/** A describe block's RabbitMQ driver fixture: a raw channel, the drivers and listeners to clean up. */
+export interface AmqpDriverFixture {
+  /** The raw channel (valid once the block's `beforeAll` ran). */
+  readonly ch: Channel;
+  readonly drivers: AmqpDriver[];
+  readonly listeners: Listener<any>[];
+}
+
+/**
+ * Registers the block's hooks: requires RabbitMQ and opens a raw channel before; afterwards cleans
+ * up listeners and drivers, closes the channel and deletes every queue and exchange named `prefix…`.
+ */
+export function useAmqpDrivers(prefix: string): AmqpDriverFixture {
+  let opened: { raw: ChannelModel; ch: Channel } | undefined;
+  const fixture = {
+    get ch(): Channel {
+      if (!opened) throw new Error('useAmqpDrivers: the channel is not open yet (used before beforeAll)');
+      return opened.ch;
+    },
+    drivers: [] as AmqpDriver[],
+    listeners: [] as Listener<any>[],
+  };
+  beforeAll(async () => {
+    await requireRabbitMQ();
+    opened = await openRawChannel();
+  });
+  afterAll(async () => {
+    await cleanupAmqpDrivers(fixture.drivers, fixture.listeners, opened?.ch);
+    await opened?.raw.close().catch(() => undefined);
+    await deleteRabbitObjectsWithPrefix(prefix);
+  });
+  return fixture;
 }
