@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { batchTests } from './batch.js';
 import { contractTests } from './contract.js';
 import { deliveryTests } from './delivery.js';
+import { handlerTimeoutTests } from './handler-timeout.js';
 import { healthTests } from './health.js';
 import { testTimeoutOf, useConformanceEnv, type ConformanceSubject } from './harness.js';
 import { lifecycleTests } from './lifecycle.js';
@@ -53,5 +54,6 @@ export function runConformanceSuite(subject: ConformanceSubject): void {
     healthTests(env);
     wireFeatureTests(env);
     deliveryTests(env);
+    handlerTimeoutTests(env);
   });
 }
