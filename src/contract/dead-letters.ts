@@ -75,3 +75,6 @@ export function requeueReason(reason: unknown, fallback: string): string {
   }
   return text.length > MAX_REASON_LENGTH ? `${text.slice(0, MAX_REASON_LENGTH - 1)}…` : text;
 }
+
+/** The warning a driver logs when `dead_letter_max_len` made it delete the oldest dead letters (one wording on every driver, for alerts). */
+export const DEAD_LETTERS_DROPPED = 'Dropped the oldest dead letters: more than dead_letter_max_len';

@@ -17,6 +17,8 @@ export interface DeliveryCount {
   readonly deadLettered: number;
   /** Messages rejected as malformed (not requeued; set aside where the driver keeps dead letters). */
   readonly malformed: number;
+  /** Dead letters deleted, oldest first, to keep the dead letters within `dead_letter_max_len`. */
+  readonly deadLettersDropped: number;
 }
 
 interface Counts {
@@ -25,6 +27,7 @@ interface Counts {
   redeliveries: number;
   deadLettered: number;
   malformed: number;
+  deadLettersDropped: number;
 }
 
 /** A driver's delivery counters; every listener of the driver adds to the same one. */
@@ -43,6 +46,11 @@ export class DeliveryStats {
     else counts.deadLettered++;
   }
 
+  /** `count` of the oldest dead letters deleted past `dead_letter_max_len`, counted on the address whose dead letter pushed them out. */
+  deadLettersDropped(address: string, count: number, pool?: string): void {
+    if (count > 0) this.of(address, pool).deadLettersDropped += count;
+  }
+
   /** Every address counted so far, with its totals since the driver was created. */
   snapshot(): DeliveryCount[] {
     return [...this.counts.values()].map((c) => ({ ...c }));
@@ -52,7 +60,7 @@ export class DeliveryStats {
     const key = pool === undefined ? address : `${address}\0${pool}`;
     let counts = this.counts.get(key);
     if (counts === undefined) {
-      counts = { address, redeliveries: 0, deadLettered: 0, malformed: 0 };
+      counts = { address, redeliveries: 0, deadLettered: 0, malformed: 0, deadLettersDropped: 0 };
       if (pool !== undefined) counts.pool = pool;
       this.counts.set(key, counts);
     }

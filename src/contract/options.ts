@@ -263,3 +263,18 @@ export function defineDriverOptions<const T extends OptionTable>(table: T, setti
 function shown(name: string, value: unknown): unknown {
   return SECRET_KEY_PATTERN.test(name) ? REDACTED : value;
 }
+
+/**
+ * The store-and-forward queue of un-pooled notification listeners, `<topic>.<priority>` (a
+ * RabbitMQ queue, the default group of a Redis stream): notifiers create it so that a listener
+ * started later gets what was sent before, and nothing else bounds it. The same three options on
+ * every driver that has one; a driver's options table spreads them.
+ */
+export const NOTIFICATION_QUEUE_OPTIONS = {
+  /** Notifiers create the `<topic>.<priority>` queue (oslo's default queue); false: only listeners do, and a notification nobody listens for yet is dropped (`notification_store_and_forward`). @default true */
+  notificationStoreAndForward: booleanOption({ default: true, query: 'notification_store_and_forward' }),
+  /** Most notifications the `<topic>.<priority>` queue keeps, the oldest dropped first; 0 = no bound (`notification_queue_max_length`). @default 0 */
+  notificationQueueMaxLength: intOption({ default: 0, query: 'notification_queue_max_length' }),
+  /** Longest a notification waits in the `<topic>.<priority>` queue, ms; 0 = no bound (`notification_queue_ttl_ms`). @default 0 */
+  notificationQueueTtl: msOption({ default: 0, query: 'notification_queue_ttl_ms' }),
+} as const;

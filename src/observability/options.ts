@@ -57,6 +57,8 @@ export const OTEL_METRICS = Object.freeze({
   redeliveries: 'tidings.consumer.redeliveries',
   /** Counter: messages set aside, with `tidings.dead_letter.reason` `max_deliveries` or `malformed`. */
   deadLetters: 'tidings.consumer.dead_letters',
+  /** Counter: the oldest dead letters deleted to keep within `dead_letter_max_len` (Redis, Kafka). */
+  deadLettersDropped: 'tidings.consumer.dead_letters_dropped',
   /** Gauge: messages a consumer group has not read or committed yet, where the broker tells it (Kafka, Redis). */
   consumerLag: 'tidings.consumer.lag',
 });

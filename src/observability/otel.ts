@@ -307,6 +307,9 @@ function observeDriver(meter: Meter, system: string, driver: ObservedDriver): vo
       if (c.malformed > 0) result.observe(c.malformed, { ...attributes(c.address, c.pool), 'tidings.dead_letter.reason': 'malformed' });
     }
   });
+  meter.createObservableCounter(OTEL_METRICS.deadLettersDropped, { description: 'Oldest dead letters deleted past dead_letter_max_len' }).addCallback((result) => {
+    for (const c of ref.deref()?.deliveryStats.snapshot() ?? []) if (c.deadLettersDropped > 0) result.observe(c.deadLettersDropped, attributes(c.address, c.pool));
+  });
   meter.createObservableGauge(OTEL_METRICS.consumerLag, { description: 'Messages a consumer group has not read or committed yet' }).addCallback(async (result) => {
     const lags = (await ref.deref()?.consumerLag().catch(() => [])) ?? [];
     for (const l of lags) result.observe(l.lag, attributes(l.address, l.pool));

@@ -14,6 +14,7 @@ import {
   type NotificationListener,
   type Transport,
 } from '../../src/index.js';
+import { TopicKeys } from '../../src/drivers/redis/topology.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { redisCommand, redisInfo, startRedisServer, type RedisServer } from '../support/redis-servers.js';
 
@@ -36,8 +37,8 @@ describe('GC (redis): nothing grows when pools, members and clients come and go'
   let url: string;
   const transports = new Set<Transport>();
 
-  async function transport(kind: 'rpc' | 'notification'): Promise<Transport> {
-    const t = kind === 'rpc' ? await getRpcTransport(url) : await getNotificationTransport(url);
+  async function transport(kind: 'rpc' | 'notification', at = url): Promise<Transport> {
+    const t = kind === 'rpc' ? await getRpcTransport(at) : await getNotificationTransport(at);
     transports.add(t);
     return t;
   }
@@ -173,4 +174,34 @@ describe('GC (redis): nothing grows when pools, members and clients come and go'
     await steadyListener.stop();
     await steadyListener.wait();
   }, 180_000);
+
+  it('pools only, no un-pooled listener ever: the default group the notifier created does not pin the stream', async () => {
+    const topic = uniqueName('t-gc-pools');
+    const stream = new TopicKeys('tidings', 'openstack', topic).notificationStream('info');
+    // Fast sweeps, no pool TTL: on a loaded machine a pool dropped by pool_ttl_ms would start again at `$`.
+    const at = `${server.url}?lease_ms=2000&sweep_interval_ms=100&block_ms=1000`;
+    const listenT = await transport('notification', at);
+    const pools = ['a', 'b'].map(() => {
+      const seen = new Set<number>();
+      return { seen, endpoint: { info: (_c: unknown, _p: string, _t: string, payload: { seq: number }) => void seen.add(payload.seq) } };
+    });
+    const listeners = pools.map((p, i) => getNotificationListener(listenT, [new Target({ topic })], [p.endpoint], { pool: `p${i}` }));
+    for (const l of listeners) await l.start();
+    const notifier = new Notifier(await transport('notification', at), { publisherId: 'faults.gc', driver: 'messagingv2', topics: [topic] });
+    const SENT = 3000;
+    for (let seq = 0; seq < SENT; seq += IN_FLIGHT) await Promise.all(Array.from({ length: IN_FLIGHT }, (_, i) => notifier.info({}, 'gc.test', { seq: seq + i })));
+    await waitFor(() => pools.every((p) => p.seen.size === SENT), { timeoutMs: 30_000, message: 'both pools handled every notification' }).catch(async (err: unknown) => {
+      throw new Error(`${(err as Error).message}: seen ${pools.map((p) => p.seen.size)} XLEN ${String(await cmd('XLEN', stream))} groups ${JSON.stringify(await cmd('XINFO', 'GROUPS', stream))} keys ${JSON.stringify(await cmd('KEYS', '*'))}`);
+    });
+    // The pools' sweeps (every 100 ms) trim what both acknowledged; the never-read default group
+    // (created by the notifier, last-delivered 0-0) used to hold every entry until maxmemory.
+    const length = async () => Number(await cmd('XLEN', stream));
+    await waitFor(async () => (await length()) <= 200, { timeoutMs: 10_000, message: 'the stream trimmed once the pools consumed' }).catch(async (err: unknown) => {
+      throw new Error(`${(err as Error).message}: XLEN ${await length()} of ${SENT}, groups ${JSON.stringify(await cmd('XINFO', 'GROUPS', stream))}`);
+    });
+    // Store-and-forward stays: the default group is there for an un-pooled listener started later.
+    expect(((await cmd('XINFO', 'GROUPS', stream)) as unknown[][]).map((g) => String(g[g.indexOf('name') + 1])).sort()).toEqual(['default', 'pool:p0', 'pool:p1']);
+    for (const l of listeners) await l.stop();
+    for (const l of listeners) await l.wait();
+  }, 60_000);
 });

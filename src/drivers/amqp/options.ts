@@ -1,6 +1,6 @@
 // Options of the RabbitMQ driver as a table (src/contract/options.ts): oslo.messaging 14 defaults and
 // oslo's `[oslo_messaging_rabbit]` query names, plus what only RabbitMQ needs (hosts, vhost, amqps).
-import { booleanOption, customOption, defineDriverOptions, enumOption, intOption, msOption, secondsOption, stringOption, type OptionsOf } from '../../contract/options.js';
+import { booleanOption, customOption, defineDriverOptions, enumOption, intOption, msOption, NOTIFICATION_QUEUE_OPTIONS, secondsOption, stringOption, type OptionsOf } from '../../contract/options.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../../contract/wire.js';
 import { InvalidArgument } from '../../core/errors.js';
 import type { TransportURL } from '../../core/transport-url.js';
@@ -27,6 +27,14 @@ const FIELDS = {
   quorumMaxMemoryLength: intOption({ default: 0, query: ['rabbit_quroum_max_memory_length', 'rabbit_quorum_max_memory_length'] }),
   /** `x-max-in-memory-bytes` of quorum queues, 0 = unset (`rabbit_quroum_max_memory_bytes`, oslo's spelling). @default 0 */
   quorumMaxMemoryBytes: intOption({ default: 0, query: ['rabbit_quroum_max_memory_bytes', 'rabbit_quorum_max_memory_bytes'] }),
+  /*
+   * The notifier's default queue `<topic>.<priority>` (`notification_store_and_forward`,
+   * `notification_queue_max_length` -> `x-max-length`, `notification_queue_ttl_ms` ->
+   * `x-message-ttl`). Python oslo declares that queue without these arguments: a queue declared
+   * with them by one side is refused to the other (PRECONDITION_FAILED), so next to Python
+   * notifiers or listeners bound it with a RabbitMQ policy instead (README, Security and limits).
+   */
+  ...NOTIFICATION_QUEUE_OPTIONS,
   /** `x-expires` of reply and fanout queues, ms (`rabbit_transient_queues_ttl`, seconds). @default 1_800_000 */
   transientQueuesTtl: secondsOption({ default: 1_800_000, query: 'rabbit_transient_queues_ttl' }),
   /**

@@ -41,7 +41,17 @@ export interface ConsumerSpec {
 
 type TopologyOptions = Pick<
   AmqpOptions,
-  'durableQueues' | 'autoDelete' | 'haQueues' | 'quorumQueue' | 'quorumDeliveryLimit' | 'quorumMaxMemoryLength' | 'quorumMaxMemoryBytes' | 'transientQueuesTtl'
+  | 'durableQueues'
+  | 'autoDelete'
+  | 'haQueues'
+  | 'quorumQueue'
+  | 'quorumDeliveryLimit'
+  | 'quorumMaxMemoryLength'
+  | 'quorumMaxMemoryBytes'
+  | 'transientQueuesTtl'
+  | 'notificationStoreAndForward'
+  | 'notificationQueueMaxLength'
+  | 'notificationQueueTtl'
 >;
 
 /** Durable when `amqp_durable_queues` or `rabbit_quorum_queue` (quorum queues must be durable). */
@@ -75,6 +85,19 @@ export function fanoutExchange(topic: string): ExchangeDecl {
 /** `<topic>`, `<topic>.<server>` and notification queues: no x-expires. */
 export function topicQueue(name: string, o: TopologyOptions): QueueDecl {
   return { name, options: { durable: isDurable(o), autoDelete: o.autoDelete, exclusive: false, arguments: queueArguments(o) } };
+}
+
+/**
+ * The default queue of a notification address (`<topic>.<priority>`), which notifiers and
+ * un-pooled listeners both declare: a topic queue, bounded by `x-max-length` / `x-message-ttl`
+ * when `notification_queue_max_length` / `notification_queue_ttl_ms` ask for it. oslo sets
+ * neither; both sides of one queue MUST declare the same (RabbitMQ refuses a different one).
+ */
+export function notificationQueue(name: string, o: TopologyOptions): QueueDecl {
+  const q = topicQueue(name, o);
+  if (o.notificationQueueMaxLength > 0) q.options.arguments!['x-max-length'] = o.notificationQueueMaxLength;
+  if (o.notificationQueueTtl > 0) q.options.arguments!['x-message-ttl'] = o.notificationQueueTtl;
+  return q;
 }
 
 /**
@@ -113,7 +136,7 @@ export function notificationSpecs(pairs: ReadonlyArray<{ exchange: string; routi
     if (!list.some((b) => b.exchange.name === exchange && b.routingKey === routingKey)) list.push({ exchange: topicExchange(exchange, o), routingKey });
     byQueue.set(name, list);
   }
-  return [...byQueue].map(([name, bindings]) => ({ queue: topicQueue(name, o), bindings }));
+  return [...byQueue].map(([name, bindings]) => ({ queue: pool === undefined ? notificationQueue(name, o) : topicQueue(name, o), bindings }));
 }
 
 /** Bound on memoised declarations per kind; past it the memo starts over (names are unbounded input). */
@@ -141,14 +164,15 @@ export class PublishTopology {
     return memo(this.fanouts, topic, () => ({ exchange: fanoutExchange(topic) }));
   }
 
-  /** A notification to `address` on `exchange`, with the default queue of that address bound. */
+  /** A notification to `address` on `exchange`, with the default queue of that address bound (unless `notification_store_and_forward` is off). */
   notification(exchange: string, address: string): Declaration {
     let byAddress = this.notifications.get(exchange);
     if (byAddress === undefined) {
       byAddress = new Map();
       this.notifications.set(exchange, byAddress);
     }
-    return memo(byAddress, address, () => ({ exchange: this.topic(exchange).exchange, queue: topicQueue(address, this.options), routingKey: address }));
+    const exchangeOnly = !this.options.notificationStoreAndForward;
+    return memo(byAddress, address, () => (exchangeOnly ? this.topic(exchange) : { exchange: this.topic(exchange).exchange, queue: notificationQueue(address, this.options), routingKey: address }));
   }
 }
 

@@ -2,7 +2,7 @@
 // `<address>.dlq` with x-tidings-* headers (kafka-listener.ts). A Kafka topic cannot delete one
 // record, so removal is a marker record in the same topic naming the ids it removes; every
 // operation reads the whole topic (up to its end) and skips removed ids.
-import type { DeadLetter, DeadLetterQuery, DeadLetterStore } from '../../contract/dead-letters.js';
+import { DEAD_LETTERS_DROPPED, type DeadLetter, type DeadLetterQuery, type DeadLetterStore } from '../../contract/dead-letters.js';
 import { InvalidArgument } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { IncomingRecord } from './client/index.js';
@@ -93,7 +93,7 @@ export class KafkaDeadLetters implements DeadLetterStore {
     if (live.length <= maxLen) return 0;
     const dropped = live.slice(0, live.length - maxLen);
     await this.remove(dropped);
-    this.deps.logger.warn('Dropped the oldest dead letters: more than dead_letter_max_len', { topic: dead, dropped: dropped.length, maxLen, oldestDeadAt: dropped[0].letter.deadAt });
+    this.deps.logger.warn(DEAD_LETTERS_DROPPED, { topic: dead, dropped: dropped.length, maxLen, oldestDeadAt: dropped[0].letter.deadAt });
     return dropped.length;
   }
 

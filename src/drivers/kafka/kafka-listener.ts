@@ -25,7 +25,7 @@ import { KafkaDeadLetters } from './dead-letters.js';
 import { PartitionOffsets } from './offset-tracker.js';
 import type { ResolvedKafkaOptions } from './options.js';
 import { delayUntil, parseRetryHeaders, type ParsedRetryHeaders } from './retry-headers.js';
-import { deadLetterTopic, HEADERS, retryGroup, retryTopic } from './topology.js';
+import { deadLetterOrigin, deadLetterTopic, HEADERS, retryGroup, retryTopic } from './topology.js';
 
 /** How long records of a newly owned partition wait for the previous owner's late commits (see the file comment). */
 export const HANDOVER_GRACE_MS = 500;
@@ -432,6 +432,7 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
     const run = (): Promise<void> =>
       this.deadLetters
         .trim(dead, max)
+        .then((dropped) => this.stats?.deadLettersDropped(deadLetterOrigin(dead), dropped, this.group))
         .catch((err: unknown) => this.logger.warn('Could not trim the dead letters to dead_letter_max_len', { topic: dead, err }))
         .then(() => {
           if (!state.again || this.cleaning) return void this.trims.delete(dead);

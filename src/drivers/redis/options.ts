@@ -1,6 +1,6 @@
 // Options of the Redis driver as a table (src/contract/options.ts): key layout, leases, dead letters,
 // GC periods and connection settings, plus what comes from the URL itself (hosts, db, mode, TLS).
-import { booleanOption, defineDriverOptions, intOption, msOption, stringOption, type OptionsOf } from '../../contract/options.js';
+import { booleanOption, defineDriverOptions, intOption, msOption, NOTIFICATION_QUEUE_OPTIONS, stringOption, type OptionsOf } from '../../contract/options.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../../contract/wire.js';
 import { InvalidArgument, InvalidTransportURL } from '../../core/errors.js';
 import type { TransportURL } from '../../core/transport-url.js';
@@ -22,6 +22,11 @@ const FIELDS = {
   sweepInterval: msOption({ default: 5000, min: 10, query: 'sweep_interval_ms' }),
   /** Deliveries of one notification before it moves to the dead-letter stream; 0 = never (`max_deliveries`). @default 10 */
   maxDeliveries: intOption({ default: 10, min: 0, query: 'max_deliveries' }),
+  /**
+   * Most dead letters kept per topic shard's `:dead` stream (`dead_letter_max_len`, as on Kafka): past it the
+   * oldest are deleted as a new one arrives, logged and counted; 0 keeps all. @default 0
+   */
+  deadLetterMaxLen: intOption({ default: 0, query: 'dead_letter_max_len' }),
   /** Wait before a requeued notification is delivered again, ms (`requeue_backoff_ms`). @default 0 */
   requeueBackoff: msOption({ default: 0, query: 'requeue_backoff_ms' }),
   /** Time to live of a reply list nobody reads, ms (`reply_ttl_ms`). @default 60_000 */
@@ -39,6 +44,14 @@ const FIELDS = {
    * (`1700000000000-0`: every entry after it). An existing pool keeps its position. @default 'newest'
    */
   poolStart: stringOption({ default: 'newest', query: 'pool_start', check: (v) => /^(newest|oldest|\d+(-\d+)?)$/.test(v), expected: "'newest', 'oldest', a time in ms or a stream entry id" }),
+  /*
+   * The default group's backlog (`notification_store_and_forward`, `notification_queue_max_length`,
+   * `notification_queue_ttl_ms`): without the first, notifiers write only to streams a listener
+   * created (XADD NOMKSTREAM) and create no default group; the bounds cut the default group's
+   * backlog in the sweeps (listeners', and the notifier's own once per `sweep_interval_ms`),
+   * never entries a pool has not acknowledged.
+   */
+  ...NOTIFICATION_QUEUE_OPTIONS,
   /** Streams each topic is spread over, each with its own hash tag (`shards`). MUST be the same on every transport of a topic. @default 1 */
   shards: intOption({ default: 1, min: 1, max: 1024, query: 'shards' }),
   /** A send resolves only once this many replicas acknowledged it (`WAIT`); 0 = when the master has it (`wait_replicas`). @default 0 */

@@ -22,10 +22,13 @@ import { closeClient, createClient, createGroup, runScript, type RedisClient } f
 import { RedisDeadLetters } from './dead-letters.js';
 import { toMessagingError } from './errors.js';
 import { resolveOptions, type ResolvedRedisOptions } from './options.js';
-import { RedisListener, type ServerRegistration, type StreamSpec } from './redis-listener.js';
+import { RedisListener, sweepStream, type ServerRegistration, type StreamSpec } from './redis-listener.js';
 import { BODY_FIELD, DEADLINE_FIELD, DEFAULT_GROUP, poolGroup, replyKey, SERVER_GROUP, TopicKeys, topicShards } from './topology.js';
 
 const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true });
+
+/** Bound on the streams whose last sweep a notifier remembers; past it the memo starts over (names are unbounded input). */
+const SWEPT_MEMO_LIMIT = 10_000;
 
 /** Replies popped per BLMPOP, and the most one RPUSH pushes. */
 const REPLY_BATCH = 128;
@@ -58,6 +61,8 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   private replyLoop?: Promise<void>;
   /** Streams whose default group this driver created (or found): notifications skip the declare. */
   private readonly declared = new Map<string, true | Promise<void>>();
+  /** When the notifier last swept each stream it writes (`boundBacklog`). */
+  private readonly lastSwept = new Map<string, number>();
   private shardCursor = 0;
   /** The shards of each topic written to, when `shards` > 1 (their tags are searched for once). */
   private readonly shardKeys = new Map<string, TopicKeys[]>();
@@ -132,12 +137,28 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const address = target.topic as string;
     const cut = address.lastIndexOf('.');
     const topic = cut > 0 && isPriority(address.slice(cut + 1)) ? address.slice(0, cut) : address;
-    const stream = this.nextShard(this.exchangeFor(target), topic).notificationStream(address.slice(topic.length + 1) || address);
+    const keys = this.nextShard(this.exchangeFor(target), topic);
+    const stream = keys.notificationStream(address.slice(topic.length + 1) || address);
     const body = encodeNotification(message, ctx, options.version, undefined, this.options.maxMessageBytes);
+    const storeAndForward = this.options.notificationStoreAndForward;
     await this.withRetry(async () => {
+      if (!storeAndForward) return void (await this.write(['XADD', stream, 'NOMKSTREAM', '*', BODY_FIELD, body]));
       if (this.declared.get(stream) !== true) await this.declareDefaultGroup(stream);
       await this.write(['XADD', stream, '*', BODY_FIELD, body]);
     }, options.retry);
+    if (storeAndForward && (this.options.notificationQueueMaxLength > 0 || this.options.notificationQueueTtl > 0)) this.boundBacklog(stream, keys);
+  }
+
+  /**
+   * With a bound on the default group's backlog, the notifier sweeps the streams it writes itself,
+   * at most once per `sweepInterval` each: a stream nobody listens to yet stays bounded too.
+   */
+  private boundBacklog(stream: string, keys: TopicKeys): void {
+    const now = Date.now();
+    if ((this.lastSwept.get(stream) ?? 0) > now - this.options.sweepInterval) return;
+    if (this.lastSwept.size >= SWEPT_MEMO_LIMIT) this.lastSwept.clear();
+    this.lastSwept.set(stream, now);
+    sweepStream(this.commands(), stream, keys, '', this.options).catch((err: unknown) => this.logger.debug('Could not bound a notification stream', { stream, err: toMessagingError(err, 'sweep failed') }));
   }
 
   protected async doListen(target: Target, options: ListenOptions): Promise<Listener<RpcIncomingMessage>> {

@@ -2,7 +2,7 @@
 // connection each) read into the shared inbound pipeline; settling, lease extension, claims of
 // expired leases, dead letters and GC run on the driver's command connection. RPC requests are
 // read with NOACK (acknowledged on receipt).
-import { requeueReason } from '../../contract/dead-letters.js';
+import { DEAD_LETTERS_DROPPED, requeueReason } from '../../contract/dead-letters.js';
 import { InboundPollSource } from '../../contract/inbound.js';
 import type { ReceivedMessage } from '../../contract/incoming-message.js';
 import type { ConsumerLag, DeliveryStats } from '../../contract/delivery-stats.js';
@@ -72,6 +72,14 @@ interface Reader {
 }
 
 type Kind = 'rpc' | 'notification';
+
+/**
+ * GC of one stream (the `tidingsSweep` script): `own` is the sweeping pool's group ('' for none).
+ * Resolves with the idle pools holding trimming back, as `[name, entries-behind, ...]`.
+ */
+export function sweepStream(cmd: RedisClient, stream: string, topic: TopicKeys, own: string, o: ResolvedRedisOptions): Promise<Array<string | number>> {
+  return runScript<Array<string | number>>(cmd, 'tidingsSweep', [stream, topic.poolsSeen], [own, Date.now(), o.consumerTtl, o.poolTtl, o.notificationQueueMaxLength, o.notificationQueueTtl]);
+}
 
 /**
  * The Redis listener of either kind. It pulls: a read is issued when a poll of the adapter finds
@@ -202,9 +210,18 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
     this.settled(d);
     const spec = this.byKey.get(d.stream);
     if (!spec) return;
-    runScript(this.deps.commands(), 'tidingsDead', [d.stream, spec.topic.deadLetters, spec.topic.errors], [this.group, this.consumer, d.id, 'malformed message', Date.now()]).catch((err: unknown) =>
-      this.logger.warn('Could not dead-letter a malformed entry', { stream: d.stream, id: d.id, err: toMessagingError(err, 'dead-letter failed') }),
+    runScript<number>(this.deps.commands(), 'tidingsDead', [d.stream, spec.topic.deadLetters, spec.topic.errors], [this.group, this.consumer, d.id, 'malformed message', Date.now(), this.options.deadLetterMaxLen]).then(
+      (dropped) => this.droppedDeadLetters(spec, Number(dropped)),
+      (err: unknown) => this.logger.warn('Could not dead-letter a malformed entry', { stream: d.stream, id: d.id, err: toMessagingError(err, 'dead-letter failed') }),
     );
+  }
+
+  /** `dead_letter_max_len`: the oldest dead letters a new one of `spec` pushed out of its topic's `:dead` stream, logged and counted. */
+  private droppedDeadLetters(spec: StreamSpec, dropped: number): void {
+    if (!(dropped > 0)) return;
+    const maxLen = this.options.deadLetterMaxLen;
+    this.deps.stats.deadLettersDropped(spec.address, dropped, poolOfGroup(this.group));
+    this.logger.warn(DEAD_LETTERS_DROPPED, { stream: spec.topic.deadLetters, dropped, maxLen });
   }
 
   describe(d: RedisDelivery): Record<string, unknown> {
@@ -378,11 +395,15 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
         for (const s of this.streams) {
           const room = prefetchCount - this.inflight.size;
           if (this.stopped || room <= 0) break;
-          const got = await runScript<[string, string[], number, 1?][]>(cmd, 'tidingsClaim', [s.key, s.topic.deadLetters, s.topic.errors], [this.group, this.consumer, leaseMs, room, maxDeliveries, Date.now()]);
+          const got = await runScript<[string, string[], number, 1?, number?][]>(cmd, 'tidingsClaim', [s.key, s.topic.deadLetters, s.topic.errors], [this.group, this.consumer, leaseMs, room, maxDeliveries, Date.now(), this.options.deadLetterMaxLen]);
           const claimed: typeof got = [];
           for (const entry of got) {
-            if (entry[3] === 1) this.deps.stats.deadLettered(s.address, 'max_deliveries', poolOfGroup(this.group));
-            else claimed.push(entry);
+            if (entry[3] !== 1) {
+              claimed.push(entry);
+              continue;
+            }
+            this.deps.stats.deadLettered(s.address, 'max_deliveries', poolOfGroup(this.group));
+            this.droppedDeadLetters(s, Number(entry[4] ?? 0));
           }
           if (this.stopped) {
             // Not ours to handle any more: make them claimable again at once.
@@ -426,7 +447,7 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
       }
       const own = this.group.startsWith('pool:') ? this.group : '';
       for (const s of this.streams) {
-        const idle = await runScript<Array<string | number>>(cmd, 'tidingsSweep', [s.key, s.topic.poolsSeen], [own, Date.now(), this.options.consumerTtl, this.options.poolTtl]);
+        const idle = await sweepStream(cmd, s.key, s.topic, own, this.options);
         this.reportIdlePools(s.key, idle);
       }
     } catch (err) {

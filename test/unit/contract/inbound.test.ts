@@ -108,7 +108,7 @@ describe('RpcInbound reply addresses', () => {
     expect(warnings[0].fields).toMatchObject({ tag: 1, replyQueue: 'other-service.server1' });
     expect(String(warnings[2].fields?.replyQueue).length).toBeLessThan(100);
     expect(JSON.stringify(warnings)).not.toContain('s3');
-    expect(stats.snapshot()).toEqual([{ address: 'topic.info', redeliveries: 0, deadLettered: 0, malformed: 3 }]);
+    expect(stats.snapshot()).toEqual([{ address: 'topic.info', redeliveries: 0, deadLettered: 0, malformed: 3, deadLettersDropped: 0 }]);
   });
 
   it('the shared rule: reply_ + 32 lowercase hex, as newReplyAddress and Python oslo.messaging make them', () => {
@@ -132,7 +132,7 @@ describe('delivery counts', () => {
     expect(again.deliveryCount).toBe(3);
     expect(again.redelivered).toBe(true);
     expect(inbound.receive('{not json', { tag: 3 })).toBeUndefined();
-    expect(stats.snapshot()).toEqual([{ address: 'topic.info', pool: 'workers', redeliveries: 1, deadLettered: 0, malformed: 1 }]);
+    expect(stats.snapshot()).toEqual([{ address: 'topic.info', pool: 'workers', redeliveries: 1, deadLettered: 0, malformed: 1, deadLettersDropped: 0 }]);
   });
 
   it('an RPC request carries its delivery count too; without stats nothing is counted', () => {
@@ -149,8 +149,8 @@ describe('delivery counts', () => {
     stats.deadLettered('t.info', 'max_deliveries', 'a');
     stats.deadLettered('t.info', 'malformed');
     expect(stats.snapshot()).toEqual([
-      { address: 't.info', pool: 'a', redeliveries: 0, deadLettered: 2, malformed: 0 },
-      { address: 't.info', redeliveries: 0, deadLettered: 0, malformed: 1 },
+      { address: 't.info', pool: 'a', redeliveries: 0, deadLettered: 2, malformed: 0, deadLettersDropped: 0 },
+      { address: 't.info', redeliveries: 0, deadLettered: 0, malformed: 1, deadLettersDropped: 0 },
     ]);
   });
 });

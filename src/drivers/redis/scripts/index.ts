@@ -14,9 +14,12 @@ local function idless(a, b)
 end
 `;
 
-/** Moves one entry to the dead-letter stream with why, who and when, and acknowledges it. */
+/**
+ * Moves one entry to the dead-letter stream with why, who and when, and acknowledges it. With
+ * `maxlen` > 0 the oldest dead letters beyond it are deleted; returns how many.
+ */
 const DEAD_LETTER = `
-local function deadletter(stream, dead, errors, group, id, consumer, deliveries, reason, now)
+local function deadletter(stream, dead, errors, group, id, consumer, deliveries, reason, now, maxlen)
   local fields = {}
   local e = redis.call('XRANGE', stream, id, id)
   if e[1] then fields = e[1][2] end
@@ -32,6 +35,8 @@ local function deadletter(stream, dead, errors, group, id, consumer, deliveries,
   end
   redis.call('XADD', dead, '*', unpack(args))
   redis.call('XACK', stream, group, id)
+  if maxlen > 0 then return redis.call('XTRIM', dead, 'MAXLEN', maxlen) end
+  return 0
 end
 `;
 
@@ -59,24 +64,24 @@ return n`,
   },
 
   /**
-   * KEYS: stream, dead letters, errors. ARGV: group, consumer, min idle ms, count, max deliveries, now.
-   * Claims entries whose lease expired (or that were requeued) for this consumer and returns
-   * them as {id, fields, deliveries}; one that was already delivered max times is dead-lettered
-   * and returned as {id, {}, deliveries, 1}.
+   * KEYS: stream, dead letters, errors. ARGV: group, consumer, min idle ms, count, max deliveries, now,
+   * dead letters' max length. Claims entries whose lease expired (or that were requeued) for this
+   * consumer and returns them as {id, fields, deliveries}; one that was already delivered max times
+   * is dead-lettered and returned as {id, {}, deliveries, 1, older dead letters deleted for it}.
    */
   tidingsClaim: {
     numberOfKeys: 3,
     lua: `${DEAD_LETTER}
 local stream, group, me = KEYS[1], ARGV[1], ARGV[2]
-local max, now = tonumber(ARGV[5]), ARGV[6]
+local max, now, deadmax = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7] or '0')
 local out = {}
 local ok, pending = pcall(redis.call, 'XPENDING', stream, group, 'IDLE', ARGV[3], '-', '+', ARGV[4])
 if not ok then return out end
 for _, p in ipairs(pending) do
   local id, owner, n = p[1], p[2], p[4]
   if max > 0 and n >= max then
-    deadletter(stream, KEYS[2], KEYS[3], group, id, owner, n, '', now)
-    out[#out + 1] = {id, {}, n, 1}
+    local dropped = deadletter(stream, KEYS[2], KEYS[3], group, id, owner, n, '', now, deadmax)
+    out[#out + 1] = {id, {}, n, 1, dropped}
   else
     local c = redis.call('XCLAIM', stream, group, me, ARGV[3], id)
     if c[1] then
@@ -115,15 +120,17 @@ end
 return n`,
   },
 
-  /** KEYS: stream, dead letters, errors. ARGV: group, consumer, id, reason, now. Dead-letters one entry. */
+  /**
+   * KEYS: stream, dead letters, errors. ARGV: group, consumer, id, reason, now, dead letters' max
+   * length. Dead-letters one entry; returns how many older dead letters were deleted for it.
+   */
   tidingsDead: {
     numberOfKeys: 3,
     lua: `${DEAD_LETTER}
 local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
 local n = 1
 if p[1] then n = p[1][4] end
-deadletter(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[3], ARGV[2], n, ARGV[4], ARGV[5])
-return 1`,
+return deadletter(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[3], ARGV[2], n, ARGV[4], ARGV[5], tonumber(ARGV[6] or '0'))`,
   },
 
   /**
@@ -148,21 +155,28 @@ return 1`,
   },
 
   /**
-   * KEYS: stream, pools-seen hash. ARGV: own group ('' for none), now, consumer ttl, pool ttl.
+   * KEYS: stream, pools-seen hash. ARGV: own group ('' for none), now, consumer ttl, pool ttl,
+   * default group's max length (0 = none), default group's max age ms (0 = none).
    * GC of one stream: marks the own pool seen, drops pools unseen for pool ttl, removes
    * consumers idle past consumer ttl with nothing pending, then trims entries every group is done
-   * with (below the oldest pending or undelivered entry of any group; never an unacked one).
-   * Returns the pools left with no consumer but with entries they have not read or acked (they
-   * hold back trimming), as [name, entries-behind, ...].
+   * with (below the oldest pending or undelivered entry of any group; never an unacked one of a
+   * pool). The default group (store-and-forward for un-pooled listeners) holds entries back only
+   * once an un-pooled listener joined it (a consumer, or a read position past 0-0): one the
+   * notifiers created and nobody ever read does not pin what the pools are done with. Its backlog
+   * is cut to the max age and (approximately, whole stream nodes) to the max length; the pools'
+   * entries are never cut for it. Returns the pools left with no consumer but with entries they
+   * have not read or acked (they hold back trimming), as [name, entries-behind, ...].
    */
   tidingsSweep: {
     numberOfKeys: 2,
     lua: `${ID_LESS}
 local stream, seen = KEYS[1], KEYS[2]
 local mine, now, cttl, pttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local dmax, dage = tonumber(ARGV[5] or '0'), tonumber(ARGV[6] or '0')
 if redis.call('EXISTS', stream) == 0 then return {} end
 if pttl > 0 and mine ~= '' then redis.call('HSET', seen, mine, now) end
-local floor, idle = nil, {}
+local floor, others, dcut, hasdefault, idle = nil, nil, nil, false, {}
+local function lower(a, b) if b == nil or (a ~= nil and idless(a, b)) then return a end return b end
 for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
   local info = {}
   for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
@@ -186,14 +200,29 @@ for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
     end
     local f = info['last-delivered-id']
     if info['pending'] > 0 then f = redis.call('XPENDING', stream, name)[2] end
-    if floor == nil or idless(f, floor) then floor = f end
+    if name == 'default' then
+      hasdefault = true
+      if dage > 0 then dcut = string.format('%d-0', now - dage) end
+      if info['consumers'] == 0 and info['pending'] == 0 and f == '0-0' then f = nil
+      elseif dcut ~= nil and idless(f, dcut) then f = dcut end
+    else
+      others = lower(f, others)
+    end
+    floor = lower(f, floor)
     if string.sub(name, 1, 5) == 'pool:' and #redis.call('XINFO', 'CONSUMERS', stream, name) == 0 then
       local behind = info['pending'] + #redis.call('XRANGE', stream, '(' .. info['last-delivered-id'], '+', 'COUNT', 1000)
       if behind > 0 then table.insert(idle, name); table.insert(idle, behind) end
     end
   end
 end
+-- Only a never-read default group, with a max age: what is older goes.
+if floor == nil then floor = dcut end
 if floor ~= nil and floor ~= '0-0' then redis.call('XTRIM', stream, 'MINID', '~', floor) end
+if dmax > 0 and hasdefault then
+  local over = redis.call('XLEN', stream) - dmax
+  if over > 0 and others == nil then redis.call('XTRIM', stream, 'MAXLEN', '~', dmax)
+  elseif over > 0 and others ~= '0-0' then redis.call('XTRIM', stream, 'MINID', '~', others, 'LIMIT', over) end
+end
 return idle`,
   },
 
