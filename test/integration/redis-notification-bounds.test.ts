@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createConsoleLogger } from '../../src/core/logger.js';
+import { DEFAULTS } from '../../src/drivers/redis/options.js';
 import { TopicKeys } from '../../src/drivers/redis/topology.js';
 import { getNotificationListener, getNotificationTransport, Notifier, Target, type Transport } from '../../src/index.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
@@ -91,6 +92,8 @@ describe('Redis: the notification backlog is bounded by options', () => {
   });
 
   it('dead_letter_max_len: the oldest dead letters are dropped, with a warning and a count', async () => {
+    // Bounded unless asked otherwise: dead letters are not kept until someone purges them.
+    expect(DEFAULTS.deadLetterMaxLen).toBe(10_000);
     const topic = uniqueName('dlcap');
     const dead = keysOf(topic).deadLetters;
     const lines: string[] = [];

@@ -24,9 +24,10 @@ const FIELDS = {
   maxDeliveries: intOption({ default: 10, min: 0, query: 'max_deliveries' }),
   /**
    * Most dead letters kept per topic shard's `:dead` stream (`dead_letter_max_len`, as on Kafka): past it the
-   * oldest are deleted as a new one arrives, logged and counted; 0 keeps all. @default 0
+   * oldest are deleted as a new one arrives, logged and counted; 0 keeps all (the stream then grows until someone
+   * purges it). @default 10_000
    */
-  deadLetterMaxLen: intOption({ default: 0, query: 'dead_letter_max_len' }),
+  deadLetterMaxLen: intOption({ default: 10_000, query: 'dead_letter_max_len' }),
   /** Wait before a requeued notification is delivered again, ms (`requeue_backoff_ms`). @default 0 */
   requeueBackoff: msOption({ default: 0, query: 'requeue_backoff_ms' }),
   /** Time to live of a reply list nobody reads, ms (`reply_ttl_ms`). @default 60_000 */
