@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { getMemoryBroker } from '../../src/testing/memory.js';
 import { HEADERS } from '../../src/drivers/kafka/topology.js';
 import { DEADLINE_FIELD, replyKey } from '../../src/drivers/redis/topology.js';
-import { runAbuseSuite, type AbuseCase } from '../support/abuse.js';
+import { ABUSE_RUN, runAbuseSuite, type AbuseCase } from '../support/abuse.js';
 import { RABBIT_URL, requireRabbitMQ, requireRedis } from '../support/brokers.js';
 import { startKafkaMock, type KafkaTestBroker } from '../support/kafka-broker.js';
 import { RawKafka, SHORT_GROUP_QUERY } from '../support/kafka-raw.js';
@@ -35,7 +35,7 @@ runAbuseSuite({
   name: 'amqp (RabbitMQ)',
   url: () => RABBIT_URL,
   before: requireRabbitMQ,
-  after: async () => void (await deleteRabbitObjectsWithPrefix('abuse-')),
+  after: async () => void (await deleteRabbitObjectsWithPrefix(ABUSE_RUN)),
   publishRaw: (routingKey, body) => publishRawToRabbit(EXCHANGE, routingKey, body),
   forged: rabbitForged,
 });

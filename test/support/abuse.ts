@@ -51,6 +51,9 @@ export interface AbuseSubject {
   timeoutMs?: number;
 }
 
+/** The start of every queue, topic and key name of this run (for sweeping what it leaves). */
+export const ABUSE_RUN = `abuse-${randomUUID().slice(0, 8)}`;
+
 /** Bodies over this are oversized: small, so the huge case is quick on every broker. */
 export const ABUSE_MAX_BYTES = 256 * 1024;
 const MARKER = 'ABUSE-MARKER-must-not-be-logged';
@@ -193,9 +196,9 @@ export function runAbuseSuite(subject: AbuseSubject): void {
       const listenerLog = createMemoryLogger();
       const victimLog = createMemoryLogger();
       const [serverT, listenerT, victimT, clientT] = await Promise.all([open('rpc', serverLog), open('notification', listenerLog), open('rpc', victimLog), open('rpc')]);
-      const topic = uniqueName('abuse-rpc');
-      const victim = uniqueName('abuse-victim');
-      const ntopic = uniqueName('abuse-n');
+      const topic = uniqueName(`${ABUSE_RUN}-rpc`);
+      const victim = uniqueName(`${ABUSE_RUN}-victim`);
+      const ntopic = uniqueName(`${ABUSE_RUN}-n`);
       const calls: unknown[] = [];
       const victimCalls: unknown[] = [];
       const polluted: unknown[] = [];
