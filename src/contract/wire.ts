@@ -116,6 +116,9 @@ export function parseRpcRequest(raw: DriverMessage): ParsedRpcRequest {
   if (namespace !== undefined && namespace !== null && typeof namespace !== 'string') throw new MalformedMessage('RPC message "namespace" is neither a string nor null');
   if (version !== undefined && version !== null && typeof version !== 'string') throw new MalformedMessage('RPC message "version" is not a string');
   const { ctx, wire, dropped } = splitWireKeys(raw, false);
+  // A wire key of another type is not one oslo wrote: read as absent, a call would run as a cast.
+  for (const key of ['_unique_id', '_msg_id', '_reply_q'] as const) optionalString(wire[key], `RPC message "${key}"`);
+  if (wire._timeout !== undefined && wire._timeout !== null && typeof wire._timeout !== 'number') throw new MalformedMessage('RPC message "_timeout" is neither a number nor null');
   const request: RpcRequest = { method, args: (args as Record<string, unknown> | null | undefined) ?? {}, namespace: namespace ?? undefined, version: version ?? '1.0' };
   const timeout = typeof wire._timeout === 'number' && Number.isFinite(wire._timeout) ? wire._timeout : null;
   ctx.client_timeout = timeout;
@@ -154,6 +157,8 @@ export function parseNotification(raw: DriverMessage): ParsedNotification {
   if (typeof raw.event_type !== 'string') throw new MalformedMessage('Notification without an "event_type" string');
   if (typeof raw.priority !== 'string') throw new MalformedMessage('Notification without a "priority" string');
   if (!('payload' in raw)) throw new MalformedMessage('Notification without a "payload"');
+  // Handlers are promised strings (or null) here; `_unique_id` decides duplicates.
+  for (const key of ['publisher_id', 'message_id', 'timestamp', '_unique_id'] as const) optionalString(raw[key], `Notification "${key}"`);
   const nested = onlyNestedContext(raw);
   if (nested !== undefined) {
     // Deleting the last key added (where oslo's Kafka driver and tidings write `_context`) keeps V8's fast object layout.
@@ -307,6 +312,11 @@ function copyNested(nested: Record<string, unknown>, ctx: Context, dropped: stri
     else ctx[key] = nested[key];
   }
   return dropped;
+}
+
+/** Throws MalformedMessage unless `value` is a string, null or absent. */
+function optionalString(value: unknown, what: string): void {
+  if (value !== undefined && value !== null && typeof value !== 'string') throw new MalformedMessage(`${what} is neither a string nor null`);
 }
 
 /** A string member as it is; anything else is absent. */
