@@ -117,7 +117,9 @@ export function parseRpcRequest(raw: DriverMessage): ParsedRpcRequest {
   if (version !== undefined && version !== null && typeof version !== 'string') throw new MalformedMessage('RPC message "version" is not a string');
   const { ctx, wire, dropped } = splitWireKeys(raw, false);
   // A wire key of another type is not one oslo wrote: read as absent, a call would run as a cast.
-  for (const key of ['_unique_id', '_msg_id', '_reply_q'] as const) optionalString(wire[key], `RPC message "${key}"`);
+  optionalString(wire._unique_id, 'RPC message "_unique_id"');
+  optionalString(wire._msg_id, 'RPC message "_msg_id"');
+  optionalString(wire._reply_q, 'RPC message "_reply_q"');
   if (wire._timeout !== undefined && wire._timeout !== null && typeof wire._timeout !== 'number') throw new MalformedMessage('RPC message "_timeout" is neither a number nor null');
   const request: RpcRequest = { method, args: (args as Record<string, unknown> | null | undefined) ?? {}, namespace: namespace ?? undefined, version: version ?? '1.0' };
   const timeout = typeof wire._timeout === 'number' && Number.isFinite(wire._timeout) ? wire._timeout : null;
@@ -158,7 +160,10 @@ export function parseNotification(raw: DriverMessage): ParsedNotification {
   if (typeof raw.priority !== 'string') throw new MalformedMessage('Notification without a "priority" string');
   if (!('payload' in raw)) throw new MalformedMessage('Notification without a "payload"');
   // Handlers are promised strings (or null) here; `_unique_id` decides duplicates.
-  for (const key of ['publisher_id', 'message_id', 'timestamp', '_unique_id'] as const) optionalString(raw[key], `Notification "${key}"`);
+  optionalString(raw.publisher_id, 'Notification "publisher_id"');
+  optionalString(raw.message_id, 'Notification "message_id"');
+  optionalString(raw.timestamp, 'Notification "timestamp"');
+  optionalString(raw._unique_id, 'Notification "_unique_id"');
   const nested = onlyNestedContext(raw);
   if (nested !== undefined) {
     // Deleting the last key added (where oslo's Kafka driver and tidings write `_context`) keeps V8's fast object layout.
