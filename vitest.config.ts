@@ -1,5 +1,13 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
+/**
+ * Fault tests that hit every client of the machine's RabbitMQ (`rabbitmqctl close_all_connections`)
+ * or load it heavily (200,000 queued notifications): they run after everything else, one at a time.
+ * Every other fault test breaks only brokers of its own (private redis-server, Kafka mock cluster,
+ * proxies, child processes) and runs beside the rest of the suite.
+ */
+const SHARED_BROKER_FAULTS = ['test/faults/close-all-connections.test.ts', 'test/faults/amqp-rss.test.ts'];
+
 export default defineConfig({
   test: {
     testTimeout: 30_000,
@@ -11,15 +19,13 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'main', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, 'test/faults/**'], sequence: { groupOrder: 0 } },
+        test: { name: 'main', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...SHARED_BROKER_FAULTS], sequence: { groupOrder: 0 } },
       },
       {
-        // Broker faults hit every client of the broker (`rabbitmqctl close_all_connections`), so
-        // they run after everything else, one file at a time.
         extends: true,
         test: {
           name: 'faults',
-          include: ['test/faults/**/*.test.ts'],
+          include: SHARED_BROKER_FAULTS,
           fileParallelism: false,
           sequence: { groupOrder: 1 },
           env: { TIDINGS_FAULTS_CLOSE_ALL: '1' },
