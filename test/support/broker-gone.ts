@@ -27,12 +27,23 @@ export interface GoneFigures {
   cpuMs: number;
 }
 
+/** Bounds of {@link serveThenBrokerGone}. */
+export interface GoneBounds {
+  /** From SIGTERM to the exit. */
+  exitBoundMs: number;
+  /** CPU seconds from the broker's going to the exit. */
+  cpuBoundS: number;
+  /** SIGTERM this long after the broker has gone (reconnecting meanwhile), not at the same moment. @default 0 */
+  sigtermAfterMs?: number;
+}
+
 /**
  * Starts `tidings serve` with `env`, calls `ping` on it once, then runs `goneAway()` (the broker
- * disappears) and sends SIGTERM at the same moment. Asserts that it says it stops, exits 0 within
- * `exitBoundMs` and burns less than `cpuBoundS` CPU seconds meanwhile; logs and returns the figures.
+ * disappears) and sends SIGTERM at the same moment, or `sigtermAfterMs` after it has gone.
+ * Asserts that it says it stops, exits 0 within `exitBoundMs` of the SIGTERM and burns less than
+ * `cpuBoundS` CPU seconds from the broker's going to its exit; logs and returns the figures.
  */
-export async function serveThenBrokerGone(what: string, env: NodeJS.ProcessEnv, goneAway: () => Promise<unknown>, bounds: { exitBoundMs: number; cpuBoundS: number }): Promise<GoneFigures> {
+export async function serveThenBrokerGone(what: string, env: NodeJS.ProcessEnv, goneAway: () => Promise<unknown>, bounds: GoneBounds): Promise<GoneFigures> {
   const topic = uniqueName('gone');
   const serve = startBin(['serve', '--topic', topic, '--server', 's1'], env);
   try {
@@ -53,12 +64,17 @@ export async function serveThenBrokerGone(what: string, env: NodeJS.ProcessEnv, 
       }
     }, 100);
     const gone = goneAway();
+    if (bounds.sigtermAfterMs) {
+      await gone;
+      await new Promise((r) => setTimeout(r, bounds.sigtermAfterMs));
+    }
     serve.child.kill('SIGTERM');
     const started = Date.now();
     const result = await finished(serve, bounds.exitBoundMs, `tidings serve after SIGTERM with the broker gone (${what})`).finally(() => clearInterval(sampler));
     const figures = { exitMs: Date.now() - started, cpuMs: Math.round((cpuLast - cpuBefore) * 1000) };
     await gone;
-    console.log(`broker gone (${what}): tidings serve exited ${figures.exitMs} ms after SIGTERM, using ${figures.cpuMs} ms of CPU meanwhile`);
+    const after = bounds.sigtermAfterMs ? `, ${bounds.sigtermAfterMs} ms after the broker went,` : '';
+    console.log(`broker gone (${what}): tidings serve SIGTERMed${after} exited ${figures.exitMs} ms later, using ${figures.cpuMs} ms of CPU since the broker went`);
     expect(figures.exitMs).toBeLessThan(bounds.exitBoundMs);
     expect(figures.cpuMs).toBeLessThan(bounds.cpuBoundS * 1000);
     expect(result.stderr).toContain('SIGTERM: stopping (in-flight calls finish)');
