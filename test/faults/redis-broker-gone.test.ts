@@ -2,10 +2,9 @@
 // SIGKILLed exits within a bound without spinning, and in process an RPC server, a notification
 // listener and a caller whose Redis died earlier back off while they wait and close within the
 // deadline. Uses only this file's own redis-server (killed and restarted here).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getNotificationListener, getNotificationTransport, getRpcClient, getRpcServer, getRpcTransport, Notifier, Target, type Context } from '../../src/index.js';
-import { deferred, uniqueName } from '../../src/testing/wait.js';
-import { idleWithBrokerGone, measured, serveThenBrokerGone } from '../support/broker-gone.js';
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import { uniqueName } from '../../src/testing/wait.js';
+import { idleWithBrokerGone, serveAndListenThen, serveThenBrokerGone } from '../support/broker-gone.js';
 import { startRedisServer, type RedisServer } from '../support/redis-servers.js';
 import { requireBuiltBinary } from '../unit/cli/bin.js';
 
@@ -36,30 +35,11 @@ describe('Redis with the server gone', () => {
 
   it('in process: Redis died earlier; waiting backs off, close({deadlineMs}) of server, listener and caller ends within the deadline', async () => {
     await redis.restart();
-    const topic = uniqueName('gone');
-    const st = await getRpcTransport(redis.url);
-    const ct = await getRpcTransport(redis.url);
-    const nt = await getNotificationTransport(redis.url);
-    const transports = [st, ct, nt];
-    try {
-      const server = getRpcServer(st, new Target({ topic, server: 's1' }), [{ echo: (_c: Context, a: unknown) => a }]);
-      await server.start();
-      const got = deferred<unknown>();
-      const listener = getNotificationListener(nt, [new Target({ topic })], [{ info: (_c: Context, _p: unknown, _e: string, payload: unknown) => got.resolve(payload) }]);
-      await listener.start();
-      expect(await getRpcClient(ct, new Target({ topic }), { timeout: 20_000 }).call({}, 'echo', { a: 1 })).toEqual({ a: 1 });
-      await new Notifier(nt, { topics: [topic] }).info({}, 'gone.test', { n: 1 });
-      expect(await got.promise).toEqual({ n: 1 });
-
+    const { idleCpuMs, close } = await serveAndListenThen(redis.url, uniqueName('gone'), async () => {
       await redis.kill('SIGKILL');
       // Reconnects and reads back off while Redis is gone: an idle wait costs little CPU.
-      const idleCpuMs = await idleWithBrokerGone();
-      const close = await measured(() => Promise.all(transports.map((t) => t.close({ deadlineMs: DEADLINE_MS }))), CLOSE_BOUND_MS);
-      console.log(`broker gone (redis, in process): idle 3 s used ${idleCpuMs} ms of CPU; close({ deadlineMs: ${DEADLINE_MS} }) took ${close.exitMs} ms and ${close.cpuMs} ms of CPU`);
-      expect(close.cpuMs).toBeLessThan(CPU_BOUND_S * 1000);
-    } finally {
-      // Not awaited: on a transport that cannot close, this would hang the file instead of failing the test.
-      void Promise.allSettled(transports.map((t) => t.cleanup()));
-    }
+      return idleWithBrokerGone();
+    }, { deadlineMs: DEADLINE_MS, boundMs: CLOSE_BOUND_MS, cpuBoundS: CPU_BOUND_S });
+    console.log(`broker gone (redis, in process): idle 3 s used ${idleCpuMs} ms of CPU; close({ deadlineMs: ${DEADLINE_MS} }) took ${close.exitMs} ms and ${close.cpuMs} ms of CPU`);
   }, 60_000);
 });

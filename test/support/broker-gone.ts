@@ -3,7 +3,8 @@
 // procedure for every driver's fault test, with the CPU the orphaned process burnt measured.
 import { readFileSync } from 'node:fs';
 import { expect } from 'vitest';
-import { uniqueName, waitFor } from '../../src/testing/wait.js';
+import { getNotificationListener, getNotificationTransport, getRpcClient, getRpcServer, getRpcTransport, Notifier, Target, type Context } from '../../src/index.js';
+import { deferred, uniqueName, waitFor } from '../../src/testing/wait.js';
 import { finished, runBin, startBin } from '../unit/cli/bin.js';
 
 /** utime + stime of a process in seconds, from /proc/<pid>/stat (clock ticks of 1/100 s). */
@@ -35,6 +36,8 @@ export interface GoneBounds {
   cpuBoundS: number;
   /** SIGTERM this long after the broker has gone (reconnecting meanwhile), not at the same moment. @default 0 */
   sigtermAfterMs?: number;
+  /** The topic served (a prefix the test cleans up after). @default a unique `gone-…` name */
+  topic?: string;
 }
 
 /**
@@ -44,7 +47,7 @@ export interface GoneBounds {
  * `cpuBoundS` CPU seconds from the broker's going to its exit; logs and returns the figures.
  */
 export async function serveThenBrokerGone(what: string, env: NodeJS.ProcessEnv, goneAway: () => Promise<unknown>, bounds: GoneBounds): Promise<GoneFigures> {
-  const topic = uniqueName('gone');
+  const topic = bounds.topic ?? uniqueName('gone');
   const serve = startBin(['serve', '--topic', topic, '--server', 's1'], env);
   try {
     await waitFor(() => serve.stderr().includes('serving on') || serve.child.exitCode !== null, { timeoutMs: 30_000, intervalMs: 50, message: 'tidings serve started' });
@@ -73,8 +76,8 @@ export async function serveThenBrokerGone(what: string, env: NodeJS.ProcessEnv, 
     const result = await finished(serve, bounds.exitBoundMs, `tidings serve after SIGTERM with the broker gone (${what})`).finally(() => clearInterval(sampler));
     const figures = { exitMs: Date.now() - started, cpuMs: Math.round((cpuLast - cpuBefore) * 1000) };
     await gone;
-    const after = bounds.sigtermAfterMs ? `, ${bounds.sigtermAfterMs} ms after the broker went,` : '';
-    console.log(`broker gone (${what}): tidings serve SIGTERMed${after} exited ${figures.exitMs} ms later, using ${figures.cpuMs} ms of CPU since the broker went`);
+    const when = bounds.sigtermAfterMs ? `${bounds.sigtermAfterMs} ms after the broker went` : 'as the broker went';
+    console.log(`broker gone (${what}): tidings serve got SIGTERM ${when} and exited ${figures.exitMs} ms later, using ${figures.cpuMs} ms of CPU since the broker went`);
     expect(figures.exitMs).toBeLessThan(bounds.exitBoundMs);
     expect(figures.cpuMs).toBeLessThan(bounds.cpuBoundS * 1000);
     expect(result.stderr).toContain('SIGTERM: stopping (in-flight calls finish)');
@@ -117,4 +120,40 @@ export async function measured(stop: () => Promise<unknown>, boundMs: number): P
     clearTimeout(timer);
   }
   return { exitMs: Date.now() - t0, cpuMs: Math.round(cpuSecondsSince(cpu) * 1000) };
+}
+
+/**
+ * An RPC server, a notification listener and a caller on `url`, each shown working; then
+ * `breakBroker()` (which returns a figure to report, such as idle CPU ms), then the three
+ * transports closed with `deadlineMs`. A close may reject (a drain past its deadline) but all must
+ * end within `boundMs` using less than `cpuBoundS` CPU seconds.
+ */
+export async function serveAndListenThen(
+  url: string,
+  topic: string,
+  breakBroker: () => Promise<number>,
+  bounds: { deadlineMs: number; boundMs: number; cpuBoundS: number },
+): Promise<{ idleCpuMs: number; close: GoneFigures }> {
+  const st = await getRpcTransport(url);
+  const ct = await getRpcTransport(url);
+  const nt = await getNotificationTransport(url);
+  const transports = [st, ct, nt];
+  try {
+    const server = getRpcServer(st, new Target({ topic, server: 's1' }), [{ echo: (_c: Context, a: unknown) => a }]);
+    await server.start();
+    const got = deferred<unknown>();
+    const listener = getNotificationListener(nt, [new Target({ topic })], [{ info: (_c: Context, _p: unknown, _e: string, payload: unknown) => got.resolve(payload) }]);
+    await listener.start();
+    expect(await getRpcClient(ct, new Target({ topic }), { timeout: 20_000 }).call({}, 'echo', { a: 1 })).toEqual({ a: 1 });
+    await new Notifier(nt, { topics: [topic] }).info({}, 'gone.test', { n: 1 });
+    expect(await got.promise).toEqual({ n: 1 });
+
+    const idleCpuMs = await breakBroker();
+    const close = await measured(() => Promise.allSettled(transports.map((t) => t.close({ deadlineMs: bounds.deadlineMs }))), bounds.boundMs);
+    expect(close.cpuMs).toBeLessThan(bounds.cpuBoundS * 1000);
+    return { idleCpuMs, close };
+  } finally {
+    // Not awaited: on a transport that cannot close, this would hang the file instead of failing the test.
+    void Promise.allSettled(transports.map((t) => t.cleanup()));
+  }
 }
