@@ -126,6 +126,12 @@ export class ProxiedConnection {
     for (const b of this.held.splice(0)) this.server.write(b);
   }
 
+  /** Stops forwarding both ways and keeps the sockets open: a broker that stopped answering. */
+  freeze(): void {
+    this.client.pause();
+    this.server.pause();
+  }
+
   destroy(): void {
     if (this.closed) return;
     this.closed = true;
@@ -239,6 +245,13 @@ export class AmqpFrameProxy {
   unblock(): number {
     const targets = this.connections.filter((c) => c.blocked);
     for (const c of targets) c.unblock();
+    return targets.length;
+  }
+
+  /** Freezes every open connection (see {@link ProxiedConnection.freeze}); returns how many. */
+  freeze(): number {
+    const targets = this.connections;
+    for (const c of targets) c.freeze();
     return targets.length;
   }
 

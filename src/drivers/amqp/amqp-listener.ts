@@ -67,7 +67,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     this.removeHook?.();
     const ch = this.channel;
     for (const tag of this.consumerTags.splice(0)) {
-      await ch?.cancel(tag).catch(() => undefined);
+      if (ch) await this.conn.teardown(() => ch.cancel(tag));
     }
   }
 
@@ -83,11 +83,11 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     const ch = this.channel;
     if (ch) {
       for (const spec of this.specs) {
-        if (spec.deleteOnCleanup) await ch.deleteQueue(spec.queue.name).catch(() => undefined);
+        if (spec.deleteOnCleanup) await this.conn.teardown(() => ch.deleteQueue(spec.queue.name));
       }
       this.batchers.get(this.channelId)?.flush();
       this.channel = undefined;
-      await ch.close().catch(() => undefined);
+      await this.conn.teardown(() => ch.close());
     }
     await this.conn.close();
   }

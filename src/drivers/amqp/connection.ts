@@ -61,6 +61,8 @@ export class AmqpConnection {
   private tls?: Promise<TlsMaterial>;
   private openingModel?: ChannelModel;
   private openingLost = false;
+  /** When the round trips of stopping and closing stop waiting for the broker (set by the first). */
+  private teardownBy?: number;
 
   constructor(
     /** Role name used in events and logs. */
@@ -152,17 +154,37 @@ export class AmqpConnection {
     this.releaseBlocked();
     await this.attempt?.catch(() => undefined);
     const model = this.model;
-    this.model = undefined;
     if (!model) return;
+    await this.teardown(() => model.close());
+    this.model = undefined;
+  }
+
+  /**
+   * One broker round trip of stopping or closing (cancel, queue delete, channel or connection
+   * close). Resolves when the broker answers or the round trip fails, and at the latest when
+   * this connection's teardown budget is spent: `shutdownTimeout`, one budget from the first such
+   * round trip. A broker that has not answered by then is taken for gone (it stopped answering
+   * without closing the TCP connection: frozen, or behind a partition): the socket is destroyed, so
+   * every later round trip fails at once instead of waiting for the heartbeat, whose timer would
+   * also hold the process open. Never throws.
+   */
+  async teardown(roundTrip: () => Promise<unknown>): Promise<void> {
+    this.teardownBy ??= Date.now() + this.options.shutdownTimeout;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      model.close().catch(() => undefined),
-      new Promise((r) => {
-        timer = setTimeout(r, this.options.shutdownTimeout);
-        timer.unref?.();
-      }),
-    ]);
-    clearTimeout(timer);
+    const expired = new Promise<true>((resolve) => (timer = setTimeout(resolve, Math.max(0, this.teardownBy! - Date.now()), true)));
+    try {
+      if ((await Promise.race([roundTrip().catch(() => undefined), expired])) === true) this.dropSocket();
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Destroys the socket under the open connection: amqplib fails what waits on it and closes. */
+  private dropSocket(): void {
+    const conn = (this.model as unknown as MuxedConnection | undefined)?.connection;
+    if (typeof conn?.stream?.destroy !== 'function') return;
+    this.logger.warn('RabbitMQ did not answer while closing; connection dropped', { connection: this.role, shutdownTimeout: this.options.shutdownTimeout });
+    conn.stream.destroy(new ConnectionError(`RabbitMQ did not answer within shutdown_timeout_ms (${this.options.shutdownTimeout} ms) while closing`));
   }
 
   private nextHost(): AmqpHost {
@@ -233,7 +255,8 @@ export class AmqpConnection {
     if (this.model !== model) return;
     this.model = undefined;
     this.releaseBlocked();
-    if (this.closed) return;
+    // Once its owner tears it down (teardown() came first), a lost connection is not reopened.
+    if (this.closed || this.teardownBy !== undefined) return;
     this.logger.warn('AMQP connection lost; reconnecting', { ...info, err });
     this.events.emit('disconnected', { ...info, error: err });
     void this.reconnectLoop();
@@ -335,7 +358,7 @@ function shuffle<T>(list: T[]): void {
 
 /** Shape of amqplib's internals that coalesceWrites relies on (checked at run time). */
 interface MuxedConnection {
-  connection?: { stream?: { cork?: () => void; uncork?: () => void }; muxer?: { _readIncoming?: () => void } };
+  connection?: { stream?: { cork?: () => void; uncork?: () => void; destroy?: (err?: Error) => void }; muxer?: { _readIncoming?: () => void } };
 }
 
 /**

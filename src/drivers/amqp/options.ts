@@ -74,7 +74,11 @@ const FIELDS = {
   publishTimeout: msOption({ default: 60_000, query: 'publish_timeout_ms' }),
   /** TCP + AMQP handshake timeout per connection attempt, ms (`connect_timeout_ms`). @default 10_000 */
   connectTimeout: msOption({ default: 10_000, query: 'connect_timeout_ms' }),
-  /** How long cleanup waits for in-flight confirms and unacknowledged notifications, ms (`shutdown_timeout_ms`). @default 10_000 */
+  /**
+   * How long cleanup waits for in-flight confirms and unacknowledged notifications, ms; also, per
+   * connection, how long closing waits for a broker that stopped answering before it drops the
+   * socket (`shutdown_timeout_ms`). @default 10_000
+   */
   shutdownTimeout: msOption({ default: 10_000, query: 'shutdown_timeout_ms' }),
   /** SASL mechanism (`rabbit_login_method`). @default 'AMQPLAIN' */
   loginMethod: enumOption(['PLAIN', 'AMQPLAIN', 'EXTERNAL'], { default: 'AMQPLAIN', query: 'rabbit_login_method' }),

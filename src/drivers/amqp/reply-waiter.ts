@@ -60,7 +60,7 @@ export class ReplyWaiter {
     this.channel = undefined;
     // The queue is left to its x-expires, as oslo does: deleting it would make servers still
     // answering our calls retry their replies for missing_consumer_retry_timeout (60 s).
-    if (ch) await ch.close().catch(() => undefined);
+    if (ch) await this.conn.teardown(() => ch.close());
   }
 
   private async setup(model: ChannelModel, generation: number): Promise<void> {

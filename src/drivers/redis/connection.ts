@@ -50,6 +50,10 @@ export function createClient(options: ResolvedRedisOptions, role: ClientRole, lo
     // CPU than the socket writes they save (measured: -10% CPU per call sequential and with 16 in flight).
     enableAutoPipelining: false,
     keepAlive: 30_000,
+    // How long a dropped socket may take to close before ioredis destroys it. Its timer holds the
+    // process open, and a socket that had already failed never closes again: 2 s (ioredis' default)
+    // after every stop with Redis unreachable. Closing after QUIT does not wait for it.
+    disconnectTimeout: 100,
   };
   let client: RedisClient;
   if (options.mode === 'cluster') {
@@ -128,5 +132,29 @@ export async function closeClient(client: RedisClient | undefined): Promise<void
   } catch {
     // already gone
   }
+  dropClient(client);
+}
+
+/** The ioredis internals {@link dropClient} finishes a close with (checked at run time). */
+interface ClosableInternals {
+  setStatus?: (status: 'end') => void;
+  flushQueue?: (error: Error) => void;
+}
+
+/**
+ * Drops a client's connection for good and fails every command it still holds, at once.
+ * ioredis' `disconnect()` between two reconnect attempts (status `reconnecting`: the socket is
+ * already gone, so no close event comes) cancels the next attempt but leaves the commands of its
+ * offline queue waiting forever (redis/ioredis#2169): a BLMPOP or XREADGROUP queued there would
+ * never settle, and nothing awaiting it could finish. This does what ioredis' own close does then:
+ * status `end` (later commands fail at once) and the queues flushed. Never throws.
+ */
+export function dropClient(client: RedisClient | undefined): void {
+  if (!client) return;
   client.disconnect();
+  if (client.status !== 'reconnecting') return;
+  const internals = client as unknown as ClosableInternals;
+  if (typeof internals.setStatus !== 'function' || typeof internals.flushQueue !== 'function') return;
+  internals.setStatus('end');
+  internals.flushQueue(new Error('Connection is closed.'));
 }

@@ -18,7 +18,7 @@ import { encodeNotification, encodeRpcRequest } from '../../contract/wire.js';
 import { MessageDeliveryFailure, MessagingError } from '../../core/errors.js';
 import { abortableSleep, withRetry } from '../../core/retry.js';
 import type { Target } from '../../core/target.js';
-import { closeClient, createClient, createGroup, runScript, type RedisClient } from './connection.js';
+import { closeClient, createClient, createGroup, dropClient, runScript, type RedisClient } from './connection.js';
 import { RedisDeadLetters } from './dead-letters.js';
 import { toMessagingError } from './errors.js';
 import { resolveOptions, type ResolvedRedisOptions } from './options.js';
@@ -207,7 +207,8 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   protected async close(): Promise<void> {
     const replies = this.replyClient;
     this.replyClient = undefined;
-    replies?.disconnect();
+    // Dropped, not quit: its BLMPOP fails at once, even one queued while Redis is unreachable.
+    dropClient(replies);
     await this.replyLoop;
     await closeClient(this.cmd);
     this.logger.debug('Redis driver cleaned up');

@@ -8,7 +8,7 @@ import type { ReceivedMessage } from '../../contract/incoming-message.js';
 import type { ConsumerLag, DeliveryStats } from '../../contract/delivery-stats.js';
 import type { ReplySender } from '../../contract/messages.js';
 import type { Logger } from '../../core/logger.js';
-import { closeClient, createGroup, runScript, type RedisClient } from './connection.js';
+import { closeClient, createGroup, dropClient, runScript, type RedisClient } from './connection.js';
 import { isNoGroup, toMessagingError } from './errors.js';
 import type { ResolvedRedisOptions } from './options.js';
 import { BODY_FIELD, DEADLINE_FIELD, hashTagOf, poolOfGroup, type TopicKeys } from './topology.js';
@@ -490,15 +490,17 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
     await Promise.all(
       this.readers.map(async (r) => {
         if (!r.reading) return;
-        // A read ended by UNBLOCK returns normally: nothing it took from the stream is lost.
-        if (r.clientId !== undefined) {
+        // A read ended by UNBLOCK returns normally: nothing it took from the stream is lost. A
+        // reader or command connection that is not up cannot have a read running on Redis: its
+        // read waits in ioredis' queue, and dropping the client fails it at once (Redis unreachable).
+        if (r.clientId !== undefined && r.client.status === 'ready' && cmd.status === 'ready') {
           try {
             await cmd.call('CLIENT', ['UNBLOCK', r.clientId]);
           } catch {
-            r.client.disconnect();
+            dropClient(r.client);
           }
         } else {
-          r.client.disconnect();
+          dropClient(r.client);
         }
         await r.loop;
       }),
@@ -514,6 +516,11 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
     if (this.leaseTimer) clearInterval(this.leaseTimer);
     await Promise.all(this.readers.map((r) => closeClient(r.client)));
     const cmd = this.deps.commands();
+    if (cmd.status !== 'ready') {
+      // Each command would wait in ioredis' queue for a reconnect that may never come.
+      this.logger.debug('Redis is unreachable: the listener is not released there (its leases expire instead)', { status: cmd.status });
+      return;
+    }
     try {
       if (this.kind === 'notification') {
         for (const s of this.streams) await runScript(cmd, 'tidingsRelease', [s.key], [this.group, this.consumer, this.options.leaseMs + 1]);
