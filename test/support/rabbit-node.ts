@@ -114,6 +114,13 @@ class ManagedRabbitNode implements RabbitNode {
     return [fileTail(this.stdioFile, lines), fileTail(this.logFile, lines)].filter(Boolean).join('\n');
   }
 
+  /** The first error lines (why it failed; a crash report buries them) and the last lines of its output. */
+  private failureLog(): string {
+    const all = this.logTail(2000).split('\n');
+    const errors = all.filter((line) => /error|failed/i.test(line)).slice(0, 12);
+    return [...errors, '...', ...all.slice(-15)].join('\n');
+  }
+
   async ctl(args: readonly string[], timeoutMs = 60_000): Promise<string> {
     // Its own distribution port: the default range (35672-35682) is shared with every other rabbitmqctl.
     const [ctlPort] = await freePorts(1);
@@ -158,11 +165,11 @@ class ManagedRabbitNode implements RabbitNode {
     } catch (err) {
       await proc.kill('SIGKILL');
       const why = proc.spawnError
-        ? `could not run ${join(SBIN, 'rabbitmq-server')} (${proc.spawnError.message}).`
+        ? `could not run ${join(SBIN, 'rabbitmq-server')} (${proc.spawnError.message}). ${INSTALL_HINT}`
         : proc.exitInfo && proc.exitInfo !== 'signal SIGKILL'
           ? `the VM exited (${proc.exitInfo}) before accepting logins.`
           : `${(err as Error).message}.`;
-      throw new Error(`Test RabbitMQ node ${this.nodeName} did not start: ${why} ${INSTALL_HINT}\nlog (${d}):\n${this.logTail()}`, { cause: err });
+      throw new Error(`Test RabbitMQ node ${this.nodeName} did not start: ${why}\nlog (${d}):\n${this.failureLog()}`, { cause: err });
     }
   }
 
@@ -226,9 +233,9 @@ export interface RabbitCluster {
 }
 
 /**
- * Starts `n` nodes that form one cluster: the first alone, then the others in parallel, each
- * joining the first at its first boot through classic-config peer discovery (what `rabbitmqctl
- * stop_app; join_cluster; start_app` would do, without three CLI round trips of seconds each per node).
+ * Starts `n` nodes that form one cluster, all booting at once: the others join the first at their
+ * first boot through classic-config peer discovery (what `rabbitmqctl stop_app; join_cluster;
+ * start_app` would do, without booting twice and three CLI round trips of seconds each per node).
  * Resolves once the first node lists all `n` as running; on failure every node started is stopped.
  */
 export async function startRabbitCluster(n: number, opts: RabbitNodeOptions = {}): Promise<RabbitCluster> {
@@ -236,7 +243,14 @@ export async function startRabbitCluster(n: number, opts: RabbitNodeOptions = {}
   const prefix = `tidings-${randomBytes(4).toString('hex')}`;
   const cookie = randomBytes(16).toString('hex');
   const first = nodeSpec(prefix, 1, cookie, opts);
-  const joinFirst = ['cluster_formation.peer_discovery_backend = classic_config', `cluster_formation.classic_config.nodes.1 = ${first.nodeName}`];
+  // The others boot alongside the first and keep trying to reach it (every second, for as long as
+  // a node may take to boot) instead of forming clusters of their own.
+  const joinFirst = [
+    'cluster_formation.peer_discovery_backend = classic_config',
+    `cluster_formation.classic_config.nodes.1 = ${first.nodeName}`,
+    'cluster_formation.discovery_retry_interval = 1000',
+    `cluster_formation.discovery_retry_limit = ${Math.ceil(first.startTimeoutMs / 1000)}`,
+  ];
   const nodes: RabbitNode[] = [];
   const cluster: RabbitCluster = {
     nodes,
@@ -254,10 +268,9 @@ export async function startRabbitCluster(n: number, opts: RabbitNodeOptions = {}
     },
   };
   try {
-    nodes.push(await launch(first));
-    const rest = await Promise.allSettled(Array.from({ length: n - 1 }, (_, i) => launch(nodeSpec(prefix, i + 2, cookie, opts, joinFirst))));
-    for (const r of rest) if (r.status === 'fulfilled') nodes.push(r.value);
-    const failed = rest.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    const started = await Promise.allSettled(Array.from({ length: n }, (_, i) => launch(i === 0 ? first : nodeSpec(prefix, i + 1, cookie, opts, joinFirst))));
+    for (const r of started) if (r.status === 'fulfilled') nodes.push(r.value);
+    const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
     const want = nodes.map((node) => node.nodeName).sort();
     let seen: string[] = [];
