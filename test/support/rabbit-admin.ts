@@ -48,11 +48,11 @@ export async function deleteRabbitQueues(queues: readonly string[], url = 'amqp:
 }
 
 /** Publishes `body` as-is (content type JSON, like oslo) for tests that inject malformed messages. */
-export async function publishRawToRabbit(exchange: string, routingKey: string, body: string, url = 'amqp://guest:guest@127.0.0.1:5672/'): Promise<void> {
+export async function publishRawToRabbit(exchange: string, routingKey: string, body: string, url = 'amqp://guest:guest@127.0.0.1:5672/', headers?: Record<string, unknown>): Promise<void> {
   const conn = await connect(url);
   try {
     const ch = await conn.createConfirmChannel();
-    ch.publish(exchange, routingKey, Buffer.from(body), { contentType: 'application/json', contentEncoding: 'utf-8', deliveryMode: 2 });
+    ch.publish(exchange, routingKey, Buffer.from(body), { contentType: 'application/json', contentEncoding: 'utf-8', deliveryMode: 2, headers });
     await ch.waitForConfirms();
     await ch.close();
   } finally {
