@@ -8,7 +8,7 @@ import type { BaseDriver } from '../../src/contract/base-driver.js';
 import { createMemoryLogger } from '../../src/core/logger.js';
 import { Target } from '../../src/core/target.js';
 import { TopicKeys } from '../../src/drivers/redis/topology.js';
-import { getNotificationListener, getNotificationTransport, getRpcTransport, Notifier, type Context } from '../../src/index.js';
+import { getNotificationListener, getNotificationTransport, getRpcTransport, type Context } from '../../src/index.js';
 import { getRpcClient } from '../../src/rpc/client.js';
 import { getRpcServer } from '../../src/rpc/server.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
