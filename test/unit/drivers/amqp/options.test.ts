@@ -122,6 +122,11 @@ describe('amqp options', () => {
     expect(() => parse('rabbit://h/?rabbit_ha_queues=true&rabbit_quorum_queue=true')).toThrow(InvalidArgument);
   });
 
+  it('refuses auto-delete quorum queues at once (RabbitMQ would refuse the first declare)', () => {
+    expect(() => parse('rabbit://h/?amqp_auto_delete=true&rabbit_quorum_queue=true')).toThrow(InvalidArgument);
+    expect(() => parse('rabbit://h/', { autoDelete: true, quorumQueue: true })).toThrow(/not combined with autoDelete/);
+  });
+
   it("reads oslo 14's quorum options under oslo's spelling and the corrected one; both given must agree", () => {
     const oslo = parse('rabbit://h/?rabbit_quorum_queue=true&rabbit_quorum_delivery_limit=3&rabbit_quroum_max_memory_length=10&rabbit_quroum_max_memory_bytes=4096');
     expect(oslo).toMatchObject({ quorumQueue: true, quorumDeliveryLimit: 3, quorumMaxMemoryLength: 10, quorumMaxMemoryBytes: 4096 });
