@@ -2,7 +2,8 @@
 // quorum queue, and the driver hands it on as `deliveryCount` (classic queues only flag a
 // redelivery, reported as 2 every time; the conformance suite checks that much on both).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getNotificationListener, getNotificationTransport, Notifier, NotificationResult, Target, type NotificationMetadata, type Transport } from '../../src/index.js';
+import amqp from 'amqplib';
+import { getNotificationListener, getNotificationTransport, InvalidArgument, Notifier, NotificationResult, Target, type NotificationMetadata, type Transport } from '../../src/index.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
 import { deleteRabbitObjectsWithPrefix, listRabbitQueues } from '../support/rabbit-admin.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
@@ -52,6 +53,29 @@ describe('amqp driver on quorum queues (RabbitMQ)', () => {
     } finally {
       await listener.stop();
       await listener.wait();
+    }
+  });
+
+  it("a quorum transport on an exchange declared non-durable (oslo's default openstack) fails naming durable and the option that forces it", async () => {
+    const exchange = `${PREFIX}-classic-x`;
+    const conn = await amqp.connect('amqp://guest:guest@127.0.0.1:5672/');
+    try {
+      const ch = await conn.createChannel();
+      await ch.assertExchange(exchange, 'topic', { durable: false, autoDelete: false });
+    } finally {
+      await conn.close();
+    }
+    const quorum = await getNotificationTransport(`${RABBIT_URL}?rabbit_quorum_queue=true`, { controlExchange: exchange });
+    try {
+      const listener = getNotificationListener(quorum, [new Target({ topic: `${PREFIX}-onclassic` })], [{ info: () => NotificationResult.HANDLED }]);
+      const error = await listener.start().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(InvalidArgument);
+      expect(String((error as Error).message)).toMatch(/exchange ".*-classic-x" argument durable: .*align amqp_durable_queues \(rabbit_quorum_queue forces it\)/);
+    } finally {
+      await quorum.cleanup();
     }
   });
 });
