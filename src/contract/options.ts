@@ -203,9 +203,10 @@ export interface DriverOptions<T extends OptionTable> {
   /**
    * The options of one transport: defaults, then the URL query, then `driverOptions` (which win;
    * an `undefined` value there keeps the URL's or the default). Returns a frozen object.
-   * MUST throw InvalidTransportURL for an unknown query key, and InvalidArgument naming the
-   * field (the query key, or `driverOptions.<name>`), the expected and the received value for an
-   * unknown option name or a bad value; values of secret-looking names are never shown.
+   * MUST throw InvalidTransportURL for an unknown query key or for two names of one option given
+   * different values, and InvalidArgument naming the field (the query key, or
+   * `driverOptions.<name>`), the expected and the received value for an unknown option name or a
+   * bad value; values of secret-looking names are never shown.
    */
   resolve(url: TransportURL, driverOptions?: Readonly<Record<string, unknown>>): OptionsOf<T>;
 }
@@ -239,12 +240,19 @@ export function defineDriverOptions<const T extends OptionTable>(table: T, setti
     queryNames: Object.freeze(queryNames),
     resolve(url: TransportURL, driverOptions: Readonly<Record<string, unknown>> = {}): OptionsOf<T> {
       const out: Record<string, unknown> = { ...defaults };
+      const setBy = new Map<string, string>();
       for (const [key, text] of Object.entries(url.query)) {
         if (!byQueryKey.has(key)) throw new InvalidTransportURL(`Unknown option ${JSON.stringify(key)} in the query of ${url.toString()}; known options: ${known}`);
         const name = byQueryKey.get(key);
         if (name === undefined) continue;
         const read = table[name].fromQuery(text);
         if (!read.ok) throw new InvalidArgument(key, read.expected, shown(key, read.received));
+        // Two spellings of one option (oslo's `rabbit_quroum_*` and the corrected one) must agree.
+        const other = setBy.get(name);
+        if (other !== undefined && !sameValue(out[name], read.value)) {
+          throw new InvalidTransportURL(`The query of ${url.toString()} sets ${JSON.stringify(other)} and ${JSON.stringify(key)}, two names of one option, to different values; give one of them`);
+        }
+        setBy.set(name, key);
         out[name] = read.value;
       }
       for (const [name, value] of Object.entries(driverOptions)) {
@@ -257,6 +265,11 @@ export function defineDriverOptions<const T extends OptionTable>(table: T, setti
       return Object.freeze(out) as OptionsOf<T>;
     },
   });
+}
+
+/** Equal option values: primitives by identity, anything else (arrays) by its JSON text. */
+function sameValue(a: unknown, b: unknown): boolean {
+  return Object.is(a, b) || (typeof a === 'object' && typeof b === 'object' && JSON.stringify(a) === JSON.stringify(b));
 }
 
 /** A value as an error may show it: hidden when its name looks secret (`ssl_key_file`, `password`). */

@@ -10,6 +10,7 @@ import type { AmqpDriver } from '../../src/drivers/amqp/index.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { Target } from '../../src/core/target.js';
 import { makeAmqpDriver, useAmqpDrivers } from '../support/amqp-driver.js';
+import { listRabbitQueues, queueArgs } from '../support/rabbit-admin.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const run = promisify(execFile);
@@ -17,24 +18,14 @@ const PREFIX = uniqueName('t-amqpwire');
 
 const makeDriver = (options: Record<string, unknown> = {}, exchange = `${PREFIX}-x`): AmqpDriver => makeAmqpDriver(exchange, options, silentLogger);
 
-interface QueueInfo {
-  name: string;
-  arguments: Array<[string, string, unknown]>;
-  durable: boolean;
-  auto_delete: boolean;
-}
-
-async function listQueues(): Promise<Map<string, QueueInfo>> {
-  const { stdout } = await run('rabbitmqctl', ['-q', 'list_queues', 'name', 'arguments', 'durable', 'auto_delete', '--formatter', 'json'], { timeout: 60_000 });
-  return new Map((JSON.parse(stdout) as QueueInfo[]).filter((q) => q.name.startsWith(PREFIX) || q.name.startsWith('reply_')).map((q) => [q.name, q]));
-}
+const listQueues = () => listRabbitQueues((name) => name.startsWith(PREFIX) || name.startsWith('reply_'));
 
 async function listExchanges(): Promise<Map<string, { name: string; type: string; durable: boolean; auto_delete: boolean }>> {
   const { stdout } = await run('rabbitmqctl', ['-q', 'list_exchanges', 'name', 'type', 'durable', 'auto_delete', '--formatter', 'json'], { timeout: 60_000 });
   return new Map((JSON.parse(stdout) as Array<{ name: string; type: string; durable: boolean; auto_delete: boolean }>).filter((x) => x.name.startsWith(PREFIX)).map((x) => [x.name, x]));
 }
 
-const args = (q: QueueInfo | undefined) => Object.fromEntries((q?.arguments ?? []).map(([k, , v]) => [k, v]));
+const args = queueArgs;
 
 /** A raw consumer on a fresh queue bound to `exchange` with `key`. */
 async function tap(ch: Channel, exchange: string, type: 'topic' | 'fanout', key: string, exchangeOptions: { durable: boolean; autoDelete: boolean }): Promise<ConsumeMessage[]> {

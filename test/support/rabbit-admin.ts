@@ -16,6 +16,24 @@ export async function listRabbitNames(kind: 'queues' | 'exchanges', prefix: stri
     .filter((name) => name.startsWith(prefix));
 }
 
+/** A queue as `rabbitmqctl list_queues --formatter json` shows it; `arguments` as [name, type, value] triples. */
+export interface RabbitQueueInfo {
+  name: string;
+  type: string;
+  arguments: Array<[string, string, unknown]>;
+  durable: boolean;
+  auto_delete: boolean;
+}
+
+/** The queues on vhost `/` whose name `pick` accepts, by name, via rabbitmqctl. */
+export async function listRabbitQueues(pick: (name: string) => boolean): Promise<Map<string, RabbitQueueInfo>> {
+  const { stdout } = await run('rabbitmqctl', ['-q', 'list_queues', 'name', 'type', 'arguments', 'durable', 'auto_delete', '--formatter', 'json'], { timeout: 60_000 });
+  return new Map((JSON.parse(stdout) as RabbitQueueInfo[]).filter((q) => pick(q.name)).map((q) => [q.name, q]));
+}
+
+/** The declare arguments of a queue as an object (`{}` for a missing queue). */
+export const queueArgs = (q: RabbitQueueInfo | undefined): Record<string, unknown> => Object.fromEntries((q?.arguments ?? []).map(([k, , v]) => [k, v]));
+
 /** Deletes every queue and exchange whose name starts with `prefix`; returns what it removed. */
 export async function deleteRabbitObjectsWithPrefix(prefix: string, url = 'amqp://guest:guest@127.0.0.1:5672/'): Promise<{ queues: string[]; exchanges: string[] }> {
   if (prefix.length < 6) throw new Error(`refusing to sweep RabbitMQ with the short prefix ${JSON.stringify(prefix)}`);

@@ -19,17 +19,33 @@ export function isPreconditionFailed(err: unknown): boolean {
   return codeOf(err) === AMQP_CODES.PRECONDITION_FAILED || /PRECONDITION_FAILED/.test(messageOf(err));
 }
 
+/** The oslo option (URL query name) that sets each declare argument, for the mismatch hint. */
+const OPTION_OF_ARGUMENT: Readonly<Record<string, string>> = {
+  durable: 'amqp_durable_queues (rabbit_quorum_queue forces it)',
+  auto_delete: 'amqp_auto_delete',
+  'x-queue-type': 'rabbit_quorum_queue',
+  'x-delivery-limit': 'rabbit_quorum_delivery_limit',
+  'x-max-in-memory-length': 'rabbit_quroum_max_memory_length',
+  'x-max-in-memory-bytes': 'rabbit_quroum_max_memory_bytes',
+  'x-ha-policy': 'rabbit_ha_queues',
+  'x-expires': 'rabbit_transient_queues_ttl',
+  'x-max-length': 'notification_queue_max_length',
+  'x-message-ttl': 'notification_queue_ttl_ms',
+};
+const QUEUE_OPTIONS = 'amqp_durable_queues / amqp_auto_delete / rabbit_quorum_queue / rabbit_ha_queues / rabbit_transient_queues_ttl';
+
 /**
  * A declare the broker refused because the object exists with other arguments. The message
- * names the queue/exchange and the argument, so a mismatch with the Python side's options
- * (amqp_durable_queues, rabbit_quorum_queue, rabbit_transient_queues_ttl...) is obvious.
+ * names the queue/exchange, the argument and the oslo option that sets it, so a mismatch with
+ * the Python side's options (amqp_durable_queues, rabbit_quorum_*, rabbit_transient_queues_ttl...)
+ * is obvious.
  */
 export function declareMismatch(kind: 'queue' | 'exchange', name: string, err: unknown): InvalidArgument {
   const text = messageOf(err);
   const m = /inequivalent arg '([^']+)' for (?:queue|exchange) '[^']*' in vhost '[^']*': received (.*?) but current is (.*?)(?:$|")/.exec(text);
   const field = m ? `${kind} "${name}" argument ${m[1]}` : `${kind} "${name}" declaration`;
   const expected = m
-    ? `the value the broker already has (current is ${m[3]}); align amqp_durable_queues / amqp_auto_delete / rabbit_quorum_queue / rabbit_ha_queues / rabbit_transient_queues_ttl with the other declarer or delete the ${kind}`
+    ? `the value the broker already has (current is ${m[3]}); align ${OPTION_OF_ARGUMENT[m[1]] ?? QUEUE_OPTIONS} with the other declarer or delete the ${kind}`
     : `arguments equivalent to the existing ${kind} (${text})`;
   return new InvalidArgument(field, expected, m ? m[2] : 'different arguments', { cause: err });
 }

@@ -19,7 +19,7 @@ const FIELDS = {
   autoDelete: booleanOption({ default: false, query: 'amqp_auto_delete' }),
   /** Adds `x-ha-policy: all` to queues (`rabbit_ha_queues`, classic mirroring). @default false */
   haQueues: booleanOption({ default: false, query: 'rabbit_ha_queues' }),
-  /** `x-queue-type: quorum` on topic/notification queues; forces durable (`rabbit_quorum_queue`). @default false */
+  /** `x-queue-type: quorum` on topic/notification queues; forces durable; not with haQueues or autoDelete (`rabbit_quorum_queue`). @default false */
   quorumQueue: booleanOption({ default: false, query: 'rabbit_quorum_queue' }),
   /** `x-delivery-limit` of quorum queues, 0 = unset (`rabbit_quorum_delivery_limit`). @default 0 */
   quorumDeliveryLimit: intOption({ default: 0, query: 'rabbit_quorum_delivery_limit' }),
@@ -153,6 +153,10 @@ export function resolveOptions(url: TransportURL, driverOptions: Readonly<Record
   const ssl = opts.ssl || url.scheme === 'amqps';
   if (opts.haQueues && opts.quorumQueue) {
     throw new InvalidArgument('quorumQueue', 'not combined with haQueues (rabbit_ha_queues and rabbit_quorum_queue conflict)', true);
+  }
+  // oslo lets the broker refuse it at the first declare (406 "invalid property 'auto-delete'").
+  if (opts.autoDelete && opts.quorumQueue) {
+    throw new InvalidArgument('quorumQueue', 'not combined with autoDelete (RabbitMQ refuses auto-delete quorum queues; amqp_auto_delete and rabbit_quorum_queue conflict)', true);
   }
   const defaultPort = ssl ? 5671 : 5672;
   const hosts: AmqpHost[] = url.hosts.map((h) => hostWithHiddenPassword(h.hostname ?? 'localhost', h.port ?? defaultPort, h.username ?? 'guest', h.password ?? (h.username === undefined ? 'guest' : '')));

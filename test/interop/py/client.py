@@ -1,6 +1,6 @@
 """A Python oslo.messaging client (RPC and Notifier) driven by JSON commands on stdin.
 
-argv[1] JSON: {"url", "deadline_s"?}
+argv[1] JSON: {"url", "control_exchange"?, "deadline_s"?}
 stdin, one JSON command per line, each run in its own thread:
   {"id", "op": "call"|"cast", "target": {topic, server?, fanout?, namespace?, version?, exchange?},
    "ctx", "method", "args", "timeout"?, "call_monitor_timeout"?, "allowed_remote_exmods"?}
@@ -72,7 +72,7 @@ def handle(conf, url, line):
 def main():
     cfg = harness.read_config()
     harness.start_watchdog(cfg.get("deadline_s", 300))
-    conf = harness.make_conf()
+    conf = harness.make_conf(cfg)
     url = cfg["url"]
 
     def shutdown():

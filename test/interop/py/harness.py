@@ -40,9 +40,13 @@ def read_config():
     return json.loads(sys.argv[1])
 
 
-def make_conf():
+def make_conf(config=None):
     """A private ConfigOpts. 14.0.3 reads conf.oslo_messaging_metrics on every call and cast,
-    an option group registered only on the global cfg.CONF, so register it here."""
+    an option group registered only on the global cfg.CONF, so register it here. The script
+    config's "control_exchange", if any, replaces oslo's default exchange "openstack" (the
+    process's transports then publish and listen there unless a target names another)."""
+    if config and config.get("control_exchange"):
+        oslo_messaging.set_transport_defaults(config["control_exchange"])
     conf = cfg.ConfigOpts()
     conf([], project="tidings-interop")
     conf.register_opts(metrics_client.oslo_messaging_metrics, group="oslo_messaging_metrics")

@@ -1,6 +1,6 @@
 """A Python oslo.messaging notification listener for interop tests.
 
-argv[1] JSON: {"url", "topics": [...], "pool"?, "exchange"?, "deadline_s"?}
+argv[1] JSON: {"url", "topics": [...], "pool"?, "exchange"?, "control_exchange"?, "deadline_s"?}
 stdout: {"event": "ready"} once listening, then {"event": "notification", "priority", "ctx",
 "publisher_id", "event_type", "payload", "metadata"} per notification; stdin EOF or SIGTERM stops it.
 """
@@ -30,7 +30,7 @@ for _p in ("audit", "debug", "info", "warn", "error", "critical", "sample"):
 def main():
     cfg = harness.read_config()
     harness.start_watchdog(cfg.get("deadline_s", 300))
-    conf = harness.make_conf()
+    conf = harness.make_conf(cfg)
     transport = oslo_messaging.get_notification_transport(conf, url=cfg["url"])
     targets = [oslo_messaging.Target(topic=t, exchange=cfg.get("exchange")) for t in cfg["topics"]]
     listener = oslo_messaging.get_notification_listener(

@@ -1,6 +1,6 @@
 """A Python oslo.messaging RPC server for interop tests.
 
-argv[1] JSON: {"url", "topic", "server", "exchange"?, "deadline_s"?}
+argv[1] JSON: {"url", "topic", "server", "exchange"?, "control_exchange"?, "deadline_s"?}
 stdout: {"event": "ready"} once listening; {"event": "request", ...} for every endpoint call
 (so casts can be observed); {"event": "exited"} on shutdown. stdin EOF or SIGTERM stops it.
 """
@@ -58,7 +58,7 @@ class Calc(object):
 def main():
     cfg = harness.read_config()
     harness.start_watchdog(cfg.get("deadline_s", 300))
-    conf = harness.make_conf()
+    conf = harness.make_conf(cfg)
     transport = oslo_messaging.get_rpc_transport(conf, url=cfg["url"])
     target = oslo_messaging.Target(topic=cfg["topic"], server=cfg["server"], exchange=cfg.get("exchange"))
     server = oslo_messaging.get_rpc_server(

@@ -181,8 +181,9 @@ export interface PyTarget {
 export class PyClient extends PyProcess {
   private nextId = 1;
 
-  constructor(url: string, deadlineS = 300) {
-    super('client.py', { url, deadline_s: deadlineS });
+  /** `config` adds to the script config, e.g. `{ control_exchange }`. */
+  constructor(url: string, deadlineS = 300, config: Record<string, unknown> = {}) {
+    super('client.py', { ...config, url, deadline_s: deadlineS });
   }
 
   async request(command: Record<string, unknown>, timeoutMs = 30_000): Promise<PyReply> {

@@ -1,7 +1,7 @@
 // The RabbitMQ driver's error mapping never lets a URL password through into a message.
 import { describe, expect, it } from 'vitest';
-import { ConnectionError, MessageDeliveryFailure } from '../../../../src/core/errors.js';
-import { brokerSizeLimit, toMessagingError } from '../../../../src/drivers/amqp/errors.js';
+import { ConnectionError, InvalidArgument, MessageDeliveryFailure } from '../../../../src/core/errors.js';
+import { brokerSizeLimit, declareMismatch, toMessagingError } from '../../../../src/drivers/amqp/errors.js';
 
 const SECRET = 'Hz7kQpWx-secret';
 
@@ -46,5 +46,25 @@ describe('amqp errors that retrying cannot fix are not retriable', () => {
 
   it('a lost socket stays retriable', () => {
     expect(toMessagingError(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }), 'x').retriable).toBe(true);
+  });
+});
+
+describe('a declare mismatch names the oslo option that sets the argument', () => {
+  const refused = (arg: string) => Object.assign(new Error(`Channel closed by server: 406 (PRECONDITION-FAILED) with message "PRECONDITION_FAILED - inequivalent arg '${arg}' for queue 'q1' in vhost '/': received the value '6' of type 'signedint' but current is the value '5' of type 'signedint'"`), { code: 406 });
+
+  it.each([
+    ['x-delivery-limit', 'rabbit_quorum_delivery_limit'],
+    ['x-max-in-memory-length', 'rabbit_quroum_max_memory_length'],
+    ['x-max-in-memory-bytes', 'rabbit_quroum_max_memory_bytes'],
+    ['x-queue-type', 'rabbit_quorum_queue'],
+  ])('%s -> %s', (arg, option) => {
+    const err = declareMismatch('queue', 'q1', refused(arg));
+    expect(err).toBeInstanceOf(InvalidArgument);
+    expect(err.message).toContain(`queue "q1" argument ${arg}`);
+    expect(err.message).toContain(`align ${option} with the other declarer`);
+  });
+
+  it('an argument no option sets gets the list of declaration options', () => {
+    expect(declareMismatch('queue', 'q1', refused('x-overflow')).message).toContain('align amqp_durable_queues / amqp_auto_delete / rabbit_quorum_queue');
   });
 });

@@ -122,6 +122,28 @@ describe('amqp options', () => {
     expect(() => parse('rabbit://h/?rabbit_ha_queues=true&rabbit_quorum_queue=true')).toThrow(InvalidArgument);
   });
 
+  it('refuses auto-delete quorum queues at once (RabbitMQ would refuse the first declare)', () => {
+    expect(() => parse('rabbit://h/?amqp_auto_delete=true&rabbit_quorum_queue=true')).toThrow(InvalidArgument);
+    expect(() => parse('rabbit://h/', { autoDelete: true, quorumQueue: true })).toThrow(/not combined with autoDelete/);
+  });
+
+  it("reads oslo 14's quorum options under oslo's spelling and the corrected one; both given must agree", () => {
+    const oslo = parse('rabbit://h/?rabbit_quorum_queue=true&rabbit_quorum_delivery_limit=3&rabbit_quroum_max_memory_length=10&rabbit_quroum_max_memory_bytes=4096');
+    expect(oslo).toMatchObject({ quorumQueue: true, quorumDeliveryLimit: 3, quorumMaxMemoryLength: 10, quorumMaxMemoryBytes: 4096 });
+    const corrected = parse('rabbit://h/?rabbit_quorum_max_memory_length=10&rabbit_quorum_max_memory_bytes=4096');
+    expect(corrected).toMatchObject({ quorumMaxMemoryLength: 10, quorumMaxMemoryBytes: 4096 });
+    expect(parse('rabbit://h/?rabbit_quroum_max_memory_length=10&rabbit_quorum_max_memory_length=10').quorumMaxMemoryLength).toBe(10);
+    for (const [a, b] of [
+      ['rabbit_quroum_max_memory_length', 'rabbit_quorum_max_memory_length'],
+      ['rabbit_quorum_max_memory_bytes', 'rabbit_quroum_max_memory_bytes'],
+    ]) {
+      const url = `rabbit://user:s3cr3t@h/?${a}=10&${b}=20`;
+      expect(() => parse(url)).toThrow(InvalidTransportURL);
+      expect(() => parse(url)).toThrow(new RegExp(`"${a}" and "${b}", two names of one option, to different values`));
+      expect(() => parse(url)).not.toThrow(/s3cr3t/);
+    }
+  });
+
   it('keeps passwords out of JSON and inspection of the options', async () => {
     const o = parse('rabbit://user:s3cr3t@h/');
     expect(o.hosts[0].password).toBe('s3cr3t');
