@@ -72,7 +72,7 @@ def handle(conf, url, line):
 def main():
     cfg = harness.read_config()
     harness.start_watchdog(cfg.get("deadline_s", 300))
-    conf = harness.make_conf()
+    conf = harness.make_conf(cfg.get("rabbit"))
     url = cfg["url"]
 
     def shutdown():

@@ -40,12 +40,18 @@ def read_config():
     return json.loads(sys.argv[1])
 
 
-def make_conf():
+def make_conf(rabbit=None):
     """A private ConfigOpts. 14.0.3 reads conf.oslo_messaging_metrics on every call and cast,
-    an option group registered only on the global cfg.CONF, so register it here."""
+    an option group registered only on the global cfg.CONF, so register it here. `rabbit`: a
+    dict of [oslo_messaging_rabbit] overrides (e.g. {"kombu_compression": "gzip"})."""
     conf = cfg.ConfigOpts()
     conf([], project="tidings-interop")
     conf.register_opts(metrics_client.oslo_messaging_metrics, group="oslo_messaging_metrics")
+    if rabbit:
+        from oslo_messaging._drivers import impl_rabbit
+        conf.register_opts(impl_rabbit.rabbit_opts, group="oslo_messaging_rabbit")
+        for name, value in rabbit.items():
+            conf.set_override(name, value, group="oslo_messaging_rabbit")
     return conf
 
 

@@ -30,7 +30,7 @@ for _p in ("audit", "debug", "info", "warn", "error", "critical", "sample"):
 def main():
     cfg = harness.read_config()
     harness.start_watchdog(cfg.get("deadline_s", 300))
-    conf = harness.make_conf()
+    conf = harness.make_conf(cfg.get("rabbit"))
     transport = oslo_messaging.get_notification_transport(conf, url=cfg["url"])
     targets = [oslo_messaging.Target(topic=t, exchange=cfg.get("exchange")) for t in cfg["topics"]]
     listener = oslo_messaging.get_notification_listener(

@@ -58,7 +58,7 @@ class Calc(object):
 def main():
     cfg = harness.read_config()
     harness.start_watchdog(cfg.get("deadline_s", 300))
-    conf = harness.make_conf()
+    conf = harness.make_conf(cfg.get("rabbit"))
     transport = oslo_messaging.get_rpc_transport(conf, url=cfg["url"])
     target = oslo_messaging.Target(topic=cfg["topic"], server=cfg["server"], exchange=cfg.get("exchange"))
     server = oslo_messaging.get_rpc_server(

@@ -181,8 +181,9 @@ export interface PyTarget {
 export class PyClient extends PyProcess {
   private nextId = 1;
 
-  constructor(url: string, deadlineS = 300) {
-    super('client.py', { url, deadline_s: deadlineS });
+  /** `rabbit`: `[oslo_messaging_rabbit]` overrides, e.g. `{ kombu_compression: 'gzip' }`. */
+  constructor(url: string, deadlineS = 300, rabbit?: Record<string, unknown>) {
+    super('client.py', { url, deadline_s: deadlineS, rabbit });
   }
 
   async request(command: Record<string, unknown>, timeoutMs = 30_000): Promise<PyReply> {
