@@ -1,5 +1,7 @@
 // The RabbitMQ driver, wire-compatible with oslo.messaging 14 (oslo-wire.md §1): sends, calls,
 // notifications and replies on one confirmed publisher connection; one connection per listener.
+import { hostname } from 'node:os';
+import { basename } from 'node:path';
 import { EventEmitter } from 'eventemitter3';
 import { BaseDriver, type ConnectionState, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../contract/base-driver.js';
 import type { DriverCapabilities } from '../../contract/capabilities.js';
@@ -96,7 +98,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     this.conn = new AmqpConnection('publisher', this.options, this.logger, this.events);
     this.publisher = new Publisher(this.conn, this.options, this.logger);
     this.topology = new PublishTopology(this.options);
-    if (this.options.useQueueManager) this.queueManager = new QueueManager(this.options.hostname, this.options.processname);
+    if (this.options.useQueueManager) this.queueManager = new QueueManager(this.options.hostname ?? hostname(), this.options.processname ?? basename(process.argv[1] ?? process.argv0));
     this.events.on('disconnected', (info) => {
       if (info.error) this.noteConnectionError(info.error);
     });

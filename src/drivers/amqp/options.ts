@@ -3,8 +3,6 @@
 import { booleanOption, customOption, defineDriverOptions, enumOption, intOption, msOption, NOTIFICATION_QUEUE_OPTIONS, secondsOption, stringOption, type OptionsOf } from '../../contract/options.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../../contract/wire.js';
 import { getFips } from 'node:crypto';
-import { hostname } from 'node:os';
-import { basename } from 'node:path';
 import { InvalidArgument, InvalidTransportURL } from '../../core/errors.js';
 import type { TransportURL } from '../../core/transport-url.js';
 
@@ -91,10 +89,10 @@ const FIELDS = {
    * under /dev/shm, as oslo's QManager does. @default false
    */
   useQueueManager: booleanOption({ default: false, query: 'use_queue_manager' }),
-  /** The queue manager's host name (`hostname`). @default os.hostname() */
-  hostname: stringOption({ default: hostname(), query: 'hostname' }),
-  /** The queue manager's process name (`processname`). @default the script's file name, as oslo's basename(argv[0]) */
-  processname: stringOption({ default: basename(process.argv[1] ?? process.argv0), query: 'processname' }),
+  /** The queue manager's host name (`hostname`); unset: `os.hostname()`. @default undefined */
+  hostname: stringOption({ default: undefined, query: 'hostname' }),
+  /** The queue manager's process name (`processname`); unset: the script's file name, as oslo's basename(argv[0]). @default undefined */
+  processname: stringOption({ default: undefined, query: 'processname' }),
   /**
    * Not supported (`rabbit_stream_fanout`, oslo 14.7+): true fails with InvalidTransportURL.
    * @default false

@@ -70,7 +70,7 @@ function osloRabbitOptions(): OsloOpt[] {
 /** The oslo names in the first column of docs/drivers.md's `[oslo_messaging_rabbit]` table. */
 function documentedNames(): Set<string> {
   const doc = readFileSync(new URL('../../../../docs/drivers.md', import.meta.url), 'utf8');
-  const section = doc.split("### oslo's `[oslo_messaging_rabbit]` options")[1]?.split('\n## ')[0] ?? '';
+  const section = doc.split("## oslo's `[oslo_messaging_rabbit]` options")[1]?.split('\n## ')[0] ?? '';
   const names = new Set<string>();
   for (const row of section.split('\n').filter((l) => l.startsWith('| `'))) {
     for (const m of row.split('|')[1].matchAll(/`([a-z0-9_]+)`/g)) names.add(m[1]);
