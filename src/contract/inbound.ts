@@ -44,6 +44,12 @@ export interface DeliverySettler<D> {
    * redelivery and malformed-message counters. @default `'unknown'`
    */
   address?(delivery: D): string;
+  /**
+   * The body as its publisher encoded it, when the driver undoes a content encoding of its broker
+   * (RabbitMQ: kombu's compression). MAY throw: the message is then malformed (rejected, counted).
+   * MUST bound what it produces by the driver's `maxMessageBytes`. @default the body as received
+   */
+  unwrapBody?(body: Uint8Array | string, delivery: D): Uint8Array | string;
 }
 
 /** What an inbound pipeline is built with. */
@@ -109,7 +115,7 @@ abstract class Inbound<D> {
       const size = this.maxBytes === Infinity ? 0 : bodyBytes(body, this.maxBytes);
       if (size > this.maxBytes) throw new MalformedMessage(`Message of ${size} bytes is over max_message_bytes (${this.maxBytes})`);
       // Anything decoding throws (a RangeError from JSON nested too deep included) makes it malformed.
-      parsed = parse(decodeBody(body));
+      parsed = parse(decodeBody(this.settler.unwrapBody ? this.settler.unwrapBody(body, delivery) : body));
     } catch (err) {
       this.rejectMalformed(delivery, generation, body, err);
       return undefined;

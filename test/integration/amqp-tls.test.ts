@@ -112,6 +112,18 @@ describe('amqp driver over TLS', () => {
     });
   }, 60_000);
 
+  it('ssl_version pins the TLS version: TLSv1_2 connects, TLSv1 (which the broker and OpenSSL 3 refuse) fails with a typed error', async () => {
+    await roundTrip(`amqps://guest:guest@127.0.0.1:${tls.port}/?ssl_ca_file=${q(tls.material.caCert)}&ssl_version=TLSv1_2`);
+    const transport = await rpcTransport(`amqps://guest:guest@127.0.0.1:${tls.port}/?ssl_ca_file=${q(tls.material.caCert)}&ssl_version=TLSv1`);
+    const client = getRpcClient(transport, { topic: uniqueName('t-tls-v1') }, { timeout: 5000, retry: 0 });
+    const err = await client.cast({}, 'echo', {}).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(MessageDeliveryFailure);
+    expect((err as Error).cause).toBeInstanceOf(ConnectionError);
+  }, 60_000);
+
   it('a wrong CA fails with a typed error, not a hang, and the password appears neither in errors nor in logs', async () => {
     const wrong = generateCa(join(scratch, 'wrong'), 'wrong-ca');
     const password = 'Sup3r-S3cret-Pw';

@@ -1,9 +1,11 @@
 // The RabbitMQ driver, wire-compatible with oslo.messaging 14 (oslo-wire.md §1): sends, calls,
 // notifications and replies on one confirmed publisher connection; one connection per listener.
+import { hostname } from 'node:os';
+import { basename } from 'node:path';
 import { EventEmitter } from 'eventemitter3';
 import { BaseDriver, type ConnectionState, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../contract/base-driver.js';
 import type { DriverCapabilities } from '../../contract/capabilities.js';
-import { notificationAddress, requestAddress } from '../../contract/addressing.js';
+import { fanoutAddress, notificationAddress, requestAddress } from '../../contract/addressing.js';
 import { newHexId } from '../../contract/envelope.js';
 import type { ReplySender } from '../../contract/messages.js';
 import type { PendingCall } from '../../contract/pending-replies.js';
@@ -19,6 +21,7 @@ import { AmqpConnection, type DriverEventEmitter } from './connection.js';
 import { resolveOptions, type ResolvedAmqpOptions } from './options.js';
 import { Publisher, type PublishOptions } from './publisher.js';
 import { ReplyWaiter } from './reply-waiter.js';
+import { QueueManager } from './queue-manager.js';
 import { notificationSpecs, PublishTopology, rpcServerSpecs, type Declaration } from './topology.js';
 
 const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true });
@@ -62,6 +65,9 @@ interface PublishRequest {
   call?: PendingCall;
 }
 
+/** A queue manager's reply queue (oslo amqpdriver.QManager): `reply_<hostname>:<processname>:<n>`, no spaces, bounded. */
+const QUEUE_MANAGER_REPLY = /^reply_[^\s:]{1,200}:[^\s:]{1,200}:\d{1,15}$/;
+
 /** The largest `basic.qos` prefetch-count (a 16-bit field). */
 const MAX_PREFETCH = 65_535;
 
@@ -82,6 +88,8 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
   private readonly closing = new AbortController();
   /** Every reply is published with these (one object for all). */
   private readonly replyOptions: PublishOptions;
+  /** Names reply and fanout queues with `use_queue_manager`. */
+  private readonly queueManager?: QueueManager;
 
   constructor(init: DriverInit) {
     super(init);
@@ -90,10 +98,16 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     this.conn = new AmqpConnection('publisher', this.options, this.logger, this.events);
     this.publisher = new Publisher(this.conn, this.options, this.logger);
     this.topology = new PublishTopology(this.options);
+    if (this.options.useQueueManager) this.queueManager = new QueueManager(this.options.hostname ?? hostname(), this.options.processname ?? basename(process.argv[1] ?? process.argv0));
     this.events.on('disconnected', (info) => {
       if (info.error) this.noteConnectionError(info.error);
     });
     this.events.on('connect-failed', (info) => this.noteConnectionError(info.error));
+  }
+
+  /** oslo's `reply_<32 hex>`, or a queue manager's `reply_<hostname>:<processname>:<n>` (Python or tidings callers with `use_queue_manager`). */
+  override isReplyAddress(address: string): boolean {
+    return super.isReplyAddress(address) || QUEUE_MANAGER_REPLY.test(address);
   }
 
   /** The publisher connection's state (listeners' connections recover on their own). */
@@ -153,7 +167,9 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
   }
 
   protected async doListen(target: Target, options: ListenOptions): Promise<Listener<RpcIncomingMessage>> {
-    const specs = rpcServerSpecs(this.exchangeFor(target), target.topic as string, target.server as string, this.options);
+    const topic = target.topic as string;
+    const fanoutQueue = this.queueManager && `${fanoutAddress(topic)}_${this.queueManager.next()}`;
+    const specs = rpcServerSpecs(this.exchangeFor(target), topic, target.server as string, this.options, fanoutQueue);
     return this.startListener<RpcIncomingMessage>('rpc', specs, options, { topic: target.topic, server: target.server });
   }
 
@@ -180,7 +196,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
   }
 
   private getReplyWaiter(): ReplyWaiter {
-    this.replyWaiter ??= new ReplyWaiter(this.conn, this.options, this.logger, this.replies);
+    this.replyWaiter ??= new ReplyWaiter(this.conn, this.options, this.logger, this.replies, this.queueManager && `reply_${this.queueManager.next()}`);
     return this.replyWaiter;
   }
 

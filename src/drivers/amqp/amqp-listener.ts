@@ -9,10 +9,11 @@ import type { DeliveryStats } from '../../contract/delivery-stats.js';
 import type { Logger } from '../../core/logger.js';
 import { withRetry } from '../../core/retry.js';
 import { AckBatcher } from './ack-batcher.js';
+import { readBody } from './compression.js';
 import type { AmqpConnection } from './connection.js';
 import { declareMismatch, isPreconditionFailed, toMessagingError } from './errors.js';
 import type { ResolvedAmqpOptions } from './options.js';
-import type { ConsumerSpec } from './topology.js';
+import { consumerArguments, type ConsumerSpec } from './topology.js';
 
 /** Above this, an `x-delivery-count` header is not a count RabbitMQ kept (a forged one on a classic queue). */
 const MAX_DELIVERY_COUNT = 1_000_000;
@@ -135,6 +136,10 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     return raw.fields.routingKey;
   }
 
+  unwrapBody(_body: Uint8Array | string, raw: ConsumeMessage): Uint8Array | string {
+    return readBody(raw.content, raw.properties, this.options.maxMessageBytes);
+  }
+
   private queueNames(): string[] {
     return this.specs.map((s) => s.queue.name);
   }
@@ -165,7 +170,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
         await this.declare('queue', spec.queue.name, () => ch.assertQueue(spec.queue.name, spec.queue.options));
         for (const b of spec.bindings) await ch.bindQueue(spec.queue.name, b.exchange.name, b.routingKey);
       }
-      const args = this.options.enableCancelOnFailover ? { arguments: { 'x-cancel-on-ha-failover': true } } : {};
+      const args = consumerArguments(this.options);
       for (const spec of this.specs) {
         const { consumerTag } = await ch.consume(spec.queue.name, (m) => this.onDelivery(ch, id, m), { noAck: false, ...args });
         tags.push(consumerTag);
@@ -208,7 +213,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
       const cur = this.conn.current;
       if (!cur || this.stopped || this.channel) return;
       this.subscribe(cur.model, cur.generation).catch((err) => this.logger.error('Could not re-subscribe a listener', { queues: this.queueNames(), err }));
-    }, this.options.reconnectDelay).unref?.();
+    }, this.options.reconnectDelay + Math.random() * this.options.reconnectSplay).unref?.();
   }
 
   /** Buffered notifications of a dead channel will be redelivered by the broker: drop our copies. */

@@ -10,7 +10,7 @@ import { ConnectionError, InvalidArgument, InvalidState, MessageDeliveryFailure 
 import type { Logger } from '../../core/logger.js';
 import { abortableSleep, retryDelay } from '../../core/retry.js';
 import { toMessagingError } from './errors.js';
-import type { AmqpHost, ResolvedAmqpOptions } from './options.js';
+import { pinnedTlsVersion, type AmqpHost, type ResolvedAmqpOptions } from './options.js';
 
 /** What every connection event carries. `host` is `hostname:port`, never credentials. */
 export interface ConnectionEventInfo {
@@ -321,6 +321,8 @@ export class AmqpConnection {
       if (tls.key !== undefined) opts.key = tls.key;
       opts.rejectUnauthorized = this.options.sslVerifyPeer;
       if (!this.options.sslEnforceHostnameVerification) opts.checkServerIdentity = () => undefined;
+      const version = pinnedTlsVersion(this.options);
+      if (version !== undefined) Object.assign(opts, { minVersion: version, maxVersion: version });
     }
     return opts;
   }

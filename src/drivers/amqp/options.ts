@@ -2,7 +2,8 @@
 // oslo's `[oslo_messaging_rabbit]` query names, plus what only RabbitMQ needs (hosts, vhost, amqps).
 import { booleanOption, customOption, defineDriverOptions, enumOption, intOption, msOption, NOTIFICATION_QUEUE_OPTIONS, secondsOption, stringOption, type OptionsOf } from '../../contract/options.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../../contract/wire.js';
-import { InvalidArgument } from '../../core/errors.js';
+import { getFips } from 'node:crypto';
+import { InvalidArgument, InvalidTransportURL } from '../../core/errors.js';
 import type { TransportURL } from '../../core/transport-url.js';
 
 const isPem = (v: unknown): v is string | Buffer => typeof v === 'string' || Buffer.isBuffer(v);
@@ -17,10 +18,20 @@ const FIELDS = {
   durableQueues: booleanOption({ default: false, query: 'amqp_durable_queues' }),
   /** Auto-delete topic exchanges and queues (`amqp_auto_delete`). @default false */
   autoDelete: booleanOption({ default: false, query: 'amqp_auto_delete' }),
-  /** Adds `x-ha-policy: all` to queues (`rabbit_ha_queues`, classic mirroring). @default false */
+  /**
+   * Adds `x-ha-policy: all` to queues (`rabbit_ha_queues`), as oslo does, so both sides declare
+   * the same arguments. RabbitMQ ignores `x-ha-policy` since 3.0 (mirroring came from policies)
+   * and removed classic mirroring in 4.0: this replicates nothing; use quorum queues. @default false
+   */
   haQueues: booleanOption({ default: false, query: 'rabbit_ha_queues' }),
   /** `x-queue-type: quorum` on topic/notification queues; forces durable; not with haQueues or autoDelete (`rabbit_quorum_queue`). @default false */
   quorumQueue: booleanOption({ default: false, query: 'rabbit_quorum_queue' }),
+  /**
+   * Reply and fanout queues as quorum queues (durable, `x-queue-type: quorum`, still `x-expires`)
+   * and a durable `<topic>_fanout` exchange (`rabbit_transient_quorum_queue`, oslo 14.7+). MUST
+   * match the Python side: a fanout exchange declared with another durability is refused. @default false
+   */
+  transientQuorumQueue: booleanOption({ default: false, query: 'rabbit_transient_quorum_queue' }),
   /** `x-delivery-limit` of quorum queues, 0 = unset (`rabbit_quorum_delivery_limit`). @default 0 */
   quorumDeliveryLimit: intOption({ default: 0, query: 'rabbit_quorum_delivery_limit' }),
   /** `x-max-in-memory-length` of quorum queues, 0 = unset (`rabbit_quroum_max_memory_length`, oslo's spelling). @default 0 */
@@ -54,14 +65,39 @@ const FIELDS = {
   intervalMax: secondsOption({ default: 30_000, min: 1, query: 'rabbit_interval_max' }),
   /** Extra wait before reconnecting after a lost connection, ms (`kombu_reconnect_delay`, seconds). @default 1000 */
   reconnectDelay: secondsOption({ default: 1000, query: 'kombu_reconnect_delay' }),
+  /** Up to this much random wait added to `reconnectDelay` before a cancelled consumer subscribes again, ms (`kombu_reconnect_splay`, seconds, oslo 16.1+). @default 0 */
+  reconnectSplay: secondsOption({ default: 0, query: 'kombu_reconnect_splay' }),
+  /**
+   * Compress every published body as kombu does (`kombu_compression`): `gzip` and `zlib` (kombu's
+   * aliases of `application/x-gzip`: zlib-wrapped deflate) with a `compression` header.
+   * Compressed messages are read whatever this says. `bz2`/`lzma` are refused (Node has no codec).
+   * @default undefined
+   */
+  kombuCompression: stringOption({ default: undefined, query: 'kombu_compression', expected: 'a non-empty compression name' }),
   /** How hosts of a multi-host URL are tried (`kombu_failover_strategy`). @default 'round-robin' */
   failoverStrategy: enumOption(['round-robin', 'shuffle'], { default: 'round-robin', query: 'kombu_failover_strategy' }),
   /** How long a server retries a reply whose queue is missing, ms (`kombu_missing_consumer_retry_timeout`, seconds). @default 60_000 */
-  missingConsumerRetryTimeout: secondsOption({ default: 60_000, query: 'kombu_missing_consumer_retry_timeout' }),
+  missingConsumerRetryTimeout: secondsOption({ default: 60_000, query: ['kombu_missing_consumer_retry_timeout', 'kombu_reconnect_timeout'] }),
   /** Replies are published `mandatory` so a missing reply queue is noticed (`direct_mandatory_flag`). @default true */
   directMandatoryFlag: booleanOption({ default: true, query: 'direct_mandatory_flag' }),
   /** Consumer argument `x-cancel-on-ha-failover` (`enable_cancel_on_failover`). @default false */
   enableCancelOnFailover: booleanOption({ default: false, query: 'enable_cancel_on_failover' }),
+  /**
+   * Name reply and fanout queues as oslo's queue manager does, `reply_<hostname>:<processname>:<n>`
+   * and `<topic>_fanout_<hostname>:<processname>:<n>`, so a restarted process reuses its queues
+   * (`use_queue_manager`, oslo 14.7+). `n` counts per hostname and process name in a file
+   * under /dev/shm, as oslo's QManager does. @default false
+   */
+  useQueueManager: booleanOption({ default: false, query: 'use_queue_manager' }),
+  /** The queue manager's host name (`hostname`); unset: `os.hostname()`. @default undefined */
+  hostname: stringOption({ default: undefined, query: 'hostname' }),
+  /** The queue manager's process name (`processname`); unset: the script's file name, as oslo's basename(argv[0]). @default undefined */
+  processname: stringOption({ default: undefined, query: 'processname' }),
+  /**
+   * Not supported (`rabbit_stream_fanout`, oslo 14.7+): true fails with InvalidTransportURL.
+   * @default false
+   */
+  streamFanout: booleanOption({ default: false, query: 'rabbit_stream_fanout' }),
   /** How many `_unique_id`s each listener remembers for duplicate suppression (oslo: 16). @default 4096 */
   /**
    * Largest message sent or accepted, bytes of its encoded body (`max_message_bytes`); 0 = no limit.
@@ -81,15 +117,23 @@ const FIELDS = {
    */
   shutdownTimeout: msOption({ default: 10_000, query: 'shutdown_timeout_ms' }),
   /** SASL mechanism (`rabbit_login_method`). @default 'AMQPLAIN' */
-  loginMethod: enumOption(['PLAIN', 'AMQPLAIN', 'EXTERNAL'], { default: 'AMQPLAIN', query: 'rabbit_login_method' }),
-  /** Use TLS; implied by the `amqps://` scheme (`ssl`). @default false */
-  ssl: booleanOption({ default: false, query: 'ssl' }),
+  loginMethod: enumOption(['PLAIN', 'AMQPLAIN', 'EXTERNAL', 'RABBIT-CR-DEMO'], { default: 'AMQPLAIN', query: 'rabbit_login_method' }),
+  /** Use TLS; implied by the `amqps://` scheme (`ssl`, `rabbit_use_ssl` before oslo 16). @default false */
+  ssl: booleanOption({ default: false, query: ['ssl', 'rabbit_use_ssl'] }),
+  /**
+   * Pins the TLS version (`ssl_version`): `TLSv1`, `TLSv1_1`, `TLSv1_2`, `TLSv1_3`; `SSLv23` or
+   * unset negotiates the highest both sides speak. `SSLv2`/`SSLv3` are refused (Node has neither).
+   * @default undefined
+   */
+  sslVersion: stringOption({ default: undefined, query: ['ssl_version', 'kombu_ssl_version'], expected: 'a TLS version name' }),
+  /** Requires Node to run in FIPS mode (`ssl_enforce_fips_mode`): true fails unless `crypto.getFips()` (start node with `--enable-fips`). @default false */
+  sslEnforceFipsMode: booleanOption({ default: false, query: 'ssl_enforce_fips_mode' }),
   /** CA bundle path; when set the server certificate is verified against it (`ssl_ca_file`). @default undefined */
-  sslCaFile: stringOption({ default: undefined, query: 'ssl_ca_file', expected: 'a non-empty path string' }),
+  sslCaFile: stringOption({ default: undefined, query: ['ssl_ca_file', 'kombu_ssl_ca_certs'], expected: 'a non-empty path string' }),
   /** Client certificate path (`ssl_cert_file`). @default undefined */
-  sslCertFile: stringOption({ default: undefined, query: 'ssl_cert_file', expected: 'a non-empty path string' }),
+  sslCertFile: stringOption({ default: undefined, query: ['ssl_cert_file', 'kombu_ssl_certfile'], expected: 'a non-empty path string' }),
   /** Client key path (`ssl_key_file`). @default undefined */
-  sslKeyFile: stringOption({ default: undefined, query: 'ssl_key_file', expected: 'a non-empty path string' }),
+  sslKeyFile: stringOption({ default: undefined, query: ['ssl_key_file', 'kombu_ssl_keyfile'], expected: 'a non-empty path string' }),
   /** CA bundle contents (options object only); wins over `sslCaFile`. @default undefined */
   sslCa: customOption<string | Buffer | undefined>({ default: undefined, expected: 'a string or a Buffer', accepts: isPem }),
   /** Client certificate contents (options object only). @default undefined */
@@ -108,8 +152,9 @@ const FIELDS = {
 };
 
 const OPTIONS = defineDriverOptions(FIELDS, {
-  // Valid oslo names with no effect here (connection pooling and threading are Python concerns).
-  ignoredQueryKeys: ['heartbeat_rate', 'heartbeat_in_pthread', 'rpc_conn_pool_size', 'conn_pool_min_size', 'conn_pool_ttl', 'ssl_version'],
+  // Valid oslo names with no effect here (docs/drivers.md says why for each): amqplib runs its own
+  // heartbeat timer; connection pools and green threads are Python concerns.
+  ignoredQueryKeys: ['heartbeat_rate', 'heartbeat_in_pthread', 'rpc_conn_pool_size', 'conn_pool_min_size', 'conn_pool_ttl'],
 });
 
 /**
@@ -158,12 +203,51 @@ export function resolveOptions(url: TransportURL, driverOptions: Readonly<Record
   if (opts.autoDelete && opts.quorumQueue) {
     throw new InvalidArgument('quorumQueue', 'not combined with autoDelete (RabbitMQ refuses auto-delete quorum queues; amqp_auto_delete and rabbit_quorum_queue conflict)', true);
   }
+  if (opts.haQueues && opts.transientQuorumQueue) {
+    throw new InvalidArgument('transientQuorumQueue', 'not combined with haQueues (rabbit_ha_queues and rabbit_transient_quorum_queue conflict)', true);
+  }
+  refuseUnsupported(opts, url);
   const defaultPort = ssl ? 5671 : 5672;
   const hosts: AmqpHost[] = url.hosts.map((h) => hostWithHiddenPassword(h.hostname ?? 'localhost', h.port ?? defaultPort, h.username ?? 'guest', h.password ?? (h.username === undefined ? 'guest' : '')));
   if (hosts.length === 0) hosts.push(hostWithHiddenPassword('localhost', defaultPort, 'guest', 'guest'));
   // oslo: `…:5672/` gives '' (broker default vhost '/'), `…:5672//` gives '/'.
   const vhost = url.virtualHost ? url.virtualHost : '/';
   return Object.freeze({ ...opts, ssl, hosts: Object.freeze(hosts), vhost });
+}
+
+/** kombu's names of the one codec tidings has, zlib-wrapped deflate, and its `compression` header value. */
+export const KOMBU_GZIP = 'application/x-gzip';
+const GZIP_NAMES = new Set(['gzip', 'zlib', KOMBU_GZIP]);
+/** oslo `ssl_version` -> the TLS version Node pins; `SSLv23`: negotiate. */
+const TLS_VERSIONS: Readonly<Record<string, 'TLSv1' | 'TLSv1.1' | 'TLSv1.2' | 'TLSv1.3' | undefined>> = {
+  sslv23: undefined,
+  tlsv1: 'TLSv1',
+  tlsv1_1: 'TLSv1.1',
+  tlsv1_2: 'TLSv1.2',
+  tlsv1_3: 'TLSv1.3',
+};
+
+/** The TLS version `ssl_version` pins, or undefined to negotiate. */
+export function pinnedTlsVersion(o: Pick<AmqpOptions, 'sslVersion'>): 'TLSv1' | 'TLSv1.1' | 'TLSv1.2' | 'TLSv1.3' | undefined {
+  return o.sslVersion === undefined ? undefined : TLS_VERSIONS[o.sslVersion.toLowerCase()];
+}
+
+/** oslo options tidings cannot honour fail here, naming the option and why: never ignored silently. */
+function refuseUnsupported(o: AmqpOptions, url: TransportURL): void {
+  const refuse = (option: string, why: string) => {
+    throw new InvalidTransportURL(`${option} is not supported by the RabbitMQ driver of tidings (${url.toString()}): ${why}`);
+  };
+  if (o.kombuCompression !== undefined && !GZIP_NAMES.has(o.kombuCompression)) {
+    refuse(`kombu_compression=${o.kombuCompression}`, 'only gzip/zlib (kombu application/x-gzip) is available; Node has no bz2 or lzma codec');
+  }
+  if (o.streamFanout) {
+    refuse('rabbit_stream_fanout', 'stream-backed fanout queues (one shared x-queue-type: stream queue read from an offset) are not implemented; fanout uses one queue per server');
+  }
+  if (o.loginMethod === 'RABBIT-CR-DEMO') refuse('rabbit_login_method=RABBIT-CR-DEMO', "RabbitMQ's demonstration mechanism is not offered by amqplib; use PLAIN, AMQPLAIN or EXTERNAL");
+  if (o.sslVersion !== undefined && !Object.hasOwn(TLS_VERSIONS, o.sslVersion.toLowerCase())) {
+    refuse(`ssl_version=${o.sslVersion}`, 'Node speaks TLSv1 to TLSv1_3 (or SSLv23 to negotiate), never SSLv2/SSLv3');
+  }
+  if (o.sslEnforceFipsMode && !getFips()) refuse('ssl_enforce_fips_mode', 'Node is not running in FIPS mode (start it with --enable-fips or an OpenSSL FIPS configuration)');
 }
 
 /** The password is non-enumerable so that logging or inspecting options never shows it. */

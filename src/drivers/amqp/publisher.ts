@@ -5,7 +5,8 @@ import { AbortError, ConnectionError, MessageDeliveryFailure, MessageUndeliverab
 import type { Logger } from '../../core/logger.js';
 import type { AmqpConnection } from './connection.js';
 import { brokerSizeLimit, declareMismatch, isPreconditionFailed, toMessagingError } from './errors.js';
-import type { ResolvedAmqpOptions } from './options.js';
+import { compressBody, COMPRESSION_HEADER } from './compression.js';
+import { KOMBU_GZIP, type ResolvedAmqpOptions } from './options.js';
 import type { Declaration } from './topology.js';
 
 /** oslo's properties on every message (oslo-wire.md §1.4). */
@@ -18,8 +19,8 @@ const BASE_PROPS: Readonly<Options.Publish> = Object.freeze({
 
 /** Shared by every publish without expiration/mandatory; amqplib copies what it needs. */
 const PLAIN_PROPS: Readonly<Options.Publish> = Object.freeze({ ...BASE_PROPS, headers: Object.freeze({}) });
-/** Every reply is mandatory: one shared object instead of one per reply. */
-const MANDATORY_PROPS: Readonly<Options.Publish> = Object.freeze({ ...PLAIN_PROPS, mandatory: true });
+/** The same with kombu's compression header (`kombu_compression`). */
+const COMPRESSED_PROPS: Readonly<Options.Publish> = Object.freeze({ ...BASE_PROPS, headers: Object.freeze({ [COMPRESSION_HEADER]: KOMBU_GZIP }) });
 /** Call requests carry the call timeout as expiration; clients mostly use one or a few timeouts. */
 const EXPIRATION_PROPS_CACHE_SIZE = 32;
 
@@ -64,12 +65,20 @@ export class Publisher {
   private readonly expirationCache = new Map<number, Readonly<Options.Publish>>();
   /** Why the broker closed a publish channel (its 'error' comes before amqplib fails the unconfirmed). */
   private readonly closeErrors = new WeakMap<ConfirmChannel, Error>();
+  /** Every publish without expiration/mandatory uses these; replies the mandatory ones (one object each). */
+  private readonly plainProps: Readonly<Options.Publish>;
+  private readonly mandatoryProps: Readonly<Options.Publish>;
+  private readonly compress: boolean;
 
   constructor(
     private readonly conn: AmqpConnection,
     private readonly options: ResolvedAmqpOptions,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.compress = options.kombuCompression !== undefined;
+    this.plainProps = this.compress ? COMPRESSED_PROPS : PLAIN_PROPS;
+    this.mandatoryProps = Object.freeze({ ...this.plainProps, mandatory: true });
+  }
 
   /** Publishes in flight (awaiting a confirm). */
   get pending(): number {
@@ -100,14 +109,15 @@ export class Publisher {
     return this.write(ch, exchange, routingKey, content, opts);
   }
 
-  private write(ch: ConfirmChannel, exchange: string, routingKey: string, content: Buffer, opts: PublishOptions): Promise<void> {
+  private write(ch: ConfirmChannel, exchange: string, routingKey: string, body: Buffer, opts: PublishOptions): Promise<void> {
     const mandatory = opts.mandatory === true;
-    let props: Options.Publish = PLAIN_PROPS;
+    let props: Options.Publish = this.plainProps;
     if (opts.expiration !== undefined) {
       props = this.expirationProps(opts.expiration, mandatory);
     } else if (mandatory) {
-      props = MANDATORY_PROPS;
+      props = this.mandatoryProps;
     }
+    const content = this.compress ? compressBody(body) : body;
     return new Promise<void>((resolve, reject) => {
       // One shape for every record (requests and replies), so settle() stays monomorphic.
       const rec: InFlight = {
@@ -147,7 +157,7 @@ export class Publisher {
     const key = mandatory ? -1 - ms : ms;
     let props = this.expirationCache.get(key);
     if (!props) {
-      props = Object.freeze({ ...(mandatory ? MANDATORY_PROPS : PLAIN_PROPS), expiration: String(ms) });
+      props = Object.freeze({ ...(mandatory ? this.mandatoryProps : this.plainProps), expiration: String(ms) });
       if (this.expirationCache.size >= EXPIRATION_PROPS_CACHE_SIZE) this.expirationCache.clear();
       this.expirationCache.set(key, props);
     }

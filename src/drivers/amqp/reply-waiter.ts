@@ -7,13 +7,12 @@ import type { Logger } from '../../core/logger.js';
 import type { AmqpConnection } from './connection.js';
 import { toMessagingError } from './errors.js';
 import type { ResolvedAmqpOptions } from './options.js';
-import { transientQueue } from './topology.js';
+import { readBody } from './compression.js';
+import { consumerArguments, transientQueue } from './topology.js';
 
 export class ReplyWaiter {
-  /** Created once, reused for the transport's lifetime (oslo `reply_<uuid hex>`). */
-  readonly queue = newReplyAddress();
   /** Where a malformed reply came from, for its log line (one object, not one per reply). */
-  private readonly logFields = Object.freeze({ queue: this.queue });
+  private readonly logFields: Readonly<{ queue: string }>;
   private channel?: Channel;
   private channelGeneration = -1;
   private settingUp?: Promise<void>;
@@ -25,7 +24,11 @@ export class ReplyWaiter {
     private readonly options: ResolvedAmqpOptions,
     private readonly logger: Logger,
     private readonly calls: CallRegistry,
-  ) {}
+    /** Created once, reused for the transport's lifetime (oslo `reply_<uuid hex>`, or the queue manager's name). */
+    readonly queue: string = newReplyAddress(),
+  ) {
+    this.logFields = Object.freeze({ queue });
+  }
 
   /**
    * Makes sure the reply queue exists and is consumed on the current connection. Calls MUST
@@ -72,17 +75,13 @@ export class ReplyWaiter {
       ch.on('close', () => this.onChannelClosed(ch));
       const q = transientQueue(this.queue, this.options);
       await ch.assertQueue(q.name, q.options);
-      await ch.consume(q.name, (m) => this.onMessage(ch, m), { noAck: false, ...this.consumeArgs() });
+      await ch.consume(q.name, (m) => this.onMessage(ch, m), { noAck: false, ...consumerArguments(this.options) });
     } catch (err) {
       throw toMessagingError(err, `Could not consume the reply queue ${this.queue}`);
     }
     this.channel = ch;
     this.channelGeneration = generation;
     this.logger.debug('Consuming replies', { queue: this.queue, generation });
-  }
-
-  private consumeArgs(): { arguments?: Record<string, unknown> } {
-    return this.options.enableCancelOnFailover ? { arguments: { 'x-cancel-on-ha-failover': true } } : {};
   }
 
   /** A channel closed while its connection lives (e.g. queue deleted): consume again. */
@@ -107,6 +106,13 @@ export class ReplyWaiter {
     } catch {
       // channel closing: the reply is redelivered or lost with it
     }
-    this.calls.acceptBody(raw.content, this.logFields);
+    let body: Buffer;
+    try {
+      body = readBody(raw.content, raw.properties, this.options.maxMessageBytes);
+    } catch (err) {
+      this.logger.warn('Dropping a malformed reply', { ...this.logFields, bytes: raw.content.length, reason: (err as Error).message });
+      return;
+    }
+    this.calls.acceptBody(body, this.logFields);
   }
 }

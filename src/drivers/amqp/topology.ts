@@ -45,6 +45,7 @@ type TopologyOptions = Pick<
   | 'autoDelete'
   | 'haQueues'
   | 'quorumQueue'
+  | 'transientQuorumQueue'
   | 'quorumDeliveryLimit'
   | 'quorumMaxMemoryLength'
   | 'quorumMaxMemoryBytes'
@@ -60,10 +61,10 @@ function isDurable(o: TopologyOptions): boolean {
 }
 
 /** `x-ha-policy` / quorum arguments shared by every queue kind (impl_rabbit `_get_queue_arguments`). */
-export function queueArguments(o: TopologyOptions): Record<string, unknown> {
+export function queueArguments(o: TopologyOptions, quorum = o.quorumQueue): Record<string, unknown> {
   const args: Record<string, unknown> = {};
   if (o.haQueues) args['x-ha-policy'] = 'all';
-  if (o.quorumQueue) {
+  if (quorum) {
     args['x-queue-type'] = 'quorum';
     if (o.quorumDeliveryLimit > 0) args['x-delivery-limit'] = o.quorumDeliveryLimit;
     if (o.quorumMaxMemoryLength > 0) args['x-max-in-memory-length'] = o.quorumMaxMemoryLength;
@@ -77,9 +78,9 @@ export function topicExchange(name: string, o: TopologyOptions): ExchangeDecl {
   return { name, type: 'topic', options: { durable: isDurable(o), autoDelete: o.autoDelete, internal: false } };
 }
 
-/** `<topic>_fanout`: fanout, never durable, auto-delete. */
-export function fanoutExchange(topic: string): ExchangeDecl {
-  return { name: fanoutAddress(topic), type: 'fanout', options: { durable: false, autoDelete: true, internal: false } };
+/** `<topic>_fanout`: fanout, auto-delete, durable only with `rabbit_transient_quorum_queue` (as oslo 14.7+). */
+export function fanoutExchange(topic: string, o: Pick<TopologyOptions, 'transientQuorumQueue'>): ExchangeDecl {
+  return { name: fanoutAddress(topic), type: 'fanout', options: { durable: o.transientQuorumQueue, autoDelete: true, internal: false } };
 }
 
 /** `<topic>`, `<topic>.<server>` and notification queues: no x-expires. */
@@ -101,26 +102,34 @@ export function notificationQueue(name: string, o: TopologyOptions): QueueDecl {
 }
 
 /**
- * Reply and fanout queues: non-durable, x-expires = transient TTL. In 14.0.3 the quorum option
- * does not apply to them (quorum queues cannot be non-durable); only x-ha-policy does.
+ * Reply and fanout queues: x-expires = transient TTL. `rabbit_quorum_queue` does not apply to
+ * them; `rabbit_transient_quorum_queue` makes them durable quorum queues with the quorum
+ * arguments (oslo 14.7+ `_get_queue_arguments`, same key order).
  */
 export function transientQueue(name: string, o: TopologyOptions): QueueDecl {
-  const args: Record<string, unknown> = {};
+  const args = queueArguments(o, o.transientQuorumQueue);
   if (o.transientQueuesTtl > 0) args['x-expires'] = o.transientQueuesTtl;
-  if (o.haQueues) args['x-ha-policy'] = 'all';
-  return { name, options: { durable: false, autoDelete: false, exclusive: false, arguments: args } };
+  return { name, options: { durable: o.transientQuorumQueue, autoDelete: false, exclusive: false, arguments: args } };
+}
+
+/** Consumer arguments of every subscription: `x-cancel-on-ha-failover` with `enable_cancel_on_failover`. */
+export function consumerArguments(o: Pick<AmqpOptions, 'enableCancelOnFailover'>): { arguments?: Record<string, unknown> } {
+  return o.enableCancelOnFailover ? { arguments: { 'x-cancel-on-ha-failover': true } } : {};
 }
 
 
-/** An RPC server's three subscriptions (oslo `listen`): shared topic, server queue, private fanout. */
-export function rpcServerSpecs(exchange: string, topic: string, server: string, o: TopologyOptions): ConsumerSpec[] {
+/**
+ * An RPC server's three subscriptions (oslo `listen`): shared topic, server queue, private fanout
+ * (`fanoutQueue`, default `<topic>_fanout_<hex>`).
+ */
+export function rpcServerSpecs(exchange: string, topic: string, server: string, o: TopologyOptions, fanoutQueue = newFanoutQueueName(topic)): ConsumerSpec[] {
   const ex = topicExchange(exchange, o);
   const topicKey = topicAddress(topic);
   const serverKey = serverAddress(topic, server);
   return [
     { queue: topicQueue(topicKey, o), bindings: [{ exchange: ex, routingKey: topicKey }] },
     { queue: topicQueue(serverKey, o), bindings: [{ exchange: ex, routingKey: serverKey }] },
-    { queue: transientQueue(newFanoutQueueName(topic), o), bindings: [{ exchange: fanoutExchange(topic), routingKey: topic }], deleteOnCleanup: true },
+    { queue: transientQueue(fanoutQueue, o), bindings: [{ exchange: fanoutExchange(topic, o), routingKey: topic }], deleteOnCleanup: true },
   ];
 }
 
@@ -161,7 +170,7 @@ export class PublishTopology {
 
   /** A fanout cast: the `<topic>_fanout` exchange. */
   fanout(topic: string): Declaration {
-    return memo(this.fanouts, topic, () => ({ exchange: fanoutExchange(topic) }));
+    return memo(this.fanouts, topic, () => ({ exchange: fanoutExchange(topic, this.options) }));
   }
 
   /** A notification to `address` on `exchange`, with the default queue of that address bound (unless `notification_store_and_forward` is off). */

@@ -44,12 +44,19 @@ def make_conf(config=None):
     """A private ConfigOpts. 14.0.3 reads conf.oslo_messaging_metrics on every call and cast,
     an option group registered only on the global cfg.CONF, so register it here. The script
     config's "control_exchange", if any, replaces oslo's default exchange "openstack" (the
-    process's transports then publish and listen there unless a target names another)."""
+    process's transports then publish and listen there unless a target names another); its
+    "rabbit", if any, is a dict of [oslo_messaging_rabbit] overrides (e.g. {"kombu_compression": "gzip"})."""
     if config and config.get("control_exchange"):
         oslo_messaging.set_transport_defaults(config["control_exchange"])
+    rabbit = (config or {}).get("rabbit")
     conf = cfg.ConfigOpts()
     conf([], project="tidings-interop")
     conf.register_opts(metrics_client.oslo_messaging_metrics, group="oslo_messaging_metrics")
+    if rabbit:
+        from oslo_messaging._drivers import impl_rabbit
+        conf.register_opts(impl_rabbit.rabbit_opts, group="oslo_messaging_rabbit")
+        for name, value in rabbit.items():
+            conf.set_override(name, value, group="oslo_messaging_rabbit")
     return conf
 
 

@@ -21,7 +21,7 @@ describe('amqp topology (oslo-wire.md §1.2)', () => {
   });
 
   it('declares the fanout exchange non-durable and auto-delete', () => {
-    expect(fanoutExchange('tt')).toEqual({ name: 'tt_fanout', type: 'fanout', options: { durable: false, autoDelete: true, internal: false } });
+    expect(fanoutExchange('tt', o)).toEqual({ name: 'tt_fanout', type: 'fanout', options: { durable: false, autoDelete: true, internal: false } });
   });
 
   it('topic queues carry no x-expires; ha and quorum arguments when configured', () => {
@@ -42,6 +42,22 @@ describe('amqp topology (oslo-wire.md §1.2)', () => {
       arguments: { 'x-expires': 1_800_000 },
     });
     expect(transientQueue('q', { ...o, haQueues: true }).options.arguments).toEqual({ 'x-expires': 1_800_000, 'x-ha-policy': 'all' });
+  });
+
+  it('rabbit_transient_quorum_queue: reply and fanout queues durable quorum with x-expires, fanout exchange durable (oslo 14.7+)', () => {
+    const tq = { ...o, transientQuorumQueue: true, quorumDeliveryLimit: 3 };
+    expect(transientQueue('reply_x', tq).options).toEqual({
+      durable: true,
+      autoDelete: false,
+      exclusive: false,
+      arguments: { 'x-queue-type': 'quorum', 'x-delivery-limit': 3, 'x-expires': 1_800_000 },
+    });
+    expect(fanoutExchange('tt', tq).options).toEqual({ durable: true, autoDelete: true, internal: false });
+    // Topic queues follow rabbit_quorum_queue only.
+    expect(topicQueue('tt', tq).options.arguments).toEqual({});
+    const [, , fanout] = rpcServerSpecs('openstack', 'tt', 's1', tq, 'tt_fanout_h:p:1');
+    expect(fanout.queue.name).toBe('tt_fanout_h:p:1');
+    expect(fanout.bindings[0].exchange.options.durable).toBe(true);
   });
 
   it('an RPC server subscribes <topic>, <topic>.<server> and a private fanout queue', () => {
