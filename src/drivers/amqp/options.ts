@@ -35,6 +35,14 @@ const FIELDS = {
    * notifiers or listeners bound it with a RabbitMQ policy instead (README, Security and limits).
    */
   ...NOTIFICATION_QUEUE_OPTIONS,
+  /**
+   * A pooled notification listener consumes one queue per `<topic>.<priority>`, named
+   * `<pool>:<topic>.<priority>`, instead of oslo's one queue named after the pool alone and bound
+   * to every topic the pool listens on (`pool_queue_per_topic`). One pool name on two topics is
+   * then two queues, as on Redis and Kafka; Python oslo listeners of that pool consume the pool's
+   * queue instead, so every member of a pool MUST agree on it. @default false
+   */
+  poolQueuePerTopic: booleanOption({ default: false, query: 'pool_queue_per_topic' }),
   /** `x-expires` of reply and fanout queues, ms (`rabbit_transient_queues_ttl`, seconds). @default 1_800_000 */
   transientQueuesTtl: secondsOption({ default: 1_800_000, query: 'rabbit_transient_queues_ttl' }),
   /**

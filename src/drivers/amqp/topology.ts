@@ -52,6 +52,7 @@ type TopologyOptions = Pick<
   | 'notificationStoreAndForward'
   | 'notificationQueueMaxLength'
   | 'notificationQueueTtl'
+  | 'poolQueuePerTopic'
 >;
 
 /** Durable when `amqp_durable_queues` or `rabbit_quorum_queue` (quorum queues must be durable). */
@@ -125,13 +126,23 @@ export function rpcServerSpecs(exchange: string, topic: string, server: string, 
 }
 
 /**
+ * The queue of a pooled listener for `address` with `pool_queue_per_topic`: `<pool>:<topic>.<priority>`,
+ * one per address, so that one pool name on two topics is two queues. The colon keeps it apart
+ * from every `<topic>.<priority>` queue of a dotted topic name.
+ */
+export function perTopicPoolQueueName(pool: string, address: string): string {
+  return `${pool}:${address}`;
+}
+
+/**
  * Notification subscriptions: one queue per `<topic>.<priority>` without a pool; with a pool one
- * queue named exactly the pool, bound once per pair. Queues sharing a name get one consumer.
+ * queue named exactly the pool, bound once per pair (oslo), or with `poolQueuePerTopic` one
+ * queue per pair (perTopicPoolQueueName). Queues sharing a name get one consumer.
  */
 export function notificationSpecs(pairs: ReadonlyArray<{ exchange: string; routingKey: string }>, pool: string | undefined, o: TopologyOptions): ConsumerSpec[] {
   const byQueue = new Map<string, BindingDecl[]>();
   for (const { exchange, routingKey } of pairs) {
-    const name = notificationQueueName(routingKey, pool);
+    const name = pool !== undefined && o.poolQueuePerTopic ? perTopicPoolQueueName(pool, routingKey) : notificationQueueName(routingKey, pool);
     const list = byQueue.get(name) ?? [];
     if (!list.some((b) => b.exchange.name === exchange && b.routingKey === routingKey)) list.push({ exchange: topicExchange(exchange, o), routingKey });
     byQueue.set(name, list);

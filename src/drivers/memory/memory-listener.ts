@@ -1,6 +1,6 @@
 // The memory:// listener: broker consumers on oslo's queues (declared by topology.ts) pushing
 // through the shared inbound pipeline into the listener.
-import { InboundPushSource, type ListenerKind } from '../../contract/inbound.js';
+import { InboundPushSource, type ListenerKind, type Subscriptions } from '../../contract/inbound.js';
 import type { ReceivedMessage } from '../../contract/incoming-message.js';
 import type { DeliveryStats } from '../../contract/delivery-stats.js';
 import type { ReplySender } from '../../contract/messages.js';
@@ -22,6 +22,8 @@ export interface MemoryListenerOptions {
   readonly stats: DeliveryStats;
   /** The pool of a notification listener. */
   readonly pool?: string;
+  /** What a pooled notification listener subscribed to (its pool's queue may carry other topics). */
+  readonly subscriptions?: Subscriptions;
   /** Declares and binds the listener's queues; called when it subscribes. */
   readonly declare: () => ListenerQueues;
 }
@@ -88,6 +90,10 @@ export class MemoryListener<M extends ReceivedMessage> extends InboundPushSource
 
   address(delivery: MemoryDelivery): string {
     return delivery.routingKey;
+  }
+
+  exchange(delivery: MemoryDelivery): string {
+    return delivery.exchange;
   }
 
   private settled(ok: boolean, what: string, delivery: MemoryDelivery): boolean {
