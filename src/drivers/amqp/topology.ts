@@ -53,6 +53,7 @@ type TopologyOptions = Pick<
   | 'notificationQueueMaxLength'
   | 'notificationQueueTtl'
   | 'poolQueuePerTopic'
+  | 'serverQueueExpires'
 >;
 
 /** Durable when `amqp_durable_queues` or `rabbit_quorum_queue` (quorum queues must be durable). */
@@ -83,7 +84,7 @@ export function fanoutExchange(topic: string): ExchangeDecl {
   return { name: fanoutAddress(topic), type: 'fanout', options: { durable: false, autoDelete: true, internal: false } };
 }
 
-/** `<topic>`, `<topic>.<server>` and notification queues: no x-expires. */
+/** `<topic>`, `<topic>.<server>` and notification queues: no x-expires (oslo). */
 export function topicQueue(name: string, o: TopologyOptions): QueueDecl {
   return { name, options: { durable: isDurable(o), autoDelete: o.autoDelete, exclusive: false, arguments: queueArguments(o) } };
 }
@@ -112,6 +113,12 @@ export function transientQueue(name: string, o: TopologyOptions): QueueDecl {
   return { name, options: { durable: false, autoDelete: false, exclusive: false, arguments: args } };
 }
 
+/** `<topic>.<server>`: a topic queue, with `x-expires` when `server_queue_expires_ms` asks for it. */
+export function serverQueue(name: string, o: TopologyOptions): QueueDecl {
+  const q = topicQueue(name, o);
+  if (o.serverQueueExpires > 0) q.options.arguments!['x-expires'] = o.serverQueueExpires;
+  return q;
+}
 
 /** An RPC server's three subscriptions (oslo `listen`): shared topic, server queue, private fanout. */
 export function rpcServerSpecs(exchange: string, topic: string, server: string, o: TopologyOptions): ConsumerSpec[] {
@@ -120,7 +127,7 @@ export function rpcServerSpecs(exchange: string, topic: string, server: string, 
   const serverKey = serverAddress(topic, server);
   return [
     { queue: topicQueue(topicKey, o), bindings: [{ exchange: ex, routingKey: topicKey }] },
-    { queue: topicQueue(serverKey, o), bindings: [{ exchange: ex, routingKey: serverKey }] },
+    { queue: serverQueue(serverKey, o), bindings: [{ exchange: ex, routingKey: serverKey }] },
     { queue: transientQueue(newFanoutQueueName(topic), o), bindings: [{ exchange: fanoutExchange(topic), routingKey: topic }], deleteOnCleanup: true },
   ];
 }

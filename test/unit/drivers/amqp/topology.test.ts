@@ -84,4 +84,10 @@ describe('amqp topology (oslo-wire.md §1.2)', () => {
     expect(notificationSpecs(pairs, undefined, { ...o, poolQueuePerTopic: true }).map((s) => s.queue.name)).toEqual(['notifications.info', 'notifications.error']);
   });
 
+  it('server_queue_expires_ms: x-expires on <topic>.<server> only', () => {
+    const [shared, server] = rpcServerSpecs('openstack', 'tt', 's1', { ...o, serverQueueExpires: 60_000 });
+    expect(server.queue.options.arguments).toEqual({ 'x-expires': 60_000 });
+    expect(shared.queue.options.arguments).toEqual({});
+    expect(rpcServerSpecs('openstack', 'tt', 's1', o)[1].queue.options.arguments).toEqual({});
+  });
 });
