@@ -29,6 +29,12 @@ export interface DeliverySettler<D> {
    * warning and acknowledge it instead.
    */
   requeue(delivery: D, generation: number, reason?: unknown): void;
+  /**
+   * Give back a delivery that is not this listener's (another topic on a shared pool queue) for
+   * the queue's other consumers: never dead-lettered, never counted toward a delivery limit.
+   * A driver whose `requeue` can dead-letter MUST implement it. @default `requeue`
+   */
+  giveBack?(delivery: D, generation: number): void;
   /** Drop it without redelivery (malformed): the broker's dead-letter rules apply. */
   reject(delivery: D, generation: number): void;
   /** Where the delivery came from, for the malformed-message log line (never the body). */
@@ -282,11 +288,12 @@ export class NotificationInbound<D> extends Inbound<D> {
         { exchange, address, pool: this.pool },
       );
     }
+    const giveBack = () => (this.settler.giveBack ? this.settler.giveBack(delivery, generation) : this.settler.requeue(delivery, generation));
     if ((this.settler.deliveries?.(delivery) ?? 1) <= 1 || this.mayGiveBackAtOnce()) {
-      this.settler.requeue(delivery, generation);
+      giveBack();
       return;
     }
-    setTimeout(() => this.settler.requeue(delivery, generation), FOREIGN_HOLD_MS).unref?.();
+    setTimeout(giveBack, FOREIGN_HOLD_MS).unref?.();
   }
 
   /** True for up to FOREIGN_IMMEDIATE_PER_SECOND calls per second. */

@@ -35,3 +35,11 @@ export function checkOptionalMs(field: string, value: unknown): number | undefin
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new InvalidArgument(field, 'a non-negative number of milliseconds', value);
   return value;
 }
+
+/**
+ * A value read off the wire for a log line or a dead letter's reason: at most 64 characters,
+ * JSON-quoted so that control characters are escaped.
+ */
+export function quoteForLog(value: string): string {
+  return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}...` : value);
+}

@@ -1,5 +1,5 @@
 // Fault on Redis: the server at `maxmemory` with `noeviction`. Sends and calls fail at once with a
-// MessageDeliveryFailure naming the cause (not retried, not a timeout); every notification whose
+// MessageDeliveryFailure naming the cause (not retried: within seconds, not a timeout); every notification whose
 // send resolved is still delivered; once listeners drain and trim the streams, sends work again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -15,6 +15,7 @@ import {
   type Transport,
 } from '../../src/index.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
+import { withDeadline } from '../support/deadline.js';
 import { redisCommand, redisInfo, startRedisServer, type RedisServer } from '../support/redis-servers.js';
 
 /** Bodies this large fill a few MB in a few hundred sends. */
@@ -52,7 +53,8 @@ describe('fault (redis): maxmemory reached with noeviction', () => {
     const fillUntilRefused = async (): Promise<unknown> => {
       for (const end = seq + 5000; seq < end; seq++) {
         try {
-          await notifier.info({}, 'oom.test', { seq, pad: PAD });
+          // Not retried: a refused send fails at once, it does not wait out retries.
+          await withDeadline(notifier.info({}, 'oom.test', { seq, pad: PAD }), 10_000, `send ${seq} (retried instead of failing at once?)`);
           confirmed.push(seq);
         } catch (err) {
           seq++;

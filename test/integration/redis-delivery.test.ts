@@ -133,7 +133,7 @@ describe('redis delivery', () => {
     await waitFor(async () => (await redis.xlen(keys.deadLetters)) === 2, { timeoutMs: 5000, message: 'two dead letters' });
     expect(logger.records.filter((r) => r.level === 'warn' && /malformed/.test(r.msg))).toHaveLength(2);
     const dead = (await redis.xrange(keys.deadLetters, '-', '+')) as [string, string[]][];
-    expect(dead.map(([, f]) => f[f.indexOf('x-error') + 1])).toEqual(['malformed message', 'malformed message']);
+    expect(dead.map(([, f]) => f[f.indexOf('x-error') + 1])).toEqual(['malformed message', 'malformed fields: unexpected field "other"']);
     await l.cleanup();
   });
 

@@ -1,13 +1,14 @@
 // Throwaway Redis topologies for integration tests (standalone, Cluster, Sentinel), started from the
 // redis-server binary on free loopback ports in temp dirs; never the shared 127.0.0.1:6379.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, connect as netConnect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { connect as netConnect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { keySlot } from '../../src/drivers/redis/topology.js';
+import { fileTail, freePorts, makeTempDir, pollUntil as until, removeTempDir, spawnTracked, type TrackedChild } from './child-processes.js';
 import { runProcess } from './process.js';
+
+export { freePorts } from './child-processes.js';
 
 /** The binaries; override with TIDINGS_REDIS_SERVER / TIDINGS_REDIS_CLI. */
 export const REDIS_SERVER_BIN = process.env.TIDINGS_REDIS_SERVER ?? 'redis-server';
@@ -15,88 +16,6 @@ export const REDIS_CLI_BIN = process.env.TIDINGS_REDIS_CLI ?? 'redis-cli';
 const INSTALL_HINT = 'Install it with `apt-get install -y redis-server redis-tools` (Redis >= 7: redis-server also runs Sentinel with --sentinel, redis-cli comes with redis-tools).';
 const SHARED_PORT = 6379;
 const HOST = '127.0.0.1';
-
-// --- leftovers: every live child is killed when this process goes, however it goes -----------
-
-const live = new Set<ChildProcess>();
-const liveDirs = new Set<string>();
-let hooksInstalled = false;
-let watchdogFile: string | undefined;
-
-function killLeftovers(): void {
-  for (const child of live) {
-    try {
-      child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  live.clear();
-  for (const dir of liveDirs) rmSync(dir, { recursive: true, force: true });
-  liveDirs.clear();
-  syncWatchdog();
-}
-
-/** Writes the pids and dirs the watchdog must clean up if this process dies without its hooks (SIGKILL). */
-function syncWatchdog(): void {
-  if (!watchdogFile) return;
-  const pids = [...live].map((c) => c.pid).filter((p): p is number => p !== undefined);
-  try {
-    writeFileSync(watchdogFile, `${pids.join('\n')}\n`);
-    writeFileSync(`${watchdogFile}.dirs`, `${[...liveDirs].join('\n')}\n`);
-  } catch {
-    // the watchdog dir went away: nothing left to tell it
-  }
-}
-
-function installHooks(): void {
-  if (hooksInstalled) return;
-  hooksInstalled = true;
-  process.on('exit', killLeftovers);
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    const onSignal = (): void => {
-      killLeftovers();
-      // Alone on this signal we replaced Node's default (exit): restore it and re-raise.
-      if (process.listenerCount(signal) === 1) {
-        process.removeListener(signal, onSignal);
-        process.kill(process.pid, signal);
-      }
-    };
-    process.on(signal, onSignal);
-  }
-  // A SIGKILLed test worker runs no hook: one detached shell per process outlives it, and once
-  // this pid is gone kills the servers listed in the file and removes their dirs.
-  const dir = mkdtempSync(join(tmpdir(), 'tidings-redis-watch-'));
-  watchdogFile = join(dir, 'pids');
-  writeFileSync(watchdogFile, '');
-  writeFileSync(`${watchdogFile}.dirs`, '');
-  const script = 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; xargs -r kill -9 < "$2" 2>/dev/null; xargs -r rm -rf < "$2.dirs"; rm -rf "$3"';
-  const watchdog = spawn('sh', ['-c', script, 'tidings-redis-watchdog', String(process.pid), watchdogFile, dir], { detached: true, stdio: 'ignore' });
-  watchdog.on('error', () => {});
-  watchdog.unref();
-}
-
-// --- ports -----------------------------------------------------------------------------------
-
-const handedOut = new Set<number>();
-
-/** `n` distinct free loopback ports (bound together on port 0, so the kernel picks distinct ones), never 6379. */
-export async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from({ length: n + 2 }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-      const s = createServer();
-      s.once('error', reject);
-      s.listen(0, HOST, () => resolve(s));
-    })),
-  );
-  const ports = servers.map((s) => (s.address() as { port: number }).port);
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
-  // Two spares so that ports this process already gave out (and 6379) can be skipped.
-  const chosen = ports.filter((p) => p !== SHARED_PORT && !handedOut.has(p)).slice(0, n);
-  if (chosen.length < n) return freePorts(n);
-  for (const p of chosen) handedOut.add(p);
-  return chosen;
-}
 
 // --- a minimal RESP2 client: readiness and admin commands with hard deadlines ------------------
 
@@ -216,22 +135,6 @@ export async function redisInfo(endpoint: RespEndpoint | number, section: string
   return Object.fromEntries(text.split('\r\n').filter((l) => l.includes(':') && !l.startsWith('#')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1)]));
 }
 
-/** Polls `cond` until truthy or the deadline; the error names `what` and the last failure. */
-async function until<T>(what: string, timeoutMs: number, cond: () => Promise<T | undefined | false>, intervalMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await cond();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() >= deadline) throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (last error: ${String((last as Error).message ?? last)})` : ''}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
-
 // --- one redis-server process ------------------------------------------------------------------
 
 /** Options of {@link startRedisServer}. */
@@ -291,14 +194,8 @@ interface LaunchSpec {
   extraPorts?: number;
 }
 
-function tail(file: string, lines: number): string {
-  if (!existsSync(file)) return '';
-  return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
-}
-
 class ManagedRedis implements RedisServer {
-  private child: ChildProcess | undefined;
-  private exited: Promise<void> = Promise.resolve();
+  private proc: TrackedChild | undefined;
   private removed = false;
   readonly logFile: string;
   private readonly stdioFile: string;
@@ -323,105 +220,58 @@ class ManagedRedis implements RedisServer {
   }
 
   get pid(): number | undefined {
-    return this.child?.pid;
+    return this.proc?.running ? this.proc.pid : undefined;
   }
 
   get running(): boolean {
-    return this.child !== undefined;
+    return !!this.proc?.running;
   }
 
   logTail(lines = 30): string {
-    return [tail(this.stdioFile, lines), tail(this.logFile, lines)].filter(Boolean).join('\n');
+    return [fileTail(this.stdioFile, lines), fileTail(this.logFile, lines)].filter(Boolean).join('\n');
   }
 
   /** Spawns and waits for PING; on failure the process is killed and the error carries the log tail. */
   async spawnAndWait(): Promise<void> {
-    installHooks();
-    const out = openSync(this.stdioFile, 'a');
-    let child: ChildProcess;
-    try {
-      child = spawn(REDIS_SERVER_BIN, this.spec.args(this.port), { cwd: this.dir, stdio: ['ignore', out, out] });
-    } finally {
-      closeSync(out);
-    }
-    // A forgotten server must not keep the test worker alive; the exit hooks kill it.
-    child.unref();
-    this.child = child;
-    live.add(child);
-    liveDirs.add(this.dir);
-    syncWatchdog();
-    let spawnError: Error | undefined;
-    let exitInfo: string | undefined;
-    this.exited = new Promise<void>((resolve) => {
-      child.on('error', (err) => {
-        spawnError = err;
-        resolve();
-      });
-      child.once('exit', (code, signal) => {
-        exitInfo = signal ? `signal ${signal}` : `code ${code}`;
-        resolve();
-      });
-    }).then(() => {
-      live.delete(child);
-      syncWatchdog();
-      if (this.child === child) this.child = undefined;
-    });
+    const proc = spawnTracked(REDIS_SERVER_BIN, this.spec.args(this.port), { cwd: this.dir, stdioFile: this.stdioFile });
+    this.proc = proc;
     try {
       const outcome = await until(`${REDIS_SERVER_BIN} on ${HOST}:${this.port} answering PING`, this.spec.readyTimeoutMs, async () => {
-        if (spawnError || exitInfo) return 'exited';
+        if (!proc.running) return 'exited';
         // -LOADING (AOF replay) answers PING with an error: retried. The pid check makes sure the
         // answer is ours and not from a server that took the port between picking and binding.
         const [pong, info] = await redisCommands(this.endpoint, [['PING'], ['INFO', 'server']], 1000);
         if (pong !== 'PONG') return false;
-        if (!String(info).includes(`process_id:${child.pid}\r\n`)) throw new Error(`another process answers on ${HOST}:${this.port}`);
+        if (!String(info).includes(`process_id:${proc.pid}\r\n`)) throw new Error(`another process answers on ${HOST}:${this.port}`);
         return 'ready';
       });
       if (outcome === 'exited') throw new Error('exited');
     } catch (err) {
-      await this.kill('SIGKILL');
-      const why = spawnError
-        ? `could not run \`${REDIS_SERVER_BIN}\` (${spawnError.message}).`
-        : exitInfo
-          ? `\`${REDIS_SERVER_BIN}\` exited (${exitInfo}) before answering.`
+      await proc.kill('SIGKILL');
+      const why = proc.spawnError
+        ? `could not run \`${REDIS_SERVER_BIN}\` (${proc.spawnError.message}).`
+        : proc.exitInfo && proc.exitInfo !== 'signal SIGKILL'
+          ? `\`${REDIS_SERVER_BIN}\` exited (${proc.exitInfo}) before answering.`
           : `${(err as Error).message}.`;
       throw new Error(`Test Redis on ${HOST}:${this.port} did not start: ${why} ${INSTALL_HINT}\nlog (${this.dir}):\n${this.logTail()}`, { cause: err });
     }
   }
 
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-    const child = this.child;
-    if (!child) return;
-    child.kill(signal);
-    await this.exited;
+    await this.proc?.kill(signal);
   }
 
   async stop(): Promise<void> {
-    if (this.child) {
-      const exited = this.exited;
-      this.child.kill('SIGTERM');
-      let timer: NodeJS.Timeout | undefined;
-      const graceful = await Promise.race([exited.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 5000)))]);
-      clearTimeout(timer);
-      if (!graceful) await this.kill('SIGKILL');
-    }
+    await this.proc?.terminate();
     if (!this.removed) {
       this.removed = true;
-      rmSync(this.dir, { recursive: true, force: true });
-      liveDirs.delete(this.dir);
-      syncWatchdog();
+      removeTempDir(this.dir);
     }
   }
 
   async restart(): Promise<void> {
     if (this.removed) throw new Error(`redis-server on ${HOST}:${this.port} was stopped (its dir is gone); start a new one`);
-    if (this.child) {
-      const exited = this.exited;
-      this.child.kill('SIGTERM');
-      let timer: NodeJS.Timeout | undefined;
-      const graceful = await Promise.race([exited.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 5000)))]);
-      clearTimeout(timer);
-      if (!graceful) await this.kill('SIGKILL');
-    }
+    await this.proc?.terminate();
     await this.spawnAndWait();
   }
 }
@@ -434,7 +284,7 @@ async function launch(prefix: string, spec: LaunchSpec, scheme: string, auth: st
   let lastError: unknown;
   for (let attempt = 0; attempt < 4; attempt++) {
     const [port, ...extra] = await freePorts(1 + (spec.extraPorts ?? 0));
-    const dir = mkdtempSync(join(tmpdir(), `tidings-${prefix}-${port}-`));
+    const dir = makeTempDir(`${prefix}-${port}`);
     const bound: LaunchSpec = { ...spec, args: (p) => spec.args(p).map((a) => a.replaceAll('{dir}', dir).replaceAll('{extra0}', String(extra[0] ?? ''))) };
     setup?.(dir, port, extra);
     const server = new ManagedRedis(port, dir, bound, scheme, auth);

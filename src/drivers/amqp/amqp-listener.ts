@@ -14,6 +14,9 @@ import { declareMismatch, isPreconditionFailed, toMessagingError } from './error
 import type { ResolvedAmqpOptions } from './options.js';
 import type { ConsumerSpec } from './topology.js';
 
+/** Above this, an `x-delivery-count` header is not a count RabbitMQ kept (a forged one on a classic queue). */
+const MAX_DELIVERY_COUNT = 1_000_000;
+
 export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends InboundPushSource<M, ConsumeMessage> {
   private channel?: Channel;
   private channelId = 0;
@@ -125,9 +128,10 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
 
   deliveries(raw: ConsumeMessage): number {
     if (!raw.fields.redelivered) return 1;
-    // Quorum queues count the earlier deliveries; classic queues only flag a redelivery.
+    // Quorum queues count the earlier deliveries; classic queues only flag a redelivery, and there
+    // the header is whatever the publisher put: a value a broker could not have counted is ignored.
     const earlier: unknown = raw.properties.headers?.['x-delivery-count'];
-    return typeof earlier === 'number' && earlier > 0 ? earlier + 1 : 2;
+    return typeof earlier === 'number' && Number.isInteger(earlier) && earlier > 0 && earlier < MAX_DELIVERY_COUNT ? earlier + 1 : 2;
   }
 
   address(raw: ConsumeMessage): string {

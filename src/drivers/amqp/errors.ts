@@ -35,10 +35,26 @@ export function declareMismatch(kind: 'queue' | 'exchange', name: string, err: u
 }
 
 /**
+ * True when the broker answered connection.open with connection.close: RabbitMQ does that when the
+ * user may not use the virtual host or it does not exist (530 NOT_ALLOWED). amqplib reports only
+ * the frame's name, not the broker's reason.
+ */
+function isOpenRefused(text: string): boolean {
+  return /Expected ConnectionOpenOk; got <ConnectionClose/.test(text);
+}
+
+/** The limit in a 406 RabbitMQ sends for a message over its `max_message_size`, else undefined. */
+export function brokerSizeLimit(err: unknown): number | undefined {
+  const m = /message size \d+ is larger than configured max size (\d+)/.exec(messageOf(err));
+  return m ? Number(m[1]) : undefined;
+}
+
+/**
  * Wraps any error from amqplib or the socket. MessagingErrors pass through; declare
  * mismatches become InvalidArgument (not retriable). What retrying cannot fix is not retriable:
- * a refused login or access (403 ACCESS_REFUSED: wrong password, no permission on the vhost)
- * and a message the broker refused (406 PRECONDITION_FAILED, e.g. over its `max_message_size`);
+ * a refused login or access (403 ACCESS_REFUSED: wrong password, no permission on a resource),
+ * a virtual host the broker would not open (530 NOT_ALLOWED: no permission on it, or no such
+ * vhost) and a message the broker refused (406 PRECONDITION_FAILED, e.g. over its `max_message_size`);
  * everything else is a retriable ConnectionError. amqplib gets an options object, never a URL, so
  * its messages hold no password; any URL in them is redacted all the same.
  */
@@ -48,6 +64,12 @@ export function toMessagingError(err: unknown, what: string): MessagingError {
   const text = messageOf(err);
   if (code === AMQP_CODES.ACCESS_REFUSED || /ACCESS_REFUSED|auth/i.test(text)) {
     return new ConnectionError(`${what}: the broker refused the login or access (${redactUrlsIn(text)})`, { cause: err, retriable: false });
+  }
+  if (isOpenRefused(text)) {
+    return new ConnectionError(`${what}: the broker refused to open the virtual host (530 NOT_ALLOWED: the user has no permission on it, or it does not exist; amqplib does not pass on the broker's reason)`, {
+      cause: err,
+      retriable: false,
+    });
   }
   if (isPreconditionFailed(err)) return new MessageDeliveryFailure(`${what}: the broker refused it (${redactUrlsIn(text)})`, { cause: err, retriable: false });
   return new ConnectionError(`${what}: ${redactUrlsIn(text)}`, { cause: err });

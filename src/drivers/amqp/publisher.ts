@@ -4,7 +4,7 @@ import type { Channel, ChannelModel, ConfirmChannel, Message, Options } from 'am
 import { AbortError, ConnectionError, MessageDeliveryFailure, MessageUndeliverable } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { AmqpConnection } from './connection.js';
-import { declareMismatch, isPreconditionFailed, toMessagingError } from './errors.js';
+import { brokerSizeLimit, declareMismatch, isPreconditionFailed, toMessagingError } from './errors.js';
 import type { ResolvedAmqpOptions } from './options.js';
 import type { Declaration } from './topology.js';
 
@@ -62,6 +62,8 @@ export class Publisher {
   private needsDrain = false;
   private sweeper?: ReturnType<typeof setInterval>;
   private readonly expirationCache = new Map<number, Readonly<Options.Publish>>();
+  /** Why the broker closed a publish channel (its 'error' comes before amqplib fails the unconfirmed). */
+  private readonly closeErrors = new WeakMap<ConfirmChannel, Error>();
 
   constructor(
     private readonly conn: AmqpConnection,
@@ -126,7 +128,7 @@ export class Publisher {
       this.ensureSweeper();
       let ok: boolean;
       try {
-        ok = ch.publish(exchange, routingKey, content, props, (err) => this.settle(rec, err));
+        ok = ch.publish(exchange, routingKey, content, props, (err) => this.settle(rec, err ? this.whyUnconfirmed(ch, content.length, err) : err));
       } catch (err) {
         // amqplib throws synchronously on a channel that is already closing/closed.
         this.settle(rec, err ?? new Error('channel closed'));
@@ -252,7 +254,10 @@ export class Publisher {
         } catch (err) {
           throw toMessagingError(err, 'Could not open a confirm channel');
         }
-        ch.on('error', (err: Error) => this.logger.warn('AMQP publish channel error', { err }));
+        ch.on('error', (err: Error) => {
+          this.closeErrors.set(ch, err);
+          this.logger.warn('AMQP publish channel error', { err });
+        });
         ch.on('return', (msg: Message) => this.onReturn(msg));
         ch.on('close', () => {
           if (this.channel === ch) this.channel = undefined;
@@ -267,6 +272,17 @@ export class Publisher {
       }
     })();
     return this.opening;
+  }
+
+  /**
+   * amqplib fails every unconfirmed publish of a closed channel with "channel closed"; when the
+   * broker closed it because this message is over its `max_message_size` (406), that message gets
+   * the broker's refusal (not retriable), the others on the channel the retriable "channel closed".
+   */
+  private whyUnconfirmed(ch: ConfirmChannel, size: number, err: unknown): unknown {
+    const closed = this.closeErrors.get(ch);
+    const limit = closed && brokerSizeLimit(closed);
+    return limit !== undefined && size > limit ? toMessagingError(closed, `The broker refused a message of ${size} bytes`) : err;
   }
 
   private settle(rec: InFlight, err: unknown): void {

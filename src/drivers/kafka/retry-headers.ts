@@ -4,7 +4,7 @@
 // a topic that redirects the copy, a due time that holds the partition for years).
 import type { IncomingRecord } from './client/index.js';
 import { HEADERS } from './topology.js';
-import { MAX_TIMER_MS } from '../../core/checks.js';
+import { MAX_TIMER_MS, quoteForLog as quote } from '../../core/checks.js';
 
 /** Slack on a due time beyond `now + requeueBackoff`, for clocks that disagree between hosts. */
 export const NOT_BEFORE_SLACK_MS = 60_000;
@@ -50,11 +50,6 @@ export function parseRetryHeaders(record: Pick<IncomingRecord, 'headers'>, rules
     if (notBefore > latest) return bad(`header ${HEADERS.notBefore} is ${notBefore - rules.now} ms ahead, more than requeueBackoff ${rules.requeueBackoff} ms allows`);
   }
   return { ok: true, headers: { previousDeliveries: count === undefined ? 0 : Number(count), originalTopic: rules.originalTopic, notBefore } };
-}
-
-/** A header value for a log line or a dead letter's reason: bounded, control characters escaped. */
-function quote(value: string): string {
-  return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}...` : value);
 }
 
 /** How long to wait for a due time, as a timer can take it. */

@@ -128,6 +128,9 @@ export class MemoryQueue {
   private rejected = 0;
   private requeued = 0;
   private scheduled = false;
+  /** True during a dispatch pass; messages requeued meanwhile wait in `givenBack` for the next pass. */
+  private dispatching = false;
+  private givenBack: StoredMessage[] = [];
   /** The exchanges' binding sets this queue is in, so that deleting it unbinds it. */
   readonly boundIn = new Set<Set<MemoryQueue>>();
 
@@ -143,10 +146,15 @@ export class MemoryQueue {
     if (this.consumers.length > 0) this.schedule();
   }
 
-  /** Settled messages coming back from a consumer: to the head of the queue (in order) or dropped. */
+  /**
+   * Settled messages coming back from a consumer: to the head of the queue (in order) or dropped.
+   * One given back during a dispatch pass (a consumer that settles synchronously) waits for the
+   * next pass: a handler that always requeues cannot hold the event loop in one pass.
+   */
   giveBack(messages: StoredMessage[], requeue: boolean): void {
     if (requeue) {
-      for (let i = messages.length - 1; i >= 0; i--) this.ready.unshift(messages[i]);
+      if (this.dispatching) this.givenBack.push(...messages);
+      else for (let i = messages.length - 1; i >= 0; i--) this.ready.unshift(messages[i]);
       this.requeued += messages.length;
     } else {
       this.rejected += messages.length;
@@ -190,11 +198,21 @@ export class MemoryQueue {
   /** Hands ready messages to consumers with capacity, round-robin; expired ones are dropped. */
   private dispatch(): void {
     const now = performance.now();
-    while (this.ready.size > 0) {
-      const consumer = this.pickConsumer();
-      if (!consumer) return;
-      const message = this.ready.shift()!;
-      if (message.expiresAt === undefined || message.expiresAt > now) consumer.deliver(message);
+    this.dispatching = true;
+    try {
+      while (this.ready.size > 0) {
+        const consumer = this.pickConsumer();
+        if (!consumer) return;
+        const message = this.ready.shift()!;
+        if (message.expiresAt === undefined || message.expiresAt > now) consumer.deliver(message);
+      }
+    } finally {
+      this.dispatching = false;
+      const back = this.givenBack;
+      if (back.length > 0) {
+        this.givenBack = [];
+        for (let i = back.length - 1; i >= 0; i--) this.ready.unshift(back[i]);
+      }
     }
   }
 

@@ -3,6 +3,7 @@
 import { fanoutAddress, newReplyAddress, notificationAddress, requestAddress } from '../../contract/addressing.js';
 import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../contract/base-driver.js';
 import type { DriverCapabilities } from '../../contract/capabilities.js';
+import type { DeadLetterStore } from '../../contract/dead-letters.js';
 import { newHexId } from '../../contract/envelope.js';
 import type { ListenerKind, Subscriptions } from '../../contract/inbound.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
@@ -12,6 +13,7 @@ import type { Context, DriverMessage } from '../../contract/types.js';
 import { encodeNotification, encodeRpcRequest } from '../../contract/wire.js';
 import type { LogFields } from '../../core/logger.js';
 import type { Target } from '../../core/target.js';
+import { MemoryDeadLetters } from './dead-letters.js';
 import { getMemoryBroker, type MemoryBroker } from './memory-broker.js';
 import { MemoryListener } from './memory-listener.js';
 import { resolveMemoryOptions, type MemoryDriverOptions } from './options.js';
@@ -74,6 +76,11 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
     return this.startListener('notification', { pool: options.pool }, () => declareNotificationQueues(this.broker, bindings, options.pool), options, subscriptions);
   }
 
+  /** The dead letters of this virtual host: notifications requeued `maxDeliveries` times and malformed messages (dead-letters.ts). */
+  override deadLetters(): DeadLetterStore {
+    return new MemoryDeadLetters(this.broker);
+  }
+
   protected async close(): Promise<void> {
     // Deleting the reply queue cancels its consumer.
     if (this.replyQueue) this.broker.deleteQueue(this.replyQueue);
@@ -96,10 +103,10 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
   }
 
   private startListener<M extends ReceivedMessage>(kind: ListenerKind, fields: LogFields, declare: () => ListenerQueues, options: ListenOptions, subscriptions?: Subscriptions): Promise<Listener<M>> {
-    const { prefetchCount, dedupWindow, maxMessageBytes } = this.options;
+    const { prefetchCount, dedupWindow, maxMessageBytes, maxDeliveries } = this.options;
     const logger = this.logger.child({ listener: kind, ...fields });
     const pool = fields.pool as string | undefined;
-    const source = new MemoryListener<M>(kind, { broker: this.broker, logger, prefetchCount, dedupWindow, maxMessageBytes, replies: this, declare, stats: this.deliveryStats, pool, subscriptions });
+    const source = new MemoryListener<M>(kind, { broker: this.broker, logger, prefetchCount, dedupWindow, maxDeliveries, maxMessageBytes, replies: this, declare, stats: this.deliveryStats, pool, subscriptions });
     return this.openListener(source, () => source.subscribe(), { ...options, prefetchSize: prefetchCount });
   }
 

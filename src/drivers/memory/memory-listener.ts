@@ -1,10 +1,12 @@
 // The memory:// listener: broker consumers on oslo's queues (declared by topology.ts) pushing
 // through the shared inbound pipeline into the listener.
+import { requeueReason } from '../../contract/dead-letters.js';
 import { InboundPushSource, type ListenerKind, type Subscriptions } from '../../contract/inbound.js';
 import type { ReceivedMessage } from '../../contract/incoming-message.js';
 import type { DeliveryStats } from '../../contract/delivery-stats.js';
 import type { ReplySender } from '../../contract/messages.js';
 import type { Logger } from '../../core/logger.js';
+import { keepDeadLetter } from './dead-letters.js';
 import type { MemoryBroker, MemoryConsumer, MemoryDelivery } from './memory-broker.js';
 import type { ListenerQueues } from './topology.js';
 
@@ -15,6 +17,8 @@ export interface MemoryListenerOptions {
   /** Per-consumer unacked limit; 0 = unlimited. */
   readonly prefetchCount: number;
   readonly dedupWindow: number;
+  /** Deliveries of a notification before a requeue dead-letters it; 0 = never. */
+  readonly maxDeliveries: number;
   /** Larger bodies are rejected as malformed; 0 = no limit. */
   readonly maxMessageBytes?: number;
   readonly replies: ReplySender;
@@ -72,12 +76,28 @@ export class MemoryListener<M extends ReceivedMessage> extends InboundPushSource
     return this.settled(this.consumers[consumer].ack(delivery.deliveryTag), 'ack', delivery);
   }
 
-  requeue(delivery: MemoryDelivery, consumer: number): void {
-    this.settled(this.consumers[consumer].reject(delivery.deliveryTag, true), 'requeue', delivery);
+  /** Requeues; a notification delivered `maxDeliveries` times goes to the dead letters instead. */
+  requeue(delivery: MemoryDelivery, consumer: number, reason?: unknown): void {
+    const max = this.options.maxDeliveries;
+    if (max === 0 || delivery.deliveries < max) {
+      this.settled(this.consumers[consumer].reject(delivery.deliveryTag, true), 'requeue', delivery);
+      return;
+    }
+    if (!this.settled(this.consumers[consumer].reject(delivery.deliveryTag, false), 'dead-letter', delivery)) return;
+    const error = requeueReason(reason, `requeued ${delivery.deliveries} times (maxDeliveries ${max})`);
+    this.setAside(delivery, error);
+    this.options.stats.deadLettered(this.address(delivery), 'max_deliveries', this.options.pool);
+    this.options.logger.warn('Notification dead-lettered after maxDeliveries', { ...this.describe(delivery), deliveries: delivery.deliveries, maxDeliveries: max });
   }
 
+  /** Another topic's notification from a shared pool queue: back to the queue, whatever maxDeliveries says. */
+  giveBack(delivery: MemoryDelivery, consumer: number): void {
+    this.settled(this.consumers[consumer].reject(delivery.deliveryTag, true), 'give-back', delivery);
+  }
+
+  /** A malformed message (logged and counted by the pipeline): kept among the dead letters. */
   reject(delivery: MemoryDelivery, consumer: number): void {
-    this.consumers[consumer].reject(delivery.deliveryTag, false);
+    if (this.consumers[consumer].reject(delivery.deliveryTag, false)) this.setAside(delivery, 'malformed message');
   }
 
   describe(delivery: MemoryDelivery): Record<string, unknown> {
@@ -94,6 +114,12 @@ export class MemoryListener<M extends ReceivedMessage> extends InboundPushSource
 
   exchange(delivery: MemoryDelivery): string {
     return delivery.exchange;
+  }
+
+  private setAside(delivery: MemoryDelivery, error: string): void {
+    const { body, exchange, routingKey, deliveries } = delivery;
+    const dropped = keepDeadLetter(this.options.broker, { address: this.address(delivery), pool: this.options.pool, body, error, deliveries, exchange, routingKey });
+    if (dropped) this.options.logger.warn('The oldest memory:// dead letter was dropped to keep the bound', { queue: delivery.queue });
   }
 
   private settled(ok: boolean, what: string, delivery: MemoryDelivery): boolean {

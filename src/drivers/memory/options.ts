@@ -19,6 +19,13 @@ const FIELDS = {
    */
   maxMessageBytes: intOption({ default: DEFAULT_MAX_MESSAGE_BYTES, query: 'max_message_bytes' }),
   /**
+   * Deliveries of one notification before a requeue moves it to the dead letters instead
+   * (`tidings dead-letters`, `deadLetters()`); 0 = never, as Redis' and Kafka's option.
+   * URL query: `max_deliveries`.
+   * @default 10
+   */
+  maxDeliveries: intOption({ default: 10, min: 0, query: 'max_deliveries' }),
+  /**
    * How many recent `_unique_id`s each listener remembers to drop duplicates.
    * URL query: `dedup_window`.
    * @default 4096

@@ -4,6 +4,7 @@ import type { DeadLetter, DeadLetterQuery, DeadLetterStore } from '../../contrac
 import { isPriority } from '../../contract/types.js';
 import { InvalidArgument } from '../../core/errors.js';
 import { runScript, type RedisClient } from './connection.js';
+import { parseDeadLetterFields } from './entry-fields.js';
 import { toMessagingError } from './errors.js';
 import { BODY_FIELD, hashTagOf, TopicKeys, topicShards } from './topology.js';
 
@@ -26,8 +27,12 @@ interface Found {
   readonly dead: string;
   /** Its entry id in that stream. */
   readonly entryId: string;
-  /** The stream it came from (`x-stream`). */
+  /** The stream it came from (`x-stream`), one of the queried address's streams. */
   readonly origin: string;
+  /** The fields it had on that stream. */
+  readonly original: readonly string[];
+  /** True when its metadata is not what the driver writes: listed, never replayed. */
+  readonly malformed: boolean;
 }
 
 function fieldMap(fields: readonly string[]): Map<string, string> {
@@ -64,15 +69,13 @@ export class RedisDeadLetters implements DeadLetterStore {
     const cmd = this.deps.commands();
     let n = 0;
     for (const f of await this.find(query, query.limit)) {
+      if (f.malformed) continue;
       try {
         if (hashTagOf(f.dead) === hashTagOf(f.origin)) {
           n += Number(await runScript(cmd, 'tidingsReplay', [f.dead, f.origin], [f.entryId]));
         } else {
           // Keys in different slots (never written so by this driver): add first, then delete.
-          const [, fields] = ((await cmd.xrange(f.dead, f.entryId, f.entryId)) as [string, string[]][])[0] ?? [];
-          if (!fields) continue;
-          const original = originalFields(fields);
-          await cmd.xadd(f.origin, '*', ...(original.length > 0 ? original : [BODY_FIELD, '']));
+          await cmd.xadd(f.origin, '*', ...(f.original.length > 0 ? f.original : [BODY_FIELD, '']));
           n += await cmd.xdel(f.dead, f.entryId);
         }
       } catch (err) {
@@ -164,37 +167,24 @@ function rpcOf(keys: TopicKeys): (origin: string) => boolean {
   return (origin) => origin === shared || origin.startsWith(server) || origin.startsWith(inbox);
 }
 
-/** A dead-letter entry's fields without the x-* metadata the driver added: what was on the stream. */
-function originalFields(fields: readonly string[]): string[] {
-  const out: string[] = [];
-  // The metadata was appended after the original fields, starting at `x-stream`.
-  for (let i = 0; i + 1 < fields.length; i += 2) {
-    if (fields[i] === 'x-stream') break;
-    out.push(fields[i], fields[i + 1]);
-  }
-  return out;
-}
-
 function toFound(keys: TopicKeys, entryId: string, id: string, fields: readonly string[], queried: string): Found | undefined {
-  const original = fieldMap(originalFields(fields));
-  const meta = fieldMap(fields.slice(originalFields(fields).length));
-  const origin = meta.get('x-stream');
-  if (origin === undefined) return undefined;
-  const group = meta.get('x-group');
-  const time = Number(meta.get('x-time'));
-  const consumer = meta.get('x-consumer');
+  const parsed = parseDeadLetterFields(fields);
+  if (parsed === undefined) return undefined;
+  const original = fieldMap(parsed.original);
+  const { stream: origin, group, consumer } = parsed;
   const notifyBase = `${keys.base}:notify:`;
   const rpcBase = `${keys.base}:rpc:`;
   const address = origin.startsWith(notifyBase) ? origin.slice(notifyBase.length) : origin.startsWith(rpcBase) ? origin.slice(rpcBase.length) : queried;
   const letter: DeadLetter = {
     id,
     address,
-    ...(group?.startsWith('pool:') ? { pool: group.slice('pool:'.length) } : {}),
+    ...(group.startsWith('pool:') ? { pool: group.slice('pool:'.length) } : {}),
     body: original.get(BODY_FIELD) ?? '',
-    error: meta.get('x-error') ?? 'no error recorded',
+    // A count or time tidings could not have written: shown as such, and never replayed.
+    error: parsed.malformed === undefined ? parsed.error || 'no error recorded' : `malformed dead letter: ${parsed.malformed}`,
     ...(consumer ? { consumer } : {}),
-    deadAt: new Date(Number.isFinite(time) ? time : 0).toISOString(),
-    deliveries: Number(meta.get('x-deliveries') ?? 0),
+    deadAt: new Date(parsed.time ?? 0).toISOString(),
+    deliveries: parsed.deliveries ?? 0,
   };
-  return { letter, dead: keys.deadLetters, entryId, origin };
+  return { letter, dead: keys.deadLetters, entryId, origin, original: parsed.original, malformed: parsed.malformed !== undefined };
 }

@@ -9,9 +9,10 @@ import type { ConsumerLag, DeliveryStats } from '../../contract/delivery-stats.j
 import type { ReplySender } from '../../contract/messages.js';
 import type { Logger } from '../../core/logger.js';
 import { closeClient, createGroup, dropClient, runScript, type RedisClient } from './connection.js';
+import { parseEntryFields } from './entry-fields.js';
 import { isNoGroup, toMessagingError } from './errors.js';
 import type { ResolvedRedisOptions } from './options.js';
-import { BODY_FIELD, DEADLINE_FIELD, hashTagOf, poolOfGroup, type TopicKeys } from './topology.js';
+import { hashTagOf, poolOfGroup, type TopicKeys } from './topology.js';
 
 /** How often one idle pool is reported again, ms. */
 const IDLE_POOL_REPORT_MS = 10 * 60_000;
@@ -207,10 +208,14 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
   }
 
   reject(d: RedisDelivery): void {
+    this.deadLetter(d, 'malformed message');
+  }
+
+  private deadLetter(d: RedisDelivery, reason: string): void {
     this.settled(d);
     const spec = this.byKey.get(d.stream);
     if (!spec) return;
-    runScript<number>(this.deps.commands(), 'tidingsDead', [d.stream, spec.topic.deadLetters, spec.topic.errors], [this.group, this.consumer, d.id, 'malformed message', Date.now(), this.options.deadLetterMaxLen]).then(
+    runScript<number>(this.deps.commands(), 'tidingsDead', [d.stream, spec.topic.deadLetters, spec.topic.errors], [this.group, this.consumer, d.id, reason, Date.now(), this.options.deadLetterMaxLen]).then(
       (dropped) => this.droppedDeadLetters(spec, Number(dropped)),
       (err: unknown) => this.logger.warn('Could not dead-letter a malformed entry', { stream: d.stream, id: d.id, err: toMessagingError(err, 'dead-letter failed') }),
     );
@@ -355,23 +360,32 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
   }
 
   private onEntry(key: string, id: string, fields: string[] | null, deliveries: number): void {
-    let body: string | undefined;
-    let deadline: string | undefined;
-    for (let i = 0; fields && i + 1 < fields.length; i += 2) {
-      if (fields[i] === BODY_FIELD) body = fields[i + 1];
-      else if (fields[i] === DEADLINE_FIELD) deadline = fields[i + 1];
-    }
     const delivery: RedisDelivery = { stream: key, id, deliveries };
+    const entry = parseEntryFields(fields, this.rpc !== undefined, Date.now());
+    if (!entry.ok) {
+      this.setAside(delivery, entry.reason);
+      return;
+    }
     if (this.rpc) {
-      if (deadline !== undefined && Number(deadline) < Date.now()) {
+      if (entry.deadline !== undefined && entry.deadline < Date.now()) {
         this.logger.debug('Dropping an RPC request whose caller gave up (past its timeout)', { stream: key, id });
         return;
       }
-      this.receive(body ?? '', delivery, 0);
+      this.receive(entry.body, delivery, 0);
       return;
     }
     this.inflight.set(`${key} ${id}`, delivery);
-    this.receive(body ?? '', delivery, 0);
+    this.receive(entry.body, delivery, 0);
+  }
+
+  /**
+   * An entry whose fields tidings could not have written (forged, or corrupted): never obeyed,
+   * nor handled; dead-lettered with why, logged and counted as malformed.
+   */
+  private setAside(d: RedisDelivery, reason: string): void {
+    this.logger.warn('Dead-lettering a stream entry with malformed tidings fields (not handled)', { ...this.describe(d), reason });
+    this.deps.stats.deadLettered(this.address(d), 'malformed', poolOfGroup(this.group));
+    this.deadLetter(d, `malformed fields: ${reason}`);
   }
 
   /** Claims requeued or abandoned entries after `delayMs` (coalesced). */

@@ -2,6 +2,7 @@
 // interrupted (dead-lettering, claiming with delivery counts, requeue, GC). Each is registered
 // with ioredis `defineCommand`, which sends `EVALSHA` and falls back to `EVAL` on `NOSCRIPT`.
 // Every key a script touches shares the hash tag of its KEYS[1], so they run in Redis Cluster.
+import { DEAD_LETTER_FIELDS } from '../entry-fields.js';
 
 /** Stream ids compared as (ms, seq) pairs; shared by scripts that need it. */
 const ID_LESS = `
@@ -44,16 +45,21 @@ end
 export const SCRIPTS = {
   /**
    * KEYS: live-server hash. ARGV: now, body. Copies a fanout cast into every live server's inbox
-   * (same hash tag as the hash); servers past their expiry are removed with their inbox.
+   * (same hash tag as the hash); servers past their expiry are removed with their inbox. A field
+   * the driver could not have written (no expiry time, or not one of this topic's inboxes) is
+   * removed from the hash and the key it names left alone.
    */
   tidingsFanout: {
     numberOfKeys: 1,
     lua: `local now = tonumber(ARGV[1])
+local inboxes = string.sub(KEYS[1], 1, -9) .. ':fanout:'
 local all = redis.call('HGETALL', KEYS[1])
 local n = 0
 for i = 1, #all, 2 do
-  local inbox = all[i]
-  if tonumber(all[i + 1]) < now then
+  local inbox, expiry = all[i], tonumber(all[i + 1])
+  if expiry == nil or string.sub(inbox, 1, #inboxes) ~= inboxes then
+    redis.call('HDEL', KEYS[1], inbox)
+  elseif expiry < now then
     redis.call('HDEL', KEYS[1], inbox)
     redis.call('UNLINK', inbox)
   elseif redis.call('XADD', inbox, 'NOMKSTREAM', '*', 'b', ARGV[2]) then
@@ -135,7 +141,7 @@ return deadletter(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[3], ARGV[2], n, ARGV[
 
   /**
    * KEYS: dead letters, origin stream. ARGV: dead-letter id. Puts a dead letter's original fields
-   * (those before the x-* metadata) back on its stream as a new entry and deletes the letter, in
+   * (those before the x-* metadata the dead-letter function appended last) back on its stream as a new entry and deletes the letter, in
    * one step. Returns 1, or 0 when the letter is gone.
    */
   tidingsReplay: {
@@ -143,8 +149,9 @@ return deadletter(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[3], ARGV[2], n, ARGV[
     lua: `local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])
 if not e[1] then return 0 end
 local fields, args = e[1][2], {}
-for i = 1, #fields, 2 do
-  if fields[i] == 'x-stream' then break end
+local stop = #fields - ${2 * DEAD_LETTER_FIELDS.length}
+if stop < 0 or fields[stop + 1] ~= 'x-stream' then return 0 end
+for i = 1, stop, 2 do
   args[#args + 1] = fields[i]
   args[#args + 1] = fields[i + 1]
 end
@@ -184,7 +191,7 @@ for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
   local keep = true
   if pttl > 0 and string.sub(name, 1, 5) == 'pool:' then
     local last = redis.call('HGET', seen, name)
-    if not last then
+    if not tonumber(last) then
       redis.call('HSET', seen, name, now)
     elseif now - tonumber(last) > pttl then
       redis.call('XGROUP', 'DESTROY', stream, name)
@@ -254,26 +261,30 @@ return 1`,
    * KEYS: named servers' streams hash, live-server hash. ARGV: now, grace ms. GC of servers that
    * died without leaving (SIGKILL, lost host): a `<topic>.<server>` stream no server of that name
    * refreshed for `grace` past its expiry goes, with what nobody read in it; so do expired fanout
-   * inboxes (fanout casts remove them too, but a topic may see none). Returns the streams removed.
+   * inboxes (fanout casts remove them too, but a topic may see none). A field the driver could not
+   * have written (no expiry time, a key that is not one of this topic's) is dropped from its hash,
+   * the key it names left alone. Returns the streams removed.
    */
   tidingsReap: {
     numberOfKeys: 2,
     lua: `local now, grace = tonumber(ARGV[1]), tonumber(ARGV[2])
-local all, gone = redis.call('HGETALL', KEYS[1]), {}
-for i = 1, #all, 2 do
-  if tonumber(all[i + 1]) + grace < now then
-    redis.call('HDEL', KEYS[1], all[i])
-    redis.call('UNLINK', all[i])
-    table.insert(gone, all[i])
+local base = string.sub(KEYS[2], 1, -9)
+local function gc(hash, prefix, after)
+  local all, gone = redis.call('HGETALL', hash), {}
+  for i = 1, #all, 2 do
+    local key, expiry = all[i], tonumber(all[i + 1])
+    if expiry == nil or string.sub(key, 1, #prefix) ~= prefix then
+      redis.call('HDEL', hash, key)
+    elseif expiry + after < now then
+      redis.call('HDEL', hash, key)
+      redis.call('UNLINK', key)
+      table.insert(gone, key)
+    end
   end
+  return gone
 end
-local inboxes = redis.call('HGETALL', KEYS[2])
-for i = 1, #inboxes, 2 do
-  if tonumber(inboxes[i + 1]) < now then
-    redis.call('HDEL', KEYS[2], inboxes[i])
-    redis.call('UNLINK', inboxes[i])
-  end
-end
+local gone = gc(KEYS[1], base .. ':rpc:', grace)
+gc(KEYS[2], base .. ':fanout:', 0)
 return gone`,
   },
 

@@ -153,8 +153,8 @@ describe('memory driver: delivery loop', () => {
     await waitFor(() => n === 10_000, { timeoutMs: 20_000 });
   });
 
-  it('a handler that requeues forever does not starve timers and I/O', async () => {
-    const { client, server } = makePair();
+  it('a handler that requeues forever (max_deliveries=0) does not starve timers and I/O', async () => {
+    const { client, server } = makePair({ options: { maxDeliveries: 0 } });
     const topic = uniqueName();
     let deliveries = 0;
     record(await server.listenForNotifications([[new Target({ topic }), 'info']]), (m) => {

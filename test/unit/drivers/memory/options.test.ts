@@ -12,13 +12,13 @@ const url = (s: string) => TransportURL.parse(s);
 
 describe('memory driver options', () => {
   it('has frozen defaults', () => {
-    expect(MEMORY_DEFAULTS).toEqual({ prefetchCount: 0, maxMessageBytes: 16 * 1024 * 1024, dedupWindow: 4096 });
+    expect(MEMORY_DEFAULTS).toEqual({ prefetchCount: 0, maxDeliveries: 10, maxMessageBytes: 16 * 1024 * 1024, dedupWindow: 4096 });
     expect(Object.isFrozen(MEMORY_DEFAULTS)).toBe(true);
     expect(resolveMemoryOptions(url('memory://'))).toEqual(MEMORY_DEFAULTS);
   });
 
   it('maps URL query keys onto options; caller options win', () => {
-    expect(resolveMemoryOptions(url('memory:///x?prefetch_count=10&dedup_window=16'))).toEqual({ prefetchCount: 10, maxMessageBytes: 16 * 1024 * 1024, dedupWindow: 16 });
+    expect(resolveMemoryOptions(url('memory:///x?prefetch_count=10&dedup_window=16'))).toEqual({ prefetchCount: 10, maxDeliveries: 10, maxMessageBytes: 16 * 1024 * 1024, dedupWindow: 16 });
     expect(resolveMemoryOptions(url('memory:///x?prefetch_count=10'), { prefetchCount: 2 })).toMatchObject({ prefetchCount: 2 });
   });
 
