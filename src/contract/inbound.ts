@@ -29,6 +29,12 @@ export interface DeliverySettler<D> {
    * warning and acknowledge it instead.
    */
   requeue(delivery: D, generation: number, reason?: unknown): void;
+  /**
+   * Give back a delivery that is not this listener's (another topic on a shared pool queue) for
+   * the queue's other consumers: never dead-lettered, never counted toward a delivery limit.
+   * A driver whose `requeue` can dead-letter MUST implement it. @default `requeue`
+   */
+  giveBack?(delivery: D, generation: number): void;
   /** Drop it without redelivery (malformed): the broker's dead-letter rules apply. */
   reject(delivery: D, generation: number): void;
   /** Where the delivery came from, for the malformed-message log line (never the body). */
@@ -50,7 +56,16 @@ export interface DeliverySettler<D> {
    * MUST bound what it produces by the driver's `maxMessageBytes`. @default the body as received
    */
   unwrapBody?(body: Uint8Array | string, delivery: D): Uint8Array | string;
+
+  /**
+   * The exchange it was published to (`''` where the broker has none). Needed only with
+   * `InboundOptions.subscriptions`, together with `address`.
+   */
+  exchange?(delivery: D): string;
 }
+
+/** The `[exchange, address]` pairs a notification listener subscribed to. */
+export type Subscriptions = ReadonlyArray<readonly [exchange: string, address: string]>;
 
 /** What an inbound pipeline is built with. */
 export interface InboundOptions<D> {
@@ -69,6 +84,14 @@ export interface InboundOptions<D> {
    * driver's `maxMessageBytes`. 0 or undefined: no limit.
    */
   readonly maxMessageBytes?: number;
+  /**
+   * For a notification listener whose queue other listeners may share with other bindings (oslo
+   * names a pooled listener's queue after the pool alone, so one pool name used on two topics is
+   * one queue bound to both): what it subscribed to. A delivery from anywhere else is never
+   * dispatched: it is given back for the queue's other consumers (see NotificationInbound).
+   * Needs the settler's `exchange` and `address`.
+   */
+  readonly subscriptions?: Subscriptions;
 }
 
 /** Shared by both pipelines: decoding and the malformed-message rule. */
@@ -80,7 +103,8 @@ abstract class Inbound<D> {
   /** Recently seen `_unique_id`s. */
   protected readonly dedup: DuplicateMessageChecker;
   private readonly stats?: DeliveryStats;
-  private readonly pool?: string;
+  /** The pool (consumer group) of a notification listener. */
+  protected readonly pool?: string;
   private readonly maxBytes: number;
 
   constructor(options: InboundOptions<D>) {
@@ -169,14 +193,48 @@ export class RpcInbound<D> extends Inbound<D> {
   }
 }
 
+/** How long a foreign notification that came back again is held before it is given back again. */
+export const FOREIGN_HOLD_MS = 1000;
+/** Foreign notifications that came back again and are given back at once, per listener and second. */
+const FOREIGN_IMMEDIATE_PER_SECOND = 50;
+/** Foreign addresses warned about per listener, at most (names are unbounded input). */
+const FOREIGN_WARN_LIMIT = 100;
+
 /**
  * Notifications: settled by the listener's outcome. A copy of a message still being handled
  * (a redelivery after a reconnect) is a duplicate too; ids are remembered once acknowledged,
  * so a requeued message comes back.
+ *
+ * With `subscriptions`, a delivery published to an exchange and address the listener did not
+ * subscribe to (another topic bound to the same pool queue) is given back to the queue
+ * (requeued, neither decoded nor dispatched nor counted): the broker offers it to the queue's
+ * next consumer, round robin, so it reaches a listener of its topic within a few hops. A first
+ * delivery goes back at once, and so do up to FOREIGN_IMMEDIATE_PER_SECOND redelivered ones per
+ * second; past that they are held FOREIGN_HOLD_MS first, so that a queue with no listener of that
+ * topic bounces them at a bounded rate instead of in a hot loop. Nothing is lost: it stays in the
+ * queue until a listener of its topic takes it.
  */
 export class NotificationInbound<D> extends Inbound<D> {
   private unsettledCount = 0;
   private settledWaiters: Array<() => void> = [];
+  /** `exchange` -> the addresses subscribed on it; undefined when every delivery is the listener's. */
+  private readonly subscribed?: ReadonlyMap<string, ReadonlySet<string>>;
+  private readonly warnedForeign = new Set<string>();
+  /** Redelivered foreign notifications given back at once in the second since `foreignSince`. */
+  private foreignImmediate = 0;
+  private foreignSince = 0;
+
+  constructor(options: InboundOptions<D>) {
+    super(options);
+    if (options.subscriptions === undefined) return;
+    const byExchange = new Map<string, Set<string>>();
+    for (const [exchange, address] of options.subscriptions) {
+      const set = byExchange.get(exchange) ?? new Set<string>();
+      set.add(address);
+      byExchange.set(exchange, set);
+    }
+    this.subscribed = byExchange;
+  }
 
   /** Notifications handed out and not acknowledged or requeued yet. */
   get unsettled(): number {
@@ -200,6 +258,10 @@ export class NotificationInbound<D> extends Inbound<D> {
 
   /** The notification to dispatch, or undefined when it was settled here (malformed or duplicate). */
   receive(body: Uint8Array | string, delivery: D, generation = 0): NotificationMessage<D> | undefined {
+    if (this.subscribed !== undefined && this.isForeign(delivery)) {
+      this.giveBackForeign(delivery, generation);
+      return undefined;
+    }
     const parsed = this.decode(body, delivery, generation, parseNotification);
     if (parsed === undefined) return undefined;
     const id = parsed.uniqueId;
@@ -213,6 +275,42 @@ export class NotificationInbound<D> extends Inbound<D> {
     }
     this.unsettledCount++;
     return new NotificationMessage(parsed, delivery, generation, this, this.deliveries(delivery));
+  }
+
+  private isForeign(delivery: D): boolean {
+    const exchange = this.settler.exchange?.(delivery) ?? '';
+    const address = this.settler.address?.(delivery) ?? '';
+    return this.subscribed!.get(exchange)?.has(address) !== true;
+  }
+
+  /** Back to the queue for its other consumers: at once the first time, held when it comes back. */
+  private giveBackForeign(delivery: D, generation: number): void {
+    const exchange = this.settler.exchange?.(delivery) ?? '';
+    const address = this.settler.address?.(delivery) ?? '';
+    const key = `${exchange}\u0000${address}`;
+    if (!this.warnedForeign.has(key) && this.warnedForeign.size < FOREIGN_WARN_LIMIT) {
+      this.warnedForeign.add(key);
+      this.logger.warn(
+        'A notification for a topic this listener did not subscribe to came from its queue (a pool name used on other topics shares one queue, as in oslo); giving it back for the listener of that topic. Use one pool name per topic, or pool_queue_per_topic on RabbitMQ',
+        { exchange, address, pool: this.pool },
+      );
+    }
+    const giveBack = () => (this.settler.giveBack ? this.settler.giveBack(delivery, generation) : this.settler.requeue(delivery, generation));
+    if ((this.settler.deliveries?.(delivery) ?? 1) <= 1 || this.mayGiveBackAtOnce()) {
+      giveBack();
+      return;
+    }
+    setTimeout(giveBack, FOREIGN_HOLD_MS).unref?.();
+  }
+
+  /** True for up to FOREIGN_IMMEDIATE_PER_SECOND calls per second. */
+  private mayGiveBackAtOnce(): boolean {
+    const now = Date.now();
+    if (now - this.foreignSince >= 1000) {
+      this.foreignSince = now;
+      this.foreignImmediate = 0;
+    }
+    return ++this.foreignImmediate <= FOREIGN_IMMEDIATE_PER_SECOND;
   }
 
   /** @internal */

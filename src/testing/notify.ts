@@ -180,6 +180,29 @@ export function notifyTests(env: ConformanceEnv): void {
         }
         expect(ids(plain).sort((x, y) => x - y)).toEqual([...Array(N).keys()]);
       });
+
+      it('one pool name on two topics: each listener sees only its own topic, every notification handled once', async () => {
+        const nt = await env.notificationTransport();
+        const [mine, theirs] = [env.name('topic'), env.name('topic')];
+        const pool = env.name('pool');
+        const logs = { [mine]: [] as Seen[], [theirs]: [] as Seen[] };
+        // Two members on `mine` (the pool still shares their work), one on `theirs`.
+        await startListener(env, nt, [mine], [recordingEndpoint('m1', logs[mine]!)], { pool });
+        await startListener(env, nt, [mine], [recordingEndpoint('m2', logs[mine]!)], { pool });
+        await startListener(env, nt, [theirs], [recordingEndpoint('t1', logs[theirs]!)], { pool });
+        const N = 20;
+        for (const topic of [mine, theirs]) {
+          const n = notifier(nt, topic);
+          for (let id = 0; id < N; id++) await n.info({}, 'ev', { id, topic });
+        }
+        const own = (topic: string) => logs[topic]!.filter((s) => s.payload.topic === topic).length;
+        await waitFor(() => own(mine) >= N && own(theirs) >= N, { timeoutMs: env.ms(15_000), message: `the listeners of each topic handled its ${N}` }).catch(() => undefined);
+        for (const topic of [mine, theirs]) {
+          const log = logs[topic]!;
+          expect(log.filter((s) => s.payload.topic !== topic).map((s) => `${s.who} got ${s.payload.topic}`), `foreign notifications for ${topic}`).toEqual([]);
+          expect(ids(log).sort((x, y) => x - y), `each of ${topic} handled once`).toEqual([...Array(N).keys()]);
+        }
+      });
     } else {
       it('a pool fails at once with NotSupportedError (no pools capability)', async () => {
         const nt = await env.notificationTransport();

@@ -8,7 +8,7 @@ import type { Logger } from '../../core/logger.js';
  * Tracks the deliveries of ONE channel that are handed out for later settling. `multiple` acks
  * every delivery up to a tag that the broker still holds unacked, so a coalesced ack only covers
  * tags below the oldest tracked, still unsettled delivery; the others are acked one by one.
- * Deliveries settled at once (duplicates, malformed) are settled on the channel directly.
+ * Every delivery is tracked on arrival; one rejected on the channel directly (malformed) is untracked.
  */
 export class AckBatcher {
   /** Tags handed out and not settled yet (a channel delivers them in ascending order). */
@@ -24,6 +24,11 @@ export class AckBatcher {
   /** A delivery handed out to be acked or requeued later. */
   track(message: Message): void {
     this.outstanding.add(message.fields.deliveryTag);
+  }
+
+  /** Forgets a tracked delivery settled on the channel directly (rejected). */
+  untrack(message: Message): void {
+    this.outstanding.delete(message.fields.deliveryTag);
   }
 
   /** Acks at the end of this turn, together with the turn's other acks. */

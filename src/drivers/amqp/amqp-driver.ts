@@ -10,6 +10,7 @@ import { newHexId } from '../../contract/envelope.js';
 import type { ReplySender } from '../../contract/messages.js';
 import type { PendingCall } from '../../contract/pending-replies.js';
 import { encodeNotification, encodeRpcRequest } from '../../contract/wire.js';
+import type { Subscriptions } from '../../contract/inbound.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
 import type { Listener } from '../../contract/listener.js';
 import type { Context, DriverMessage } from '../../contract/types.js';
@@ -176,7 +177,10 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
   protected async doListenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions): Promise<Listener<IncomingMessage>> {
     const pairs = targetsAndPriorities.map(([t, p]) => ({ exchange: this.exchangeFor(t), routingKey: notificationAddress(t.topic as string, p) }));
     const specs = notificationSpecs(pairs, options.pool, this.options);
-    return this.startListener<IncomingMessage>('notification', specs, options, { pool: options.pool });
+    // A pool's queue may carry topics of other listeners of that pool (oslo's naming; with
+    // pool_queue_per_topic only by a name clash): the listener takes only what it subscribed to.
+    const subscriptions = options.pool === undefined ? undefined : pairs.map((p) => [p.exchange, p.routingKey] as const);
+    return this.startListener<IncomingMessage>('notification', specs, options, { pool: options.pool }, subscriptions);
   }
 
   protected override cleanupStarted(): void {
@@ -205,6 +209,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     specs: ReturnType<typeof rpcServerSpecs>,
     options: ListenOptions,
     fields: Record<string, unknown>,
+    subscriptions?: Subscriptions,
   ): Promise<Listener<M>> {
     const n = ++this.listenerCount;
     const logger = this.logger.child({ listener: n, kind, ...fields });
@@ -212,7 +217,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     // The option when given (0 = unlimited, as oslo), else the façade's bound on what it can use,
     // at most 65535: basic.qos carries prefetch-count in 16 bits.
     const prefetch = this.options.prefetchCount ?? Math.min(options.prefetchHint ?? 0, MAX_PREFETCH);
-    const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this, this.deliveryStats, fields.pool as string | undefined, prefetch);
+    const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this, this.deliveryStats, fields.pool as string | undefined, prefetch, subscriptions);
     return this.openListener(source, () => source.start(), { ...options, prefetchSize: prefetch, logger });
   }
 

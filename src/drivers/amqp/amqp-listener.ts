@@ -2,7 +2,7 @@
 // reconnect) and feeds deliveries to the shared inbound pipeline, which buffers for polling.
 // A delivery's generation is the id of the channel it came from.
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
-import { InboundPushSource, type ListenerKind } from '../../contract/inbound.js';
+import { InboundPushSource, type ListenerKind, type Subscriptions } from '../../contract/inbound.js';
 import type { ReceivedMessage } from '../../contract/incoming-message.js';
 import type { NotificationMessage, ReplySender } from '../../contract/messages.js';
 import type { DeliveryStats } from '../../contract/delivery-stats.js';
@@ -42,8 +42,10 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     pool?: string,
     /** The `basic.qos` prefetch of its channels; 0 = unlimited. */
     private readonly prefetch = options.prefetchCount ?? 0,
+    /** What a pooled notification listener subscribed to (its pool's queue may carry other topics). */
+    subscriptions?: Subscriptions,
   ) {
-    super(kind, { logger, dedupWindow: options.dedupWindow, replies, stats, pool, maxMessageBytes: options.maxMessageBytes });
+    super(kind, { logger, dedupWindow: options.dedupWindow, replies, stats, pool, maxMessageBytes: options.maxMessageBytes, subscriptions });
   }
 
   /** Declares and consumes; resolves once subscribed. Retries connection failures (oslo: forever). */
@@ -116,6 +118,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
   }
 
   reject(raw: ConsumeMessage, channelId: number): void {
+    this.batchers.get(channelId)?.untrack(raw);
     const ch = this.channels.get(channelId);
     if (ch) safely(() => ch.reject(raw, false));
   }
@@ -138,6 +141,10 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
 
   unwrapBody(_body: Uint8Array | string, raw: ConsumeMessage): Uint8Array | string {
     return readBody(raw.content, raw.properties, this.options.maxMessageBytes);
+  }
+
+  exchange(raw: ConsumeMessage): string {
+    return raw.fields.exchange;
   }
 
   private queueNames(): string[] {
@@ -228,10 +235,11 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
       ch.close().catch(() => undefined);
       return;
     }
+    // Notification acks are batched: the batcher must know every delivery not settled yet before
+    // anything is acked (a foreign one held for a while included), or a multiple-ack covers it.
+    this.batchers.get(id)?.track(raw);
     const message = this.receive(raw.content, raw, id);
     if (message === undefined) return;
-    // Notification acks are batched: the batcher must know the delivery before a handler acks it.
-    this.batchers.get(id)?.track(raw);
     this.sink!.deliver(message);
   }
 }

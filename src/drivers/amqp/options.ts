@@ -46,6 +46,23 @@ const FIELDS = {
    * notifiers or listeners bound it with a RabbitMQ policy instead (README, Security and limits).
    */
   ...NOTIFICATION_QUEUE_OPTIONS,
+  /**
+   * A pooled notification listener consumes one queue per `<topic>.<priority>`, named
+   * `<pool>:<topic>.<priority>`, instead of oslo's one queue named after the pool alone and bound
+   * to every topic the pool listens on (`pool_queue_per_topic`). One pool name on two topics is
+   * then two queues, as on Redis and Kafka; Python oslo listeners of that pool consume the pool's
+   * queue instead, so every member of a pool MUST agree on it. @default false
+   */
+  poolQueuePerTopic: booleanOption({ default: false, query: 'pool_queue_per_topic' }),
+  /**
+   * `x-expires` of each RPC server's own `<topic>.<server>` queue, ms; 0 = never, oslo's
+   * behaviour (`server_queue_expires_ms`). RabbitMQ deletes the queue, with anything still in it,
+   * once it has had no consumer for that long: the queues of servers that are gone for good (one
+   * per pod name) go. Only for non-durable queues (not with `durableQueues` or `quorumQueue`).
+   * Python oslo declares that queue without it: a Python server of the same topic and server
+   * name would be refused (PRECONDITION_FAILED). @default 0
+   */
+  serverQueueExpires: msOption({ default: 0, query: 'server_queue_expires_ms' }),
   /** `x-expires` of reply and fanout queues, ms (`rabbit_transient_queues_ttl`, seconds). @default 1_800_000 */
   transientQueuesTtl: secondsOption({ default: 1_800_000, query: 'rabbit_transient_queues_ttl' }),
   /**
@@ -207,6 +224,9 @@ export function resolveOptions(url: TransportURL, driverOptions: Readonly<Record
     throw new InvalidArgument('transientQuorumQueue', 'not combined with haQueues (rabbit_ha_queues and rabbit_transient_quorum_queue conflict)', true);
   }
   refuseUnsupported(opts, url);
+  if (opts.serverQueueExpires > 0 && (opts.durableQueues || opts.quorumQueue)) {
+    throw new InvalidArgument('serverQueueExpires', '0 with durableQueues or quorumQueue (only non-durable server queues expire)', opts.serverQueueExpires);
+  }
   const defaultPort = ssl ? 5671 : 5672;
   const hosts: AmqpHost[] = url.hosts.map((h) => hostWithHiddenPassword(h.hostname ?? 'localhost', h.port ?? defaultPort, h.username ?? 'guest', h.password ?? (h.username === undefined ? 'guest' : '')));
   if (hosts.length === 0) hosts.push(hostWithHiddenPassword('localhost', defaultPort, 'guest', 'guest'));

@@ -53,6 +53,8 @@ type TopologyOptions = Pick<
   | 'notificationStoreAndForward'
   | 'notificationQueueMaxLength'
   | 'notificationQueueTtl'
+  | 'poolQueuePerTopic'
+  | 'serverQueueExpires'
 >;
 
 /** Durable when `amqp_durable_queues` or `rabbit_quorum_queue` (quorum queues must be durable). */
@@ -83,7 +85,7 @@ export function fanoutExchange(topic: string, o: Pick<TopologyOptions, 'transien
   return { name: fanoutAddress(topic), type: 'fanout', options: { durable: o.transientQuorumQueue, autoDelete: true, internal: false } };
 }
 
-/** `<topic>`, `<topic>.<server>` and notification queues: no x-expires. */
+/** `<topic>`, `<topic>.<server>` and notification queues: no x-expires (oslo). */
 export function topicQueue(name: string, o: TopologyOptions): QueueDecl {
   return { name, options: { durable: isDurable(o), autoDelete: o.autoDelete, exclusive: false, arguments: queueArguments(o) } };
 }
@@ -117,6 +119,12 @@ export function consumerArguments(o: Pick<AmqpOptions, 'enableCancelOnFailover'>
   return o.enableCancelOnFailover ? { arguments: { 'x-cancel-on-ha-failover': true } } : {};
 }
 
+/** `<topic>.<server>`: a topic queue, with `x-expires` when `server_queue_expires_ms` asks for it. */
+export function serverQueue(name: string, o: TopologyOptions): QueueDecl {
+  const q = topicQueue(name, o);
+  if (o.serverQueueExpires > 0) q.options.arguments!['x-expires'] = o.serverQueueExpires;
+  return q;
+}
 
 /**
  * An RPC server's three subscriptions (oslo `listen`): shared topic, server queue, private fanout
@@ -128,19 +136,29 @@ export function rpcServerSpecs(exchange: string, topic: string, server: string, 
   const serverKey = serverAddress(topic, server);
   return [
     { queue: topicQueue(topicKey, o), bindings: [{ exchange: ex, routingKey: topicKey }] },
-    { queue: topicQueue(serverKey, o), bindings: [{ exchange: ex, routingKey: serverKey }] },
+    { queue: serverQueue(serverKey, o), bindings: [{ exchange: ex, routingKey: serverKey }] },
     { queue: transientQueue(fanoutQueue, o), bindings: [{ exchange: fanoutExchange(topic, o), routingKey: topic }], deleteOnCleanup: true },
   ];
 }
 
 /**
+ * The queue of a pooled listener for `address` with `pool_queue_per_topic`: `<pool>:<topic>.<priority>`,
+ * one per address, so that one pool name on two topics is two queues. The colon keeps it apart
+ * from every `<topic>.<priority>` queue of a dotted topic name.
+ */
+export function perTopicPoolQueueName(pool: string, address: string): string {
+  return `${pool}:${address}`;
+}
+
+/**
  * Notification subscriptions: one queue per `<topic>.<priority>` without a pool; with a pool one
- * queue named exactly the pool, bound once per pair. Queues sharing a name get one consumer.
+ * queue named exactly the pool, bound once per pair (oslo), or with `poolQueuePerTopic` one
+ * queue per pair (perTopicPoolQueueName). Queues sharing a name get one consumer.
  */
 export function notificationSpecs(pairs: ReadonlyArray<{ exchange: string; routingKey: string }>, pool: string | undefined, o: TopologyOptions): ConsumerSpec[] {
   const byQueue = new Map<string, BindingDecl[]>();
   for (const { exchange, routingKey } of pairs) {
-    const name = notificationQueueName(routingKey, pool);
+    const name = pool !== undefined && o.poolQueuePerTopic ? perTopicPoolQueueName(pool, routingKey) : notificationQueueName(routingKey, pool);
     const list = byQueue.get(name) ?? [];
     if (!list.some((b) => b.exchange.name === exchange && b.routingKey === routingKey)) list.push({ exchange: topicExchange(exchange, o), routingKey });
     byQueue.set(name, list);

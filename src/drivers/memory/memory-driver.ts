@@ -5,7 +5,7 @@ import { BaseDriver, type DriverInit, type ListenOptions, type NotificationListe
 import type { DriverCapabilities } from '../../contract/capabilities.js';
 import type { DeadLetterStore } from '../../contract/dead-letters.js';
 import { newHexId } from '../../contract/envelope.js';
-import type { ListenerKind } from '../../contract/inbound.js';
+import type { ListenerKind, Subscriptions } from '../../contract/inbound.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
 import type { Listener } from '../../contract/listener.js';
 import type { ReplySender } from '../../contract/messages.js';
@@ -71,7 +71,9 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
 
   protected async doListenForNotifications(targetsAndPriorities: readonly TargetAndPriority[], options: NotificationListenOptions): Promise<Listener<IncomingMessage>> {
     const bindings = targetsAndPriorities.map(([target, priority]): [string, string] => [this.exchangeFor(target), notificationAddress(target.topic as string, priority)]);
-    return this.startListener('notification', { pool: options.pool }, () => declareNotificationQueues(this.broker, bindings, options.pool), options);
+    // A pool's queue is named after the pool alone (oslo): other topics may be bound to it too.
+    const subscriptions = options.pool === undefined ? undefined : bindings;
+    return this.startListener('notification', { pool: options.pool }, () => declareNotificationQueues(this.broker, bindings, options.pool), options, subscriptions);
   }
 
   /** The dead letters of this virtual host: notifications requeued `maxDeliveries` times and malformed messages (dead-letters.ts). */
@@ -100,10 +102,11 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
     }
   }
 
-  private startListener<M extends ReceivedMessage>(kind: ListenerKind, fields: LogFields, declare: () => ListenerQueues, options: ListenOptions): Promise<Listener<M>> {
+  private startListener<M extends ReceivedMessage>(kind: ListenerKind, fields: LogFields, declare: () => ListenerQueues, options: ListenOptions, subscriptions?: Subscriptions): Promise<Listener<M>> {
     const { prefetchCount, dedupWindow, maxMessageBytes, maxDeliveries } = this.options;
     const logger = this.logger.child({ listener: kind, ...fields });
-    const source = new MemoryListener<M>(kind, { broker: this.broker, logger, prefetchCount, dedupWindow, maxDeliveries, maxMessageBytes, replies: this, declare, stats: this.deliveryStats, pool: fields.pool as string | undefined });
+    const pool = fields.pool as string | undefined;
+    const source = new MemoryListener<M>(kind, { broker: this.broker, logger, prefetchCount, dedupWindow, maxDeliveries, maxMessageBytes, replies: this, declare, stats: this.deliveryStats, pool, subscriptions });
     return this.openListener(source, () => source.subscribe(), { ...options, prefetchSize: prefetchCount });
   }
 

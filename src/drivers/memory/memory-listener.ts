@@ -1,7 +1,7 @@
 // The memory:// listener: broker consumers on oslo's queues (declared by topology.ts) pushing
 // through the shared inbound pipeline into the listener.
 import { requeueReason } from '../../contract/dead-letters.js';
-import { InboundPushSource, type ListenerKind } from '../../contract/inbound.js';
+import { InboundPushSource, type ListenerKind, type Subscriptions } from '../../contract/inbound.js';
 import type { ReceivedMessage } from '../../contract/incoming-message.js';
 import type { DeliveryStats } from '../../contract/delivery-stats.js';
 import type { ReplySender } from '../../contract/messages.js';
@@ -26,6 +26,8 @@ export interface MemoryListenerOptions {
   readonly stats: DeliveryStats;
   /** The pool of a notification listener. */
   readonly pool?: string;
+  /** What a pooled notification listener subscribed to (its pool's queue may carry other topics). */
+  readonly subscriptions?: Subscriptions;
   /** Declares and binds the listener's queues; called when it subscribes. */
   readonly declare: () => ListenerQueues;
 }
@@ -88,6 +90,11 @@ export class MemoryListener<M extends ReceivedMessage> extends InboundPushSource
     this.options.logger.warn('Notification dead-lettered after maxDeliveries', { ...this.describe(delivery), deliveries: delivery.deliveries, maxDeliveries: max });
   }
 
+  /** Another topic's notification from a shared pool queue: back to the queue, whatever maxDeliveries says. */
+  giveBack(delivery: MemoryDelivery, consumer: number): void {
+    this.settled(this.consumers[consumer].reject(delivery.deliveryTag, true), 'give-back', delivery);
+  }
+
   /** A malformed message (logged and counted by the pipeline): kept among the dead letters. */
   reject(delivery: MemoryDelivery, consumer: number): void {
     if (this.consumers[consumer].reject(delivery.deliveryTag, false)) this.setAside(delivery, 'malformed message');
@@ -103,6 +110,10 @@ export class MemoryListener<M extends ReceivedMessage> extends InboundPushSource
 
   address(delivery: MemoryDelivery): string {
     return delivery.routingKey;
+  }
+
+  exchange(delivery: MemoryDelivery): string {
+    return delivery.exchange;
   }
 
   private setAside(delivery: MemoryDelivery, error: string): void {

@@ -85,4 +85,25 @@ describe('amqp topology (oslo-wire.md §1.2)', () => {
     expect(pooled[0].queue.options.arguments).toEqual({});
     expect(pooled[0].bindings.map((b) => b.routingKey)).toEqual(['notifications.info', 'notifications.error']);
   });
+
+  it('pool_queue_per_topic: a pooled listener gets one queue <pool>:<topic>.<priority> per address', () => {
+    const pairs = [
+      { exchange: 'openstack', routingKey: 'notifications.info' },
+      { exchange: 'openstack', routingKey: 'notifications.error' },
+    ];
+    const specs = notificationSpecs(pairs, 'billing', { ...o, poolQueuePerTopic: true });
+    expect(specs.map((s) => [s.queue.name, s.bindings.map((b) => b.routingKey)])).toEqual([
+      ['billing:notifications.info', ['notifications.info']],
+      ['billing:notifications.error', ['notifications.error']],
+    ]);
+    // Un-pooled listeners keep oslo's `<topic>.<priority>` queues.
+    expect(notificationSpecs(pairs, undefined, { ...o, poolQueuePerTopic: true }).map((s) => s.queue.name)).toEqual(['notifications.info', 'notifications.error']);
+  });
+
+  it('server_queue_expires_ms: x-expires on <topic>.<server> only', () => {
+    const [shared, server] = rpcServerSpecs('openstack', 'tt', 's1', { ...o, serverQueueExpires: 60_000 });
+    expect(server.queue.options.arguments).toEqual({ 'x-expires': 60_000 });
+    expect(shared.queue.options.arguments).toEqual({});
+    expect(rpcServerSpecs('openstack', 'tt', 's1', o)[1].queue.options.arguments).toEqual({});
+  });
 });
