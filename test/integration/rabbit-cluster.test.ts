@@ -7,7 +7,8 @@
 // failover by URL ~32 s, whole-cluster restart ~34 s (stop + boot of all three ~33 s): ~2.5 min
 // for the file. Node loss: 0 lost in every run; 21 (first version of the test), 10 and 8 handled
 // twice; sends resumed ~1.0-1.1 s and calls ~4.5-5.2 s after the SIGKILL (one 5 s call timed out).
-// Failover by URL: 20 of 20 pending calls completed, calls answered again ~4.8 s after the kill.
+// Failover by URL: 20 of 20 pending calls completed, calls answered again ~4.8 s after the kill;
+// a pool on a durable classic queue of the lost node consumes again once the node is back.
 // Whole-cluster restart: 0/200 lost on quorum and on durable classic queues, 200/200 with oslo's
 // defaults (non-durable queues vanish with the cluster).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -249,6 +250,14 @@ describe('a 3-node RabbitMQ cluster', () => {
       ]),
     );
     const client = getRpcClient(clientT, { topic }, { timeout: 8000 });
+    // A pool on a durable classic queue, declared through node 2: the queue lives there, and
+    // cannot be declared elsewhere while node 2 is down (RabbitMQ: its home node is down).
+    const durableTopic = `${topic}-durable`;
+    const durableQuery = 'amqp_durable_queues=true';
+    const durableSeen = new Set<number>();
+    const durableT = await track(getNotificationTransport(clusterUrl(from(2), durableQuery), { controlExchange: durableTopic }));
+    const durableEp = { info: (_c: unknown, _p: unknown, _e: string, payload: { i: number }) => void durableSeen.add(payload.i) };
+    await started(getNotificationListener(durableT, [new Target({ topic: durableTopic })], [durableEp], { pool: `${durableTopic}-pool` }));
     // A call through node 0 reaches the server on node 2.
     expect(await client.call({}, 'slow', { n: 7 })).toBe(7);
 
@@ -283,9 +292,16 @@ describe('a 3-node RabbitMQ cluster', () => {
     console.log(
       `[rabbit-cluster] failover by URL: ${settled.length} pending calls at the kill: ${completed} completed, ${errors.length} timed out; calls answered again ${resumedAt - killedAt} ms after the kill`,
     );
-    await stopAll();
+    // Once node 2 is back, the durable pool (failed over to another node) consumes its queue again.
     await victim.restart();
     await waitAllRunning(cluster.nodes[0]);
+    const durableSender = await track(getNotificationTransport(clusterUrl(from(0), durableQuery), { controlExchange: durableTopic }));
+    const durableNotifier = new Notifier(durableSender, { publisherId: 'cluster.test', driver: 'messagingv2', topics: [durableTopic] });
+    await Promise.all(Array.from({ length: 10 }, (_, i) => durableNotifier.info({}, 'cluster.durable', { i })));
+    const backAt = Date.now();
+    await waitFor(() => durableSeen.size === 10, { timeoutMs: 60_000, intervalMs: 200, message: 'the durable pool consumes again after its queue\'s node came back' });
+    console.log(`[rabbit-cluster] durable classic pool: its queue's node back, all 10 new notifications handled within ${Date.now() - backAt} ms`);
+    await stopAll();
   }, 300_000);
 
   it('whole-cluster restart: quorum and durable classic queues keep every confirmed notification; oslo defaults lose them', async () => {
