@@ -11,6 +11,9 @@
 // a pool on a durable classic queue of the lost node consumes again once the node is back.
 // Whole-cluster restart: 0/200 lost on quorum and on durable classic queues, 200/200 with oslo's
 // defaults (non-durable queues vanish with the cluster).
+// The whole conformance suite on this cluster with quorum queues (runConformanceSuite, URL naming
+// the three nodes, ?rabbit_quorum_queue=true) passed 77 of 77 once, but took 188 s: too slow for
+// the suite's budget, so it is not run here (runConformanceSuite has no subset filter).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MessagingTimeout } from '../../src/core/errors.js';
 import {
