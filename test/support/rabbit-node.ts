@@ -37,6 +37,8 @@ export interface RabbitNode {
   stop(): Promise<void>;
   /** SIGKILL the Erlang VM and wait for its exit; keeps the dir for restart(). */
   kill(): Promise<void>;
+  /** SIGTERM (a clean shutdown; SIGKILL after 30 s) and wait for the exit; keeps the dir for restart(). */
+  halt(): Promise<void>;
   /** Stops it if running (SIGTERM) and boots it again with the same name, ports and data. */
   restart(): Promise<void>;
   /** The last `lines` lines of its output and log (for error messages). */
@@ -175,6 +177,10 @@ class ManagedRabbitNode implements RabbitNode {
 
   async kill(): Promise<void> {
     await this.proc?.kill('SIGKILL');
+  }
+
+  async halt(): Promise<void> {
+    await this.proc?.terminate(30_000);
   }
 
   async stop(): Promise<void> {

@@ -26,6 +26,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
   private cleaning?: Promise<void>;
   private removeHook?: () => void;
   private resubscribing = false;
+  private retryTimer?: ReturnType<typeof setTimeout>;
   /** Open channels by id, until they close. */
   private readonly channels = new Map<number, Channel>();
   /** Notification acks coalesced per channel, by channel id; a closed channel's entry is gone. */
@@ -63,7 +64,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
       },
     );
     this.removeHook = this.conn.addOpenHook((model, generation) =>
-      this.subscribe(model, generation).catch((err) => this.logger.error('Could not restore a listener after reconnect', { queues: this.queueNames(), err })),
+      this.subscribe(model, generation).catch((err) => this.retrySubscribe(1, err)),
     );
   }
 
@@ -71,6 +72,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     if (this.stopped) return;
     this.stopped = true;
     this.removeHook?.();
+    clearTimeout(this.retryTimer);
     const ch = this.channel;
     for (const tag of this.consumerTags.splice(0)) {
       if (ch) await this.conn.teardown(() => ch.cancel(tag));
@@ -217,10 +219,30 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     this.resubscribing = true;
     setTimeout(() => {
       this.resubscribing = false;
-      const cur = this.conn.current;
-      if (!cur || this.stopped || this.channel) return;
-      this.subscribe(cur.model, cur.generation).catch((err) => this.logger.error('Could not re-subscribe a listener', { queues: this.queueNames(), err }));
+      this.subscribeAgain(1);
     }, this.options.reconnectDelay + Math.random() * this.options.reconnectSplay).unref?.();
+  }
+
+  /**
+   * Subscribing on an open connection failed (after a reconnect, or on a new channel): try again
+   * with oslo's backoff for as long as the listener runs. On a cluster a durable classic queue
+   * cannot be declared while its node is down, yet the connection to another node is fine: the
+   * listener must come back once the node does, not stay silent until the next reconnect.
+   */
+  private retrySubscribe(attempt: number, err: unknown): void {
+    if (this.stopped || this.conn.isClosed) return;
+    const delayMs = this.conn.retryDelay(attempt);
+    this.logger.error('Could not subscribe a listener; retrying', { queues: this.queueNames(), attempt, delayMs, err });
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.subscribeAgain(attempt + 1), delayMs);
+    this.retryTimer.unref?.();
+  }
+
+  /** Subscribes on the current connection unless subscribed, stopped or disconnected (the next reconnect subscribes then). */
+  private subscribeAgain(attempt: number): void {
+    const cur = this.conn.current;
+    if (!cur || this.stopped || this.channel) return;
+    this.subscribe(cur.model, cur.generation).catch((err) => this.retrySubscribe(attempt, err));
   }
 
   /** Buffered notifications of a dead channel will be redelivered by the broker: drop our copies. */
