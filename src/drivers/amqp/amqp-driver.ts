@@ -3,6 +3,7 @@
 import { EventEmitter } from 'eventemitter3';
 import { BaseDriver, type ConnectionState, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../contract/base-driver.js';
 import type { DriverCapabilities } from '../../contract/capabilities.js';
+import type { DeadLetterStore } from '../../contract/dead-letters.js';
 import { notificationAddress, requestAddress } from '../../contract/addressing.js';
 import { newHexId } from '../../contract/envelope.js';
 import type { ReplySender } from '../../contract/messages.js';
@@ -15,6 +16,7 @@ import { AbortError, InvalidState, MessageDeliveryFailure, MessageUndeliverable,
 import type { Target } from '../../core/target.js';
 import { abortableSleep, retryAfterFirst } from '../../core/retry.js';
 import { AmqpListener } from './amqp-listener.js';
+import { AmqpDeadLetters } from './dead-letters.js';
 import { AmqpConnection, type DriverEventEmitter } from './connection.js';
 import { resolveOptions, type ResolvedAmqpOptions } from './options.js';
 import { Publisher, type PublishOptions } from './publisher.js';
@@ -163,6 +165,11 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     return this.startListener<IncomingMessage>('notification', specs, options, { pool: options.pool });
   }
 
+  /** The notifications listeners set aside in `<address>.dlq` queues (dead-letters.ts). */
+  override deadLetters(): DeadLetterStore {
+    return new AmqpDeadLetters({ conn: this.conn, publisher: this.publisher, logger: this.logger.child({ deadLetters: true }) });
+  }
+
   protected override cleanupStarted(): void {
     this.closing.abort();
   }
@@ -196,7 +203,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     // The option when given (0 = unlimited, as oslo), else the façade's bound on what it can use,
     // at most 65535: basic.qos carries prefetch-count in 16 bits.
     const prefetch = this.options.prefetchCount ?? Math.min(options.prefetchHint ?? 0, MAX_PREFETCH);
-    const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this, this.deliveryStats, fields.pool as string | undefined, prefetch);
+    const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this, this.deliveryStats, this.publisher, fields.pool as string | undefined, prefetch);
     return this.openListener(source, () => source.start(), { ...options, prefetchSize: prefetch, logger });
   }
 

@@ -42,6 +42,8 @@ export interface PublishOptions {
   signal?: AbortSignal;
   /** Calls: true once the call has its outcome (e.g. timed out); a publish that waited MUST then not be written. */
   call?: { readonly isOver: boolean };
+  /** Requeued copies and dead letters: tidings' `x-tidings-*` headers (amqp-listener.ts). */
+  headers?: Readonly<Record<string, unknown>>;
 }
 
 export class Publisher {
@@ -103,7 +105,9 @@ export class Publisher {
   private write(ch: ConfirmChannel, exchange: string, routingKey: string, content: Buffer, opts: PublishOptions): Promise<void> {
     const mandatory = opts.mandatory === true;
     let props: Options.Publish = PLAIN_PROPS;
-    if (opts.expiration !== undefined) {
+    if (opts.headers !== undefined) {
+      props = { ...BASE_PROPS, headers: opts.headers, mandatory };
+    } else if (opts.expiration !== undefined) {
       props = this.expirationProps(opts.expiration, mandatory);
     } else if (mandatory) {
       props = MANDATORY_PROPS;
