@@ -23,7 +23,7 @@ import { Publisher, type PublishOptions } from './publisher.js';
 import { ReplyWaiter } from './reply-waiter.js';
 import { notificationSpecs, PublishTopology, rpcServerSpecs, type Declaration } from './topology.js';
 
-const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true });
+const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true, deadLetters: true });
 
 /** oslo's ObsoleteReplyQueuesCache: reply queues found missing are skipped for a while. */
 class ObsoleteReplyQueues {
