@@ -1,5 +1,5 @@
 // `tidings dead-letters list|replay|purge`: what a driver set aside after maxDeliveries or as
-// malformed, through BaseDriver.deadLetters() (Redis and Kafka keep them; RabbitMQ does not).
+// malformed, through BaseDriver.deadLetters() (every built-in driver keeps them).
 import { NotSupportedError, TransportURL } from '../index.js';
 import type { DeadLetterQuery } from '../contract/dead-letters.js';
 import { COMMON_HELP, EXIT, EXIT_HELP, openTransport, parseCommandLine, parsePositiveInt, resolveUrl, UsageError, type CliIO, type Command } from './common.js';
@@ -38,8 +38,9 @@ ${COMMON_HELP}
 Example:
   tidings dead-letters list --address notifications.info --url redis://127.0.0.1:6379/
   tidings dead-letters replay --address notifications.info --id 1700000000000-0 --url redis://127.0.0.1:6379/
+  tidings dead-letters purge --address notifications.info --all --url rabbit://guest:guest@127.0.0.1:5672/
 
-Drivers without dead letters (memory://, RabbitMQ) exit 2 saying so.
+Drivers without dead letters (a driver of your own that keeps none) exit 2 saying so.
 
 ${EXIT_HELP}`;
 

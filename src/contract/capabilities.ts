@@ -24,6 +24,12 @@ export interface DriverCapabilities {
    * listener and none is lost. @default true
    */
   readonly stopHandsOver?: boolean;
+  /**
+   * After `maxDeliveries` (the driver option, `max_deliveries` in the URL) a notification is set
+   * aside in the dead letters of its address, and `deadLetters()` lists, replays and purges them.
+   * @default false
+   */
+  readonly deadLetters?: boolean;
 }
 
 /** One capability name, e.g. `requeue`. */

@@ -14,9 +14,10 @@ export abstract class ReceivedMessage {
     readonly msgId?: string,
     /**
      * How often the broker delivered it, counting this delivery: 1 the first time, more after a
-     * requeue, a crashed consumer or a lost connection. RabbitMQ classic queues only flag a
-     * redelivery (2); quorum queues, Redis and memory:// count; Kafka counts requeues (the retry
-     * topic carries the count), not a record read again after a rebalance.
+     * requeue, a crashed consumer or a lost connection. RabbitMQ counts requeues (its re-published
+     * copy carries the count) and a redelivery of one copy as 1 more on classic queues, which only
+     * flag it, as counted on quorum queues; Redis and memory:// count; Kafka counts requeues (the
+     * retry topic carries the count), not a record read again after a rebalance.
      */
     readonly deliveryCount = 1,
   ) {}

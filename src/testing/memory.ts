@@ -58,6 +58,7 @@ export const MEMORY_CAPABILITIES: DriverCapabilities = Object.freeze({
   pools: true,
   callMonitor: true,
   durableNotifications: true,
+  deadLetters: true,
 });
 
 /** Options of {@link memoryConformanceSubject}: any field of the subject, plus the URL scheme. */

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { batchTests } from './batch.js';
 import { contractTests } from './contract.js';
+import { deadLetterTests } from './dead-letters.js';
 import { deliveryTests } from './delivery.js';
 import { handlerTimeoutTests } from './handler-timeout.js';
 import { healthTests } from './health.js';
@@ -55,5 +56,6 @@ export function runConformanceSuite(subject: ConformanceSubject): void {
     wireFeatureTests(env);
     deliveryTests(env);
     handlerTimeoutTests(env);
+    deadLetterTests(env);
   });
 }

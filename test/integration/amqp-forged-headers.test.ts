@@ -1,7 +1,9 @@
-// Headers on RabbitMQ: tidings writes none of its own on AMQP, and reads only RabbitMQ's
-// `x-delivery-count`, which on a classic queue is whatever the publisher put. Raw amqplib
-// publishes with a forged count and tidings-looking headers (Kafka's retry headers, an `x-death`):
-// the count is not believed, the rest is ignored, the notification is handled at once.
+// Headers on RabbitMQ: besides its own `x-tidings-deliveries`/`x-tidings-address` (checked in
+// amqp-dead-letters.test.ts: a forged one dead-letters the notification), tidings reads only
+// RabbitMQ's `x-delivery-count`, which on a classic queue is whatever the publisher put. Raw
+// amqplib publishes with a forged count and headers tidings does not read on AMQP (Kafka's retry
+// headers, an `x-death`): the count is not believed, the rest is ignored, the notification is
+// handled at once.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IncomingMessage } from '../../src/contract/incoming-message.js';
@@ -38,7 +40,6 @@ describe('RabbitMQ: forged headers', () => {
     try {
       const forged = {
         'x-delivery-count': 1e12,
-        [HEADERS.deliveries]: '999999',
         [HEADERS.originalTopic]: 'payroll.info',
         [HEADERS.notBefore]: String(Date.now() + 10 * 365 * 86_400_000),
         'x-death': [{ count: 1e9, reason: 'rejected', queue: 'payroll', exchange: 'payroll', 'routing-keys': ['payroll.info'] }],

@@ -1,7 +1,7 @@
 // Redeliveries, dead letters and consumer lag on real brokers, as a handler (`metadata.redelivered`,
-// `deliveryCount`) and OpenTelemetry (`tidings.consumer.*`) see them: RabbitMQ (redelivery only:
-// the broker keeps no delivery limit and tells no lag), Redis and Kafka (dead letters after
-// `maxDeliveries`, and lag from the broker).
+// `deliveryCount`) and OpenTelemetry (`tidings.consumer.*`) see them: dead letters after
+// `maxDeliveries` on RabbitMQ, Redis and Kafka, and lag from the broker on Redis and Kafka
+// (RabbitMQ tells none).
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, it } from 'vitest';
 import type { Transport } from '../../src/transport.js';
@@ -35,9 +35,9 @@ afterAll(async () => {
 });
 
 describe('delivery metrics on real brokers', () => {
-  it('RabbitMQ: a requeued notification comes back redelivered and is counted; no lag reported', async () => {
+  it('RabbitMQ: a requeued notification comes back redelivered and is counted, the poison one dead-lettered after max_deliveries=3; no lag reported', async () => {
     o = createOtelHarness();
-    await assertDeliveryMetrics(o, { url: RABBIT_URL, options: { controlExchange: PREFIX }, transports });
+    await assertDeliveryMetrics(o, { url: `${RABBIT_URL}?max_deliveries=3`, options: { controlExchange: PREFIX }, transports, maxDeliveries: 3 });
   });
 
   it('Redis: redelivery counted, the poison notification dead-lettered after max_deliveries=3, the blocked pool\'s lag reported', async () => {

@@ -43,7 +43,7 @@ for (const client of CLIENTS) {
   runConformanceSuite({
     name: `kafka (${client}, ${externalKafkaBrokers() ? 'KAFKA_BROKERS' : 'librdkafka mock cluster'})`,
     url: () => `${broker!.url}/?client=${client}&consumer_group=tconf-g-${randomUUID()}&${SHORT_GROUP_QUERY}&rpc_max_wait_ms=20`,
-    capabilities: { rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true, stopHandsOver: false },
+    capabilities: { rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true, stopHandsOver: false, deadLetters: true },
     async before() {
       broker = await startKafkaMock({ brokers: 3 });
       raw = new RawKafka(broker.brokers);

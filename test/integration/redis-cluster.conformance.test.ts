@@ -40,7 +40,7 @@ afterAll(async () => {
 runConformanceSuite({
   name: 'redis (Redis Cluster, 3 masters + 3 replicas)',
   url: () => `${cluster!.url}&key_prefix=${PREFIX}`,
-  capabilities: { rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true },
+  capabilities: { rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true, deadLetters: true },
   before: async () => {
     if (!cluster) throw new Error('the test Redis Cluster did not start (see beforeAll)');
   },

@@ -12,7 +12,7 @@ const URL = `redis://127.0.0.1:6379/?key_prefix=${PREFIX}`;
 runConformanceSuite({
   name: 'redis (Redis Streams)',
   url: () => URL,
-  capabilities: { rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true },
+  capabilities: { rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true, deadLetters: true },
   before: requireRedis,
   after: () => deleteRedisKeys(PREFIX),
   publishRaw: (_url, exchange, routingKey, body) => publishRawToRedis(PREFIX, exchange, routingKey, body),

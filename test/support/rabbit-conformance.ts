@@ -28,7 +28,7 @@ export function rabbitConformanceSubject(o: RabbitSubjectOptions): ConformanceSu
   return {
     name: o.name,
     url: () => url,
-    capabilities: { rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true },
+    capabilities: { rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true, deadLetters: true },
     transportOptions,
     before: requireRabbitMQ,
     onTransport: (t) => void transports.push(t),

@@ -5,6 +5,7 @@ import { basename } from 'node:path';
 import { EventEmitter } from 'eventemitter3';
 import { BaseDriver, type ConnectionState, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../contract/base-driver.js';
 import type { DriverCapabilities } from '../../contract/capabilities.js';
+import type { DeadLetterStore } from '../../contract/dead-letters.js';
 import { fanoutAddress, notificationAddress, requestAddress } from '../../contract/addressing.js';
 import { newHexId } from '../../contract/envelope.js';
 import type { ReplySender } from '../../contract/messages.js';
@@ -18,6 +19,7 @@ import { AbortError, InvalidState, MessageDeliveryFailure, MessageUndeliverable,
 import type { Target } from '../../core/target.js';
 import { abortableSleep, retryAfterFirst } from '../../core/retry.js';
 import { AmqpListener } from './amqp-listener.js';
+import { AmqpDeadLetters } from './dead-letters.js';
 import { AmqpConnection, type DriverEventEmitter } from './connection.js';
 import { resolveOptions, type ResolvedAmqpOptions } from './options.js';
 import { Publisher, type PublishOptions } from './publisher.js';
@@ -25,7 +27,7 @@ import { ReplyWaiter } from './reply-waiter.js';
 import { QueueManager } from './queue-manager.js';
 import { notificationSpecs, PublishTopology, rpcServerSpecs, type Declaration } from './topology.js';
 
-const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true });
+const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true, deadLetters: true });
 
 /** oslo's ObsoleteReplyQueuesCache: reply queues found missing are skipped for a while. */
 class ObsoleteReplyQueues {
@@ -183,6 +185,11 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     return this.startListener<IncomingMessage>('notification', specs, options, { pool: options.pool }, subscriptions);
   }
 
+  /** The notifications listeners set aside in `<address>.dlq` queues (dead-letters.ts). */
+  override deadLetters(): DeadLetterStore {
+    return new AmqpDeadLetters({ conn: this.conn, publisher: this.publisher, logger: this.logger.child({ deadLetters: true }) });
+  }
+
   protected override cleanupStarted(): void {
     this.closing.abort();
   }
@@ -217,7 +224,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     // The option when given (0 = unlimited, as oslo), else the façade's bound on what it can use,
     // at most 65535: basic.qos carries prefetch-count in 16 bits.
     const prefetch = this.options.prefetchCount ?? Math.min(options.prefetchHint ?? 0, MAX_PREFETCH);
-    const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this, this.deliveryStats, fields.pool as string | undefined, prefetch, subscriptions);
+    const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this, this.deliveryStats, this.publisher, fields.pool as string | undefined, prefetch, subscriptions);
     return this.openListener(source, () => source.start(), { ...options, prefetchSize: prefetch, logger });
   }
 

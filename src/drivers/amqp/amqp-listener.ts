@@ -1,19 +1,25 @@
 // A listener on its own AMQP connection: declares and consumes its queues (again after every
 // reconnect) and feeds deliveries to the shared inbound pipeline, which buffers for polling.
-// A delivery's generation is the id of the channel it came from.
+// A delivery's generation is the id of the channel it came from. Notifications count their
+// deliveries and end in the dead letters of their address (dead-letters.ts).
+import { hostname } from 'node:os';
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
+import { requeueReason } from '../../contract/dead-letters.js';
+import { newHexId } from '../../contract/envelope.js';
 import { InboundPushSource, type ListenerKind, type Subscriptions } from '../../contract/inbound.js';
 import type { ReceivedMessage } from '../../contract/incoming-message.js';
 import type { NotificationMessage, ReplySender } from '../../contract/messages.js';
-import type { DeliveryStats } from '../../contract/delivery-stats.js';
+import type { DeadLetterReason, DeliveryStats } from '../../contract/delivery-stats.js';
 import type { Logger } from '../../core/logger.js';
 import { withRetry } from '../../core/retry.js';
 import { AckBatcher } from './ack-batcher.js';
-import { readBody } from './compression.js';
+import { keepingEncoding, readBody } from './compression.js';
 import type { AmqpConnection } from './connection.js';
+import { parseDeliveryHeaders, type ParsedDeliveryHeaders } from './delivery-headers.js';
 import { declareMismatch, isPreconditionFailed, toMessagingError } from './errors.js';
 import type { ResolvedAmqpOptions } from './options.js';
-import { consumerArguments, type ConsumerSpec } from './topology.js';
+import type { Publisher } from './publisher.js';
+import { consumerArguments, deadLetterQueue, deadLetterQueueName, HEADERS, type ConsumerSpec } from './topology.js';
 
 /** Above this, an `x-delivery-count` header is not a count RabbitMQ kept (a forged one on a classic queue). */
 const MAX_DELIVERY_COUNT = 1_000_000;
@@ -31,6 +37,12 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
   private readonly channels = new Map<number, Channel>();
   /** Notification acks coalesced per channel, by channel id; a closed channel's entry is gone. */
   private readonly batchers = new Map<number, AckBatcher>();
+  /** What each consumer tag consumes, for the deliveries of that consumer. */
+  private readonly specByTag = new Map<string, ConsumerSpec>();
+  /** The routing keys (addresses) each queue is bound to. */
+  private readonly addresses: Map<ConsumerSpec, readonly string[]>;
+  /** Copies being re-published (requeues, dead letters): cleanup waits for them before closing the channel. */
+  private readonly republishing = new Set<Promise<void>>();
 
   constructor(
     readonly kind: ListenerKind,
@@ -39,14 +51,17 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     private readonly options: ResolvedAmqpOptions,
     private readonly logger: Logger,
     replies: ReplySender,
-    stats: DeliveryStats,
-    pool?: string,
+    private readonly stats: DeliveryStats,
+    /** The driver's confirmed publisher: requeued copies and dead letters go through it. */
+    private readonly publisher: Publisher,
+    private readonly pool?: string,
     /** The `basic.qos` prefetch of its channels; 0 = unlimited. */
     private readonly prefetch = options.prefetchCount ?? 0,
     /** What a pooled notification listener subscribed to (its pool's queue may carry other topics). */
     subscriptions?: Subscriptions,
   ) {
     super(kind, { logger, dedupWindow: options.dedupWindow, replies, stats, pool, maxMessageBytes: options.maxMessageBytes, subscriptions });
+    this.addresses = new Map(specs.map((s) => [s, [...new Set(s.bindings.map((b) => b.routingKey))]]));
   }
 
   /** Declares and consumes; resolves once subscribed. Retries connection failures (oslo: forever). */
@@ -88,6 +103,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     await this.stop();
     // Handlers still running may acknowledge on this channel: give them shutdownTimeout.
     if (this.channel) await this.notifications?.whenSettled(this.options.shutdownTimeout);
+    if (this.republishing.size > 0) await waitBounded(Promise.allSettled(this.republishing), this.options.shutdownTimeout);
     const ch = this.channel;
     if (ch) {
       for (const spec of this.specs) {
@@ -112,33 +128,119 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     return false;
   }
 
-  requeue(raw: ConsumeMessage, channelId: number): void {
-    const acks = this.batchers.get(channelId);
-    if (!acks || !safely(() => acks.requeue(raw))) {
-      this.logger.debug('Could not requeue a message: its channel is gone (the broker redelivers it)', { deliveryTag: raw.fields.deliveryTag });
+  /**
+   * With `maxDeliveries`: re-publishes the body to the queue it came from with its count, and
+   * acknowledges the original once the broker confirmed the copy (a failure in between leaves
+   * both, never neither); the last allowed delivery goes to the dead letters instead. Without:
+   * `basic.nack` with requeue (the broker counts on quorum queues only).
+   */
+  requeue(raw: ConsumeMessage, channelId: number, reason?: unknown): void {
+    const max = this.options.maxDeliveries;
+    if (max > 0 && this.batchers.has(channelId)) {
+      const n = this.deliveries(raw);
+      const { address } = this.headersOf(raw);
+      if (n >= max) return this.setAside(raw, channelId, address, requeueReason(reason, `requeued ${n} times (maxDeliveries ${max})`), n, 'max_deliveries');
+      const headers = { [HEADERS.deliveries]: n, [HEADERS.address]: address };
+      return this.republish(raw, channelId, this.specOf(raw).queue.name, headers, () => this.nackRequeue(raw, channelId), 'Could not re-publish a requeued notification; requeued without counting');
     }
+    this.nackRequeue(raw, channelId);
   }
 
+  /** Another topic's notification from a shared pool queue: back to the queue as it is, not counted as a delivery. */
+  giveBack(raw: ConsumeMessage, channelId: number): void {
+    this.nackRequeue(raw, channelId);
+  }
+
+  /** Malformed: a notification goes to the dead letters of its address; an RPC request is rejected (dropped). */
   reject(raw: ConsumeMessage, channelId: number): void {
-    this.batchers.get(channelId)?.untrack(raw);
-    const ch = this.channels.get(channelId);
-    if (ch) safely(() => ch.reject(raw, false));
+    if (this.kind === 'notification') return this.setAside(raw, channelId, this.headersOf(raw).address, 'malformed message', this.deliveries(raw));
+    this.drop(raw, channelId);
   }
 
   describe(raw: ConsumeMessage): Record<string, unknown> {
     return { exchange: raw.fields.exchange, routingKey: raw.fields.routingKey, deliveryTag: raw.fields.deliveryTag };
   }
 
+  /** This copy's deliveries (quorum queues count them; classic queues only flag a redelivery) plus the earlier copies' count in `x-tidings-deliveries`. */
   deliveries(raw: ConsumeMessage): number {
-    if (!raw.fields.redelivered) return 1;
-    // Quorum queues count the earlier deliveries; classic queues only flag a redelivery, and there
-    // the header is whatever the publisher put: a value a broker could not have counted is ignored.
-    const earlier: unknown = raw.properties.headers?.['x-delivery-count'];
-    return typeof earlier === 'number' && Number.isInteger(earlier) && earlier > 0 && earlier < MAX_DELIVERY_COUNT ? earlier + 1 : 2;
+    let copy = 1;
+    if (raw.fields.redelivered) {
+      // Quorum queues count the earlier deliveries; classic queues only flag a redelivery, and there
+      // the header is whatever the publisher put: a value a broker could not have counted is ignored.
+      const earlier: unknown = raw.properties.headers?.['x-delivery-count'];
+      copy = typeof earlier === 'number' && Number.isInteger(earlier) && earlier > 0 && earlier < MAX_DELIVERY_COUNT ? earlier + 1 : 2;
+    }
+    if (this.kind !== 'notification') return copy;
+    const h = this.headersOf(raw);
+    return (h.ok ? h.previousDeliveries : 0) + copy;
   }
 
+  /** The address it was published to: a re-published copy names it in `x-tidings-address`. */
   address(raw: ConsumeMessage): string {
-    return raw.fields.routingKey;
+    return this.kind === 'notification' ? this.headersOf(raw).address : raw.fields.routingKey;
+  }
+
+  private specOf(raw: ConsumeMessage): ConsumerSpec {
+    return this.specByTag.get(raw.fields.consumerTag) ?? this.specs[0];
+  }
+
+  private headersOf(raw: ConsumeMessage): ParsedDeliveryHeaders {
+    return parseDeliveryHeaders(raw, this.addresses.get(this.specOf(raw))!);
+  }
+
+  private nackRequeue(raw: ConsumeMessage, channelId: number): void {
+    const acks = this.batchers.get(channelId);
+    if (!acks || !safely(() => acks.requeue(raw))) {
+      this.logger.debug('Could not requeue a message: its channel is gone (the broker redelivers it)', { deliveryTag: raw.fields.deliveryTag });
+    }
+  }
+
+  private drop(raw: ConsumeMessage, channelId: number): void {
+    this.batchers.get(channelId)?.untrack(raw);
+    const ch = this.channels.get(channelId);
+    if (ch) safely(() => ch.reject(raw, false));
+  }
+
+  /**
+   * Moves `raw` to the dead-letter queue of `address` with why, its count, the pool that gave up
+   * on it, this consumer and the time; acknowledges it once confirmed. `counted` is the
+   * reason to count it under (a malformed body was counted by the inbound pipeline already).
+   */
+  private setAside(raw: ConsumeMessage, channelId: number, address: string, error: string, deliveries: number, counted?: DeadLetterReason): void {
+    const queue = this.specOf(raw).queue.name;
+    const dead = deadLetterQueueName(address);
+    const headers: Record<string, unknown> = {
+      [HEADERS.id]: newHexId(),
+      [HEADERS.deliveries]: deliveries,
+      [HEADERS.address]: address,
+      [HEADERS.error]: error,
+      [HEADERS.deadAt]: new Date().toISOString(),
+      [HEADERS.consumer]: `${hostname()}/${process.pid}/${raw.fields.consumerTag}`,
+    };
+    if (this.pool !== undefined) headers[HEADERS.pool] = this.pool;
+    if (counted === 'max_deliveries') this.logger.warn('Notification dead-lettered after maxDeliveries', { address, queue, deadLetterQueue: dead, deliveries });
+    // A malformed one falls back to the rejection it had before; a failing one to a plain requeue.
+    const fallback = counted === 'max_deliveries' ? () => this.nackRequeue(raw, channelId) : () => this.drop(raw, channelId);
+    this.republish(raw, channelId, dead, headers, fallback, 'Could not dead-letter a notification', () => {
+      if (counted !== undefined) this.stats.deadLettered(address, counted, this.pool);
+    });
+  }
+
+  /** Publishes `raw`'s body to `queue` (default exchange) with `headers`; acks `raw` once confirmed, else logs and runs `fallback`. */
+  private republish(raw: ConsumeMessage, channelId: number, queue: string, headers: Record<string, unknown>, fallback: () => void, failure: string, done?: () => void): void {
+    // Tracked since its arrival until its ack, so no coalesced ack covers it before the copy is confirmed.
+    const p = this.publisher.publish('', queue, raw.content, { headers: keepingEncoding(raw.properties, headers), mandatory: true }).then(
+      () => {
+        done?.();
+        this.ack(raw, channelId);
+      },
+      (err: unknown) => {
+        this.logger.error(failure, { queue, deliveryTag: raw.fields.deliveryTag, err });
+        fallback();
+      },
+    );
+    this.republishing.add(p);
+    void p.finally(() => this.republishing.delete(p));
   }
 
   unwrapBody(_body: Uint8Array | string, raw: ConsumeMessage): Uint8Array | string {
@@ -170,6 +272,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     try {
       if (this.prefetch > 0) await ch.prefetch(this.prefetch);
       const exchanges = new Set<string>();
+      const deadLetterQueues = new Set<string>();
       for (const spec of this.specs) {
         for (const b of spec.bindings) {
           if (exchanges.has(b.exchange.name)) continue;
@@ -178,10 +281,18 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
         }
         await this.declare('queue', spec.queue.name, () => ch.assertQueue(spec.queue.name, spec.queue.options));
         for (const b of spec.bindings) await ch.bindQueue(spec.queue.name, b.exchange.name, b.routingKey);
+        if (this.kind !== 'notification') continue;
+        for (const address of this.addresses.get(spec)!) {
+          const dlq = deadLetterQueue(address, this.options);
+          if (deadLetterQueues.has(dlq.name)) continue;
+          await this.declare('queue', dlq.name, () => ch.assertQueue(dlq.name, dlq.options));
+          deadLetterQueues.add(dlq.name);
+        }
       }
       const args = consumerArguments(this.options);
       for (const spec of this.specs) {
         const { consumerTag } = await ch.consume(spec.queue.name, (m) => this.onDelivery(ch, id, m), { noAck: false, ...args });
+        this.specByTag.set(consumerTag, spec);
         tags.push(consumerTag);
       }
     } catch (err) {
@@ -212,6 +323,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     this.channels.delete(id);
     if (this.channel !== ch) return;
     this.channel = undefined;
+    for (const tag of this.consumerTags) this.specByTag.delete(tag);
     this.consumerTags = [];
     if (this.kind === 'notification') this.purgeBuffered(id);
     if (this.stopped || this.conn.isClosed || !this.conn.isOpen || this.resubscribing) return;
@@ -245,6 +357,26 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     this.subscribe(cur.model, cur.generation).catch((err) => this.retrySubscribe(attempt, err));
   }
 
+  /**
+   * False when a notification is set aside on receipt, never handled: its tidings headers are
+   * forged (logged, counted as malformed), or it was delivered more than `maxDeliveries` times
+   * without being settled (a quorum queue counts a consumer that crashed or lost its connection).
+   */
+  private admit(raw: ConsumeMessage, channelId: number): boolean {
+    const h = this.headersOf(raw);
+    if (!h.ok) {
+      this.logger.warn('Dead-lettering a notification with malformed tidings headers (not handled)', { ...this.describe(raw), reason: h.reason });
+      this.setAside(raw, channelId, h.address, `malformed headers: ${h.reason}`, 1, 'malformed');
+      return false;
+    }
+    const max = this.options.maxDeliveries;
+    if (max === 0) return true;
+    const n = this.deliveries(raw);
+    if (n <= max) return true;
+    this.setAside(raw, channelId, h.address, `delivered ${n} times without being settled (maxDeliveries ${max})`, n, 'max_deliveries');
+    return false;
+  }
+
   /** Buffered notifications of a dead channel will be redelivered by the broker: drop our copies. */
   private purgeBuffered(channelId: number): void {
     const dead = this.sink!.withdraw((m) => (m as unknown as NotificationMessage<ConsumeMessage>).generation === channelId);
@@ -258,12 +390,20 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
       return;
     }
     // Notification acks are batched: the batcher must know every delivery not settled yet before
-    // anything is acked (a foreign one held for a while included), or a multiple-ack covers it.
+    // anything is acked (a foreign one held for a while, or one being re-published, included), or
+    // a multiple-ack covers it.
     this.batchers.get(id)?.track(raw);
+    if (this.kind === 'notification' && !this.admit(raw, id)) return;
     const message = this.receive(raw.content, raw, id);
     if (message === undefined) return;
     this.sink!.deliver(message);
   }
+}
+
+/** Resolves when `p` settles or after `ms`, whichever is first. */
+function waitBounded(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([p, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]).then(() => clearTimeout(timer));
 }
 
 /** amqplib throws synchronously on a closed channel; an ack that cannot be sent is not fatal. */

@@ -30,3 +30,13 @@ export function readBody(content: Buffer, properties: Pick<MessageProperties, 'h
     throw new MalformedMessage(tooBig ? `Compressed message inflates past max_message_bytes (${maxBytes})` : `Compressed message does not inflate: ${(err as Error).message}`, { cause: err });
   }
 }
+
+/**
+ * `headers` plus the compression header of the message `properties` came with, if any: a copy of
+ * a received message (requeue, dead letter, replay) is sent with its body as it came, so it keeps
+ * saying how that body is encoded.
+ */
+export function keepingEncoding(properties: Pick<MessageProperties, 'headers'>, headers: Record<string, unknown>): Record<string, unknown> {
+  const encoding: unknown = properties.headers?.[COMPRESSION_HEADER];
+  return encoding === undefined ? headers : { ...headers, [COMPRESSION_HEADER]: encoding };
+}

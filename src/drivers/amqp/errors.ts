@@ -3,7 +3,7 @@ import { ConnectionError, InvalidArgument, MessageDeliveryFailure, MessagingErro
 import { redactUrlsIn } from '../../core/transport-url.js';
 
 /** AMQP reply codes that matter here. */
-const AMQP_CODES = Object.freeze({ ACCESS_REFUSED: 403, PRECONDITION_FAILED: 406 });
+const AMQP_CODES = Object.freeze({ ACCESS_REFUSED: 403, NOT_FOUND: 404, PRECONDITION_FAILED: 406 });
 
 function codeOf(err: unknown): number | undefined {
   const code = (err as { code?: unknown } | null)?.code;
@@ -17,6 +17,11 @@ function messageOf(err: unknown): string {
 /** True for a channel closed by the broker with 406 PRECONDITION_FAILED (declare mismatch). */
 export function isPreconditionFailed(err: unknown): boolean {
   return codeOf(err) === AMQP_CODES.PRECONDITION_FAILED || /PRECONDITION_FAILED/.test(messageOf(err));
+}
+
+/** True for a channel closed by the broker with 404 NOT_FOUND (a passive declare of a missing queue). */
+export function isNotFound(err: unknown): boolean {
+  return codeOf(err) === AMQP_CODES.NOT_FOUND || /NOT_FOUND/.test(messageOf(err));
 }
 
 /** The oslo option (URL query name) that sets each declare argument, for the mismatch hint. */
@@ -45,7 +50,7 @@ export function declareMismatch(kind: 'queue' | 'exchange', name: string, err: u
   const m = /inequivalent arg '([^']+)' for (?:queue|exchange) '[^']*' in vhost '[^']*': received (.*?) but current is (.*?)(?:$|")/.exec(text);
   const field = m ? `${kind} "${name}" argument ${m[1]}` : `${kind} "${name}" declaration`;
   const expected = m
-    ? `the value the broker already has (current is ${m[3]}); align ${OPTION_OF_ARGUMENT[m[1]] ?? QUEUE_OPTIONS} with the other declarer or delete the ${kind}`
+    ? `the value the broker already has (current is ${m[3]}); align ${m[1] === 'x-max-length' && name.endsWith('.dlq') ? 'dead_letter_max_len' : (OPTION_OF_ARGUMENT[m[1]] ?? QUEUE_OPTIONS)} with the other declarer or delete the ${kind}`
     : `arguments equivalent to the existing ${kind} (${text})`;
   return new InvalidArgument(field, expected, m ? m[2] : 'different arguments', { cause: err });
 }

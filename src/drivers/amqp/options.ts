@@ -63,6 +63,22 @@ const FIELDS = {
    * name would be refused (PRECONDITION_FAILED). @default 0
    */
   serverQueueExpires: msOption({ default: 0, query: 'server_queue_expires_ms' }),
+  /**
+   * Deliveries of one notification (first plus requeues) before it moves to the dead-letter
+   * queue `<address>.dlq` (`max_deliveries`, as on Redis); 0 = never, a requeue is a plain
+   * `basic.nack` (the behaviour before). Counted by the driver on classic and quorum queues
+   * alike: a requeue re-publishes the body to the queue it came from with the count in
+   * `x-tidings-deliveries`, and acknowledges the original once the broker confirmed the copy.
+   * @default 10
+   */
+  maxDeliveries: intOption({ default: 10, min: 0, max: 100_000, query: 'max_deliveries' }),
+  /**
+   * `x-max-length` of each dead-letter queue `<address>.dlq` (`dead_letter_max_len`, as on
+   * Redis): past it RabbitMQ drops the oldest (drop-head) without telling tidings; 0 keeps all.
+   * Every tidings process of a vhost MUST use the same value (RabbitMQ refuses a queue declared
+   * with other arguments). @default 10_000
+   */
+  deadLetterMaxLen: intOption({ default: 10_000, min: 0, query: 'dead_letter_max_len' }),
   /** `x-expires` of reply and fanout queues, ms (`rabbit_transient_queues_ttl`, seconds). @default 1_800_000 */
   transientQueuesTtl: secondsOption({ default: 1_800_000, query: 'rabbit_transient_queues_ttl' }),
   /**

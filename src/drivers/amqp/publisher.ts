@@ -43,6 +43,8 @@ export interface PublishOptions {
   signal?: AbortSignal;
   /** Calls: true once the call has its outcome (e.g. timed out); a publish that waited MUST then not be written. */
   call?: { readonly isOver: boolean };
+  /** Requeued copies and dead letters: tidings' `x-tidings-*` headers (amqp-listener.ts). */
+  headers?: Readonly<Record<string, unknown>>;
 }
 
 export class Publisher {
@@ -112,12 +114,17 @@ export class Publisher {
   private write(ch: ConfirmChannel, exchange: string, routingKey: string, body: Buffer, opts: PublishOptions): Promise<void> {
     const mandatory = opts.mandatory === true;
     let props: Options.Publish = this.plainProps;
-    if (opts.expiration !== undefined) {
+    let content = body;
+    if (opts.headers !== undefined) {
+      // A copy of a received message (requeue, dead letter, replay): its body goes as it came,
+      // content encoding included (the caller carries kombu's compression header over).
+      props = { ...BASE_PROPS, headers: opts.headers, mandatory };
+    } else if (opts.expiration !== undefined) {
       props = this.expirationProps(opts.expiration, mandatory);
     } else if (mandatory) {
       props = this.mandatoryProps;
     }
-    const content = this.compress ? compressBody(body) : body;
+    if (opts.headers === undefined && this.compress) content = compressBody(body);
     return new Promise<void>((resolve, reject) => {
       // One shape for every record (requests and replies), so settle() stays monomorphic.
       const rec: InFlight = {

@@ -55,6 +55,7 @@ type TopologyOptions = Pick<
   | 'notificationQueueTtl'
   | 'poolQueuePerTopic'
   | 'serverQueueExpires'
+  | 'deadLetterMaxLen'
 >;
 
 /** Durable when `amqp_durable_queues` or `rabbit_quorum_queue` (quorum queues must be durable). */
@@ -117,6 +118,46 @@ export function transientQueue(name: string, o: TopologyOptions): QueueDecl {
 /** Consumer arguments of every subscription: `x-cancel-on-ha-failover` with `enable_cancel_on_failover`. */
 export function consumerArguments(o: Pick<AmqpOptions, 'enableCancelOnFailover'>): { arguments?: Record<string, unknown> } {
   return o.enableCancelOnFailover ? { arguments: { 'x-cancel-on-ha-failover': true } } : {};
+}
+
+/** The headers tidings writes on the copies it re-publishes (requeues, dead letters, replays). */
+export const HEADERS = Object.freeze({
+  /** How many times the notification was delivered before this copy (an integer). */
+  deliveries: 'x-tidings-deliveries',
+  /** The address it was first published to (`<topic>.<priority>`): a copy goes through the default exchange. */
+  address: 'x-tidings-address',
+  /** A dead letter's id (32 hex digits). */
+  id: 'x-tidings-id',
+  /** The pool that gave up on it, when it was consumed in one: its queue is where a replay goes. */
+  pool: 'x-tidings-pool',
+  /** Why it was dead-lettered: the last handler error's message, `requeued N times`, or `malformed: …`. */
+  error: 'x-tidings-reason',
+  /** When it was dead-lettered, ISO 8601. */
+  deadAt: 'x-tidings-dead-at',
+  /** The consumer that held it last: `<host>/<pid>/<consumer tag>`. */
+  consumer: 'x-tidings-consumer',
+});
+
+/** Where notifications of `address` go after `maxDeliveries` or when malformed: `<address>.dlq` (Kafka's name). */
+export function deadLetterQueueName(address: string): string {
+  return `${address}.dlq`;
+}
+
+/** The address whose dead letters `queue` holds: `<address>.dlq` -> `<address>`. */
+export function deadLetterOrigin(queue: string): string {
+  return queue.replace(/\.dlq$/, '');
+}
+
+/**
+ * A dead-letter queue: durable (dead letters outlive a broker restart), quorum when
+ * `rabbit_quorum_queue` is on, at most `dead_letter_max_len` messages (`x-max-length`, the
+ * oldest dropped). Python oslo never declares these, so no argument of theirs must match.
+ */
+export function deadLetterQueue(address: string, o: TopologyOptions): QueueDecl {
+  const args: Record<string, unknown> = {};
+  if (o.quorumQueue) args['x-queue-type'] = 'quorum';
+  if (o.deadLetterMaxLen > 0) args['x-max-length'] = o.deadLetterMaxLen;
+  return { name: deadLetterQueueName(address), options: { durable: true, autoDelete: false, exclusive: false, arguments: args } };
 }
 
 /** `<topic>.<server>`: a topic queue, with `x-expires` when `server_queue_expires_ms` asks for it. */

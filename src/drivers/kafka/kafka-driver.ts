@@ -37,7 +37,7 @@ export class KafkaDriver extends BaseDriver {
     this.options = resolveOptions(init.url, init.options);
     // Records stay in their topic, so a group that starts from the earliest offset finds what was
     // sent before it existed; with `latest` (oslo) they are missed.
-    this.capabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: this.options.offsetReset === 'earliest', stopHandsOver: false });
+    this.capabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: this.options.offsetReset === 'earliest', stopHandsOver: false, deadLetters: true });
     this.conn = new KafkaConnection(this.options, this.logger, clientId(++transports), (err) => this.noteConnectionError(err));
     this.rpc = new KafkaRpc(this.conn, this.options, this.logger, this.replies, this.closing.signal);
   }

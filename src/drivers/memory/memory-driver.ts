@@ -19,7 +19,7 @@ import { MemoryListener } from './memory-listener.js';
 import { resolveMemoryOptions, type MemoryDriverOptions } from './options.js';
 import { declareNotificationQueues, declareNotificationTarget, declareRequestExchange, declareRpcServer, type ListenerQueues } from './topology.js';
 
-const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true });
+const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true, deadLetters: true });
 
 /** In-process driver over the broker of the URL's virtual host (`memory:///iso` = isolated). */
 export class MemoryDriver extends BaseDriver implements ReplySender {

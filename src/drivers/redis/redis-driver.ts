@@ -25,7 +25,7 @@ import { resolveOptions, type ResolvedRedisOptions } from './options.js';
 import { RedisListener, sweepStream, type ServerRegistration, type StreamSpec } from './redis-listener.js';
 import { BODY_FIELD, DEADLINE_FIELD, DEFAULT_GROUP, poolGroup, replyKey, SERVER_GROUP, TopicKeys, topicShards } from './topology.js';
 
-const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true });
+const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true, deadLetters: true });
 
 /** Bound on the streams whose last sweep a notifier remembers; past it the memo starts over (names are unbounded input). */
 const SWEPT_MEMO_LIMIT = 10_000;

@@ -49,7 +49,7 @@ describe('memory driver options', () => {
     try {
       expect(transport.driver).toBeInstanceOf(MemoryDriver);
       expect((transport.driver as MemoryDriver).options.prefetchCount).toBe(5);
-      expect(transport.driver.capabilities).toEqual({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true });
+      expect(transport.driver.capabilities).toEqual({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true, deadLetters: true });
       expect((transport.driver as MemoryDriver).broker).toBe(getMemoryBroker(vhost));
       transport.driver.requireFeatures({ requeue: true, pools: true, fanout: true, callMonitor: true });
       await transport.driver.sendNotification(new Target({ topic: 'n.info' }), {}, { event_type: 'e' });
