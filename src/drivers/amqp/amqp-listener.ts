@@ -41,6 +41,8 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
   private readonly specByTag = new Map<string, ConsumerSpec>();
   /** The routing keys (addresses) each queue is bound to. */
   private readonly addresses: Map<ConsumerSpec, readonly string[]>;
+  /** A pooled notification listener: its queue may carry other topics of the pool (oslo names it after the pool alone). */
+  private readonly sharedPoolQueue: boolean;
   /** Copies being re-published (requeues, dead letters): cleanup waits for them before closing the channel. */
   private readonly republishing = new Set<Promise<void>>();
 
@@ -61,6 +63,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     subscriptions?: Subscriptions,
   ) {
     super(kind, { logger, dedupWindow: options.dedupWindow, replies, stats, pool, maxMessageBytes: options.maxMessageBytes, subscriptions });
+    this.sharedPoolQueue = subscriptions !== undefined;
     this.addresses = new Map(specs.map((s) => [s, [...new Set(s.bindings.map((b) => b.routingKey))]]));
   }
 
@@ -177,7 +180,16 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
 
   /** The address it was published to: a re-published copy names it in `x-tidings-address`. */
   address(raw: ConsumeMessage): string {
-    return this.kind === 'notification' ? this.headersOf(raw).address : raw.fields.routingKey;
+    if (this.kind !== 'notification') return raw.fields.routingKey;
+    // In a pool queue shared with other topics, another topic's address is not one of ours: it is
+    // what the inbound pipeline needs to see to give the notification back.
+    if (this.sharedPoolQueue && !this.binds(raw)) return this.publishedTo(raw);
+    return this.headersOf(raw).address;
+  }
+
+  /** True when this listener's queue binding names the address `raw` says it was published to. */
+  private binds(raw: ConsumeMessage): boolean {
+    return this.addresses.get(this.specOf(raw))!.includes(this.publishedTo(raw));
   }
 
   private specOf(raw: ConsumeMessage): ConsumerSpec {
@@ -248,7 +260,17 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
   }
 
   exchange(raw: ConsumeMessage): string {
-    return raw.fields.exchange;
+    if (raw.fields.exchange !== '' || this.kind !== 'notification') return raw.fields.exchange;
+    // A copy re-published to this queue through the default exchange (a counted requeue, a
+    // replay): the exchange of the binding its address was first routed by.
+    const address = this.publishedTo(raw);
+    return this.specOf(raw).bindings.find((b) => b.routingKey === address)?.exchange.name ?? '';
+  }
+
+  /** The address a notification says it was published to: a copy's `x-tidings-address`, else its routing key (unchecked). */
+  private publishedTo(raw: ConsumeMessage): string {
+    const named: unknown = raw.properties.headers?.[HEADERS.address];
+    return raw.fields.exchange === '' && typeof named === 'string' ? named : raw.fields.routingKey;
   }
 
   private queueNames(): string[] {
@@ -363,6 +385,8 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
    * without being settled (a quorum queue counts a consumer that crashed or lost its connection).
    */
   private admit(raw: ConsumeMessage, channelId: number): boolean {
+    // Another topic's notification in a shared pool queue: given back by the inbound pipeline, never judged here.
+    if (this.sharedPoolQueue && !this.binds(raw)) return true;
     const h = this.headersOf(raw);
     if (!h.ok) {
       this.logger.warn('Dead-lettering a notification with malformed tidings headers (not handled)', { ...this.describe(raw), reason: h.reason });
