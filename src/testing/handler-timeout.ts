@@ -78,7 +78,9 @@ export function handlerTimeoutTests(env: ConformanceEnv): void {
       const listener = await startListener(env, nt, [topic], [endpoint], { executorSize: 1, handlerTimeout: TIMEOUT_MS });
       listener.events.on('handlerTimeout', (e) => timeouts.push(e));
       const n = notifier(nt, topic);
+      // One after the other: a broker with partitions does not keep the order of two sends.
       await n.info({}, 'ev', { id: 1 });
+      await waitFor(() => seen.includes(1), { timeoutMs: env.ms(15_000), message: 'the first notification taken (and stuck)' });
       await n.info({}, 'ev', { id: 2 });
       await waitFor(() => seen.includes(2), { timeoutMs: env.ms(15_000), message: 'the next notification handled while the first is stuck' });
       expect(timeouts).toMatchObject([{ requeued: false }]);

@@ -43,7 +43,7 @@ runAbuseSuite({
 const PREFIX = `tabuse-${randomUUID().slice(0, 8)}`;
 // Redis stream entries carry a body field and, for calls, a deadline field: forged, or without a body.
 const redisForged: AbuseCase[] = [
-  { name: 'deadline field not a number', to: 'rpc', handled: true, warns: 0, send: async (_s, address) => void (await xaddRaw(streamFor(PREFIX, EXCHANGE, address), { b: goodCast(), [DEADLINE_FIELD]: 'never' })) },
+  { name: 'deadline field not a number (dead-lettered, not run)', to: 'rpc', handled: false, warns: 1, send: async (_s, address) => void (await xaddRaw(streamFor(PREFIX, EXCHANGE, address), { b: goodCast(), [DEADLINE_FIELD]: 'never' })) },
   { name: 'an entry without a body field', to: 'rpc', handled: false, warns: 1, send: async (_s, address) => void (await xaddRaw(streamFor(PREFIX, EXCHANGE, address), { [DEADLINE_FIELD]: String(Date.now() + 60_000) })) },
   { name: 'a notification entry without a body field', to: 'notification', handled: false, warns: 1, send: async (_s, address) => void (await xaddRaw(streamFor(PREFIX, EXCHANGE, address), { other: 'x' })) },
 ];
