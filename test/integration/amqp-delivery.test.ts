@@ -5,7 +5,7 @@ import type { IncomingMessage } from '../../src/contract/incoming-message.js';
 import type { AmqpDriver } from '../../src/drivers/amqp/index.js';
 import { createMemoryLogger, type MemoryLogger } from '../../src/core/logger.js';
 import { Target } from '../../src/core/target.js';
-import { makeAmqpDriver, sampleNotification, useAmqpDrivers } from '../support/amqp-driver.js';
+import { collectNotifications, makeAmqpDriver, sampleNotification, useAmqpDrivers } from '../support/amqp-driver.js';
 import { deferred, uniqueName, waitFor } from '../../src/testing/wait.js';
 
 const PREFIX = uniqueName('t-amqpdel');
@@ -76,15 +76,7 @@ describe('amqp driver delivery (RabbitMQ)', () => {
     const driver = makeDriver({}, logger);
     drivers.push(driver);
     const topic = `${PREFIX}-bad`;
-    const listener = await driver.listenForNotifications([[new Target({ topic }), 'info']]);
-    listeners.push(listener);
-    const got: IncomingMessage[] = [];
-    listener.start(async (msgs) => {
-      for (const m of msgs) {
-        got.push(m);
-        await m.acknowledge();
-      }
-    });
+    const { listener, got } = await collectNotifications(driver, topic, listeners);
     const key = `${topic}.info`;
     amqp.ch.publish(EXCHANGE, key, Buffer.from('not json SECRET-PAYLOAD'));
     amqp.ch.publish(EXCHANGE, key, Buffer.from(JSON.stringify({ 'oslo.version': '3.0', 'oslo.message': '{}' })));

@@ -6,12 +6,12 @@ import { promisify } from 'node:util';
 import { deflateSync, inflateSync } from 'node:zlib';
 import type { ConsumeMessage } from 'amqplib';
 import { describe, expect, it } from 'vitest';
-import type { IncomingMessage, RpcIncomingMessage } from '../../src/contract/incoming-message.js';
+import type { RpcIncomingMessage } from '../../src/contract/incoming-message.js';
 import { createMemoryLogger, silentLogger, type Logger } from '../../src/core/logger.js';
 import { Target } from '../../src/core/target.js';
 import type { AmqpDriver } from '../../src/drivers/amqp/index.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
-import { makeAmqpDriver, openRawChannel, sampleNotification, useAmqpDrivers } from '../support/amqp-driver.js';
+import { collectNotifications, makeAmqpDriver, openRawChannel, sampleNotification, useAmqpDrivers } from '../support/amqp-driver.js';
 
 const run = promisify(execFile);
 const PREFIX = uniqueName('t-oslopts');
@@ -114,15 +114,7 @@ describe('oslo rabbit options on RabbitMQ', () => {
     await amqp.ch.bindQueue(tapQueue, EXCHANGE, `${topic}.info`);
     const tapped: ConsumeMessage[] = [];
     await amqp.ch.consume(tapQueue, (m) => m && tapped.push(m), { noAck: true });
-    const listener = await plain.listenForNotifications([[new Target({ topic }), 'info']]);
-    listeners.push(listener);
-    const got: IncomingMessage[] = [];
-    listener.start(async (msgs) => {
-      for (const m of msgs) {
-        got.push(m);
-        await m.acknowledge();
-      }
-    });
+    const { got } = await collectNotifications(plain, topic, listeners);
     await zipped.sendNotification(new Target({ topic: `${topic}.info` }), {}, sampleNotification(1));
     await waitFor(() => tapped.length === 1 && got.length === 1, { timeoutMs: 10_000, message: 'the compressed notification tapped and handled' });
     expect(tapped[0].properties.headers).toEqual({ compression: 'application/x-gzip' });
@@ -141,15 +133,7 @@ describe('oslo rabbit options on RabbitMQ', () => {
     const driver = makeDriver({ maxMessageBytes: 4096 }, logger);
     const topic = `${PREFIX}-bomb`;
     const key = `${topic}.info`;
-    const listener = await driver.listenForNotifications([[new Target({ topic }), 'info']]);
-    listeners.push(listener);
-    const got: IncomingMessage[] = [];
-    listener.start(async (msgs) => {
-      for (const m of msgs) {
-        got.push(m);
-        await m.acknowledge();
-      }
-    });
+    const { listener, got } = await collectNotifications(driver, topic, listeners);
     const envelope = (payload: unknown) => Buffer.from(JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify({ ...sampleNotification(0), payload }) }));
     const gz = { headers: { compression: 'application/x-gzip' } };
     // 1 MiB of padding deflates to about 1 KiB: small on the wire, over the limit inflated.

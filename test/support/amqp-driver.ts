@@ -2,7 +2,10 @@
 // amqplib channel for inspecting the wire, a sample notification body, and cleanup.
 import { connect, type Channel, type ChannelModel } from 'amqplib';
 import { afterAll, beforeAll } from 'vitest';
+import type { BaseDriver } from '../../src/contract/base-driver.js';
+import type { IncomingMessage } from '../../src/contract/incoming-message.js';
 import type { Listener } from '../../src/contract/listener.js';
+import { Target } from '../../src/core/target.js';
 import { defaultRemoteErrorRegistry } from '../../src/contract/remote-error.js';
 import { createDriver, type AmqpDriver } from '../../src/drivers/amqp/index.js';
 import { createMemoryLogger, type Logger } from '../../src/core/logger.js';
@@ -63,4 +66,21 @@ export function useAmqpDrivers(prefix: string): AmqpDriverFixture {
     await deleteRabbitObjectsWithPrefix(prefix);
   });
   return fixture;
+}
+
+/**
+ * Listens for `<topic>.info` on `driver`, keeps `listener` in `listeners` for cleanup, and
+ * acknowledges each notification after recording it in `got`.
+ */
+export async function collectNotifications(driver: Pick<BaseDriver, 'listenForNotifications'>, topic: string, listeners: Listener<any>[]): Promise<{ listener: Listener<any>; got: IncomingMessage[] }> {
+  const listener = await driver.listenForNotifications([[new Target({ topic }), 'info']]);
+  listeners.push(listener);
+  const got: IncomingMessage[] = [];
+  listener.start(async (msgs) => {
+    for (const m of msgs) {
+      got.push(m);
+      await m.acknowledge();
+    }
+  });
+  return { listener, got };
 }
