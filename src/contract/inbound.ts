@@ -258,9 +258,13 @@ export class NotificationInbound<D> extends Inbound<D> {
 
   /** The notification to dispatch, or undefined when it was settled here (malformed or duplicate). */
   receive(body: Uint8Array | string, delivery: D, generation = 0): NotificationMessage<D> | undefined {
-    if (this.subscribed !== undefined && this.isForeign(delivery)) {
-      this.giveBackForeign(delivery, generation);
-      return undefined;
+    if (this.subscribed !== undefined) {
+      const exchange = this.settler.exchange?.(delivery) ?? '';
+      const address = this.settler.address?.(delivery) ?? '';
+      if (this.subscribed.get(exchange)?.has(address) !== true) {
+        this.giveBackForeign(delivery, generation, exchange, address);
+        return undefined;
+      }
     }
     const parsed = this.decode(body, delivery, generation, parseNotification);
     if (parsed === undefined) return undefined;
@@ -277,16 +281,8 @@ export class NotificationInbound<D> extends Inbound<D> {
     return new NotificationMessage(parsed, delivery, generation, this, this.deliveries(delivery));
   }
 
-  private isForeign(delivery: D): boolean {
-    const exchange = this.settler.exchange?.(delivery) ?? '';
-    const address = this.settler.address?.(delivery) ?? '';
-    return this.subscribed!.get(exchange)?.has(address) !== true;
-  }
-
   /** Back to the queue for its other consumers: at once the first time, held when it comes back. */
-  private giveBackForeign(delivery: D, generation: number): void {
-    const exchange = this.settler.exchange?.(delivery) ?? '';
-    const address = this.settler.address?.(delivery) ?? '';
+  private giveBackForeign(delivery: D, generation: number, exchange: string, address: string): void {
     const key = `${exchange}\u0000${address}`;
     if (!this.warnedForeign.has(key) && this.warnedForeign.size < FOREIGN_WARN_LIMIT) {
       this.warnedForeign.add(key);
