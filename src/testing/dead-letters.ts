@@ -3,7 +3,7 @@
 // (listed with its count and an error), the listener keeps serving, a replay hands it to its pool
 // again and removes it, and a purge removes one for good.
 import { describe, expect, it } from 'vitest';
-import type { Context } from '../index.js';
+import { NotificationResult, type Context } from '../index.js';
 import type { NotificationMetadata } from '../contract/handlers.js';
 import type { ConformanceEnv } from './harness.js';
 import { notifier, startListener } from './notify.js';
@@ -63,5 +63,43 @@ export function deadLetterTests(env: ConformanceEnv): void {
       expect(await store.list({ address })).toEqual([]);
       expect(handled.filter((id) => id === 1)).toEqual([1]);
     });
+
+    if (env.caps.pools) {
+      it("a notification given back by another topic's listener in the same pool is not counted: with maxDeliveries 2 its own listener sees it first, requeues it once and handles it; nothing dead-lettered", async () => {
+        const nt = await env.notificationTransport({ driverOptions: { maxDeliveries: 2 } });
+        const [mine, theirs, pool] = [env.name('mine'), env.name('theirs'), env.name('pool')];
+        const address = `${theirs}.info`;
+        // Their listener subscribes the pool to their topic and goes away (where a pool is one queue, its binding stays).
+        const gone = await startListener(env, nt, [theirs], [{ info: () => undefined }], { pool });
+        await gone.stop();
+        await gone.wait();
+        const own: number[] = [];
+        await startListener(env, nt, [mine], [{ info: (_c: Context, _p: unknown, _e: string, payload: { id: number }) => void own.push(payload.id) }], { pool });
+        const N = 3;
+        for (let id = 0; id < N; id++) await notifier(nt, theirs).info({}, 'ev', { id });
+        // Sent after theirs: once it is handled, theirs went past this listener (and were given back where the pool is one queue).
+        await notifier(nt, mine).info({}, 'ev', { id: 0 });
+        await waitFor(() => own.length >= 1, { timeoutMs: env.ms(10_000), message: 'the listener of the other topic handled its own' });
+        const runs: Array<{ id: number; deliveryCount: number }> = [];
+        await startListener(
+          env,
+          nt,
+          [theirs],
+          [
+            {
+              info(_c: Context, _p: unknown, _e: string, payload: { id: number }, metadata: NotificationMetadata) {
+                runs.push({ id: payload.id, deliveryCount: metadata.deliveryCount });
+                return metadata.deliveryCount === 1 ? NotificationResult.REQUEUE : NotificationResult.HANDLED;
+              },
+            },
+          ],
+          { pool, allowRequeue: true },
+        );
+        await waitFor(() => runs.length >= 2 * N, { timeoutMs: env.ms(15_000), message: `their ${N} each delivered twice` });
+        for (let id = 0; id < N; id++) expect(runs.filter((r) => r.id === id).map((r) => r.deliveryCount), `deliveries of ${id}`).toEqual([1, 2]);
+        expect(own).toEqual([0]);
+        expect(await nt.driver.deadLetters().list({ address })).toEqual([]);
+      });
+    }
   });
 }

@@ -149,8 +149,22 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     this.nackRequeue(raw, channelId);
   }
 
-  /** Another topic's notification from a shared pool queue: back to the queue as it is, not counted as a delivery. */
+  /**
+   * Another topic's notification from a shared pool queue: back to the queue, not counted as a
+   * delivery. Where deliveries are counted (`maxDeliveries`, a quorum `x-delivery-limit`) a
+   * `basic.nack` would count it (a quorum queue's `x-delivery-count`, a classic queue's
+   * redelivered flag), so a copy goes back instead, naming its address and the deliveries before
+   * this one, and the original is acked once the copy is confirmed.
+   */
   giveBack(raw: ConsumeMessage, channelId: number): void {
+    if ((this.options.maxDeliveries > 0 || this.options.quorumDeliveryLimit > 0) && this.batchers.has(channelId)) {
+      const address = this.publishedTo(raw);
+      const h = parseDeliveryHeaders(raw, [address]);
+      const earlier = (h.ok ? h.previousDeliveries : 0) + this.copyDeliveries(raw) - 1;
+      const headers: Record<string, unknown> = { [HEADERS.address]: address };
+      if (earlier > 0) headers[HEADERS.deliveries] = earlier;
+      return this.republish(raw, channelId, this.specOf(raw).queue.name, headers, () => this.nackRequeue(raw, channelId), 'Could not give back a notification of another topic as a copy; requeued (counted as a delivery)');
+    }
     this.nackRequeue(raw, channelId);
   }
 
@@ -166,16 +180,19 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
 
   /** This copy's deliveries (quorum queues count them; classic queues only flag a redelivery) plus the earlier copies' count in `x-tidings-deliveries`. */
   deliveries(raw: ConsumeMessage): number {
-    let copy = 1;
-    if (raw.fields.redelivered) {
-      // Quorum queues count the earlier deliveries; classic queues only flag a redelivery, and there
-      // the header is whatever the publisher put: a value a broker could not have counted is ignored.
-      const earlier: unknown = raw.properties.headers?.['x-delivery-count'];
-      copy = typeof earlier === 'number' && Number.isInteger(earlier) && earlier > 0 && earlier < MAX_DELIVERY_COUNT ? earlier + 1 : 2;
-    }
+    const copy = this.copyDeliveries(raw);
     if (this.kind !== 'notification') return copy;
     const h = this.headersOf(raw);
     return (h.ok ? h.previousDeliveries : 0) + copy;
+  }
+
+  /** Deliveries of this copy, this one included. */
+  private copyDeliveries(raw: ConsumeMessage): number {
+    if (!raw.fields.redelivered) return 1;
+    // Quorum queues count the earlier deliveries; classic queues only flag a redelivery, and there
+    // the header is whatever the publisher put: a value a broker could not have counted is ignored.
+    const earlier: unknown = raw.properties.headers?.['x-delivery-count'];
+    return typeof earlier === 'number' && Number.isInteger(earlier) && earlier > 0 && earlier < MAX_DELIVERY_COUNT ? earlier + 1 : 2;
   }
 
   /** The address it was published to: a re-published copy names it in `x-tidings-address`. */

@@ -82,6 +82,13 @@ export class MemoryConsumer {
     return true;
   }
 
+  /** Back to the head of the queue as if this consumer had never taken it: the hand-out is not counted as a delivery. */
+  giveBack(deliveryTag: number): boolean {
+    const message = this.unacked.get(deliveryTag);
+    if (message) message.deliveries--;
+    return this.reject(deliveryTag, true);
+  }
+
   /**
    * Stops new deliveries (AMQP `basic.cancel`). Messages already delivered stay with this
    * consumer until acked, rejected or `close()`d, so a stopping listener can still finish them.

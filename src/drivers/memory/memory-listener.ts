@@ -90,9 +90,9 @@ export class MemoryListener<M extends ReceivedMessage> extends InboundPushSource
     this.options.logger.warn('Notification dead-lettered after maxDeliveries', { ...this.describe(delivery), deliveries: delivery.deliveries, maxDeliveries: max });
   }
 
-  /** Another topic's notification from a shared pool queue: back to the queue, whatever maxDeliveries says. */
+  /** Another topic's notification from a shared pool queue: back to the queue, not counted as a delivery (whatever maxDeliveries says). */
   giveBack(delivery: MemoryDelivery, consumer: number): void {
-    this.settled(this.consumers[consumer].reject(delivery.deliveryTag, true), 'give-back', delivery);
+    this.settled(this.consumers[consumer].giveBack(delivery.deliveryTag), 'give-back', delivery);
   }
 
   /** A malformed message (logged and counted by the pipeline): kept among the dead letters. */
