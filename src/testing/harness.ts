@@ -59,7 +59,18 @@ export interface ConformanceSubject {
    * they need more than vitest's defaults. @default `CONFORMANCE_TEST_TIMEOUT_MS * timeScale`
    */
   testTimeout?: number;
+  /**
+   * The parts of the suite to register, in the suite's order; all unless given. A broker whose
+   * suite takes minutes can run it as several files, each with some parts and a broker of its
+   * own, side by side.
+   */
+  parts?: readonly ConformancePart[];
 }
+
+/** The parts of the conformance suite, in the order they run. */
+export const CONFORMANCE_PARTS = ['rpc', 'notify', 'batch', 'lifecycle', 'malformed', 'reply-address', 'contract', 'health', 'wire', 'delivery', 'handler-timeout', 'dead-letters'] as const;
+/** One part of the conformance suite (`ConformanceSubject.parts`). */
+export type ConformancePart = (typeof CONFORMANCE_PARTS)[number];
 
 /** A test's time limit on a broker of `timeScale` 1 (see `ConformanceSubject.testTimeout`). */
 export const CONFORMANCE_TEST_TIMEOUT_MS = 30_000;

@@ -1,7 +1,7 @@
 // tidings/testing: the conformance suite every driver passes (third-party drivers too) and the
 // memory:// broker's test hooks. The suite registers vitest tests, so it runs under vitest.
-export { runConformanceSuite } from './suite.js';
-export type { ConformanceSubject } from './harness.js';
+export { CONFORMANCE_PARTS, runConformanceSuite } from './suite.js';
+export type { ConformancePart, ConformanceSubject } from './harness.js';
 export {
   getMemoryBroker,
   memoryBrokerOf,

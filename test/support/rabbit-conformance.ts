@@ -19,26 +19,37 @@ export interface RabbitSubjectOptions {
    * Deleted after the run.
    */
   controlExchange?: string;
+  /**
+   * A private broker instead of the machine's (e.g. a test cluster): the transport URL without
+   * its query, and the AMQP URL raw publishes go to, read when the suite runs. Nothing is swept
+   * afterwards: the broker goes away with its data.
+   */
+  broker?: { url: () => string; rawUrl: () => string; before?: () => Promise<void> };
+  parts?: ConformanceSubject['parts'];
 }
 
 export function rabbitConformanceSubject(o: RabbitSubjectOptions): ConformanceSubject {
   const transports: Transport[] = [];
-  const url = o.query ? `${RABBIT_URL}?${o.query}` : RABBIT_URL;
+  const base = o.broker?.url ?? (() => RABBIT_URL);
+  const url = () => (o.query ? `${base()}?${o.query}` : base());
   const transportOptions: TransportOptions | undefined = o.controlExchange ? { controlExchange: o.controlExchange } : undefined;
+  const exchangeOf = (exchange: string) => (exchange === 'openstack' && o.controlExchange ? o.controlExchange : exchange);
   return {
     name: o.name,
-    url: () => url,
+    url,
     capabilities: { rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true, deadLetters: true },
     transportOptions,
-    before: requireRabbitMQ,
+    before: o.broker?.before ?? requireRabbitMQ,
     onTransport: (t) => void transports.push(t),
     async after(prefix) {
+      if (o.broker) return;
       await deleteRabbitObjectsWithPrefix(prefix);
       if (o.controlExchange) await deleteRabbitObjectsWithPrefix(o.controlExchange);
       const replyQueues = transports.map((t) => (t.driver as { replyQueue?: string }).replyQueue).filter((q): q is string => !!q);
       await deleteRabbitQueues(replyQueues);
     },
-    publishRaw: (_url, exchange, routingKey, body) => publishRawToRabbit(exchange === 'openstack' && o.controlExchange ? o.controlExchange : exchange, routingKey, body),
+    publishRaw: (_url, exchange, routingKey, body) => publishRawToRabbit(exchangeOf(exchange), routingKey, body, o.broker?.rawUrl()),
     timeScale: 2,
+    parts: o.parts,
   };
 }
