@@ -121,7 +121,7 @@ describe('Kafka client libraries are loaded only when used', () => {
 
   it('a kafka:// transport with client=platformatic loads @platformatic/kafka, and never kafkajs (refused on the mock at first use)', async () => {
     const loaded = await runCase('refused', kafkaUrl('&client=platformatic'));
-    // @platformatic/kafka needs Kafka 3.5+ APIs the mock lacks (see kafka.conformance.test.ts): the send was refused after loading it.
+    // @platformatic/kafka needs Kafka 3.5+ APIs the mock lacks (see test/support/kafka-conformance.ts): the send was refused after loading it.
     expect(loaded.outcome).toBe('NotSupportedError');
     expect(loaded.specifiers).toContain('@platformatic/kafka');
     expect(loadedLibraries(loaded), `packages imported: ${loaded.specifiers.join(' ')}`).toEqual(['@platformatic/kafka']);
