@@ -1,6 +1,6 @@
 // NestJS microservices (@nestjs/microservices), as a NestJS user writes them: a microservice app
-// with a controller (`@MessagePattern('echo')` returning its payload, `@EventPattern('sink')`
-// counting casts) and a `ClientProxy` calling it with `send` (a call) and `emit` (a cast). The
+// with a controller (`@MessagePattern` `echo` returning its payload, `@EventPattern` `sink`
+// counting casts; both patterns unique to the run) and a `ClientProxy` calling it with `send` (a call) and `emit` (a cast). The
 // app and the client are two connections in one process, as tidings' bench runs its server and
 // client. Decorators are applied with `Reflect.decorate`, as compiled TypeScript does, so the
 // runner needs no compiler. Transports at their defaults: `--transport rmq` (queue per run; the
@@ -19,6 +19,9 @@ if (transport !== 'rmq' && transport !== 'redis') throw new Error(`--transport m
 // The runner's own flags follow; --transport is this file's.
 process.argv.splice(process.argv.indexOf('--transport'), 2);
 
+// Patterns unique to the run: the Redis transport's channels are named after them.
+const ECHO = unique('bench-echo');
+const SINK = unique('bench-sink');
 let handled = 0;
 
 class BenchController {
@@ -30,8 +33,8 @@ class BenchController {
     handled++;
   }
 }
-Reflect.decorate([MessagePattern('echo')], BenchController.prototype, 'echo', Object.getOwnPropertyDescriptor(BenchController.prototype, 'echo'));
-Reflect.decorate([EventPattern('sink')], BenchController.prototype, 'sink', Object.getOwnPropertyDescriptor(BenchController.prototype, 'sink'));
+Reflect.decorate([MessagePattern(ECHO)], BenchController.prototype, 'echo', Object.getOwnPropertyDescriptor(BenchController.prototype, 'echo'));
+Reflect.decorate([EventPattern(SINK)], BenchController.prototype, 'sink', Object.getOwnPropertyDescriptor(BenchController.prototype, 'sink'));
 Reflect.decorate([Controller()], BenchController);
 
 class BenchModule {}
@@ -53,8 +56,8 @@ runPeer(async (args) => {
   try {
     await client.connect();
     return await measureRpc(args, {
-      call: (i) => lastValueFrom(client.send('echo', { i, text: PAYLOAD_TEXT })),
-      cast: (i) => lastValueFrom(client.emit('sink', { i, text: PAYLOAD_TEXT }), { defaultValue: undefined }),
+      call: (i) => lastValueFrom(client.send(ECHO, { i, text: PAYLOAD_TEXT })),
+      cast: (i) => lastValueFrom(client.emit(SINK, { i, text: PAYLOAD_TEXT }), { defaultValue: undefined }),
       handled: () => handled,
     });
   } finally {
