@@ -116,6 +116,8 @@ export const PEERS: readonly Peer[] = [
 export interface PeerRun {
   opsPerSec?: number;
   p50Ms?: number;
+  /** CPU time (user + system, every thread) of the side's process per operation over its window, µs. */
+  cpuUsPerOp?: number;
   error?: string;
 }
 
@@ -171,8 +173,8 @@ function runChild(command: { file: string; args: string[]; env: Record<string, s
       const last = out.trim().split('\n').at(-1) ?? '';
       try {
         if (code !== 0) throw new Error(`exited ${signal ?? code}`);
-        const stats = JSON.parse(last) as { opsPerSec: number; p50Ms?: number };
-        resolve({ opsPerSec: stats.opsPerSec, ...(stats.p50Ms !== undefined ? { p50Ms: stats.p50Ms } : {}) });
+        const stats = JSON.parse(last) as { opsPerSec: number; p50Ms?: number; cpuUsPerOp?: number };
+        resolve({ opsPerSec: stats.opsPerSec, ...(stats.p50Ms !== undefined ? { p50Ms: stats.p50Ms } : {}), ...(stats.cpuUsPerOp !== undefined ? { cpuUsPerOp: stats.cpuUsPerOp } : {}) });
       } catch (e) {
         const tail = (err.trim() || last).split('\n').slice(-3).join(' / ');
         resolve({ error: `${e instanceof Error ? e.message : String(e)}${tail ? `: ${tail}` : ''}` });
