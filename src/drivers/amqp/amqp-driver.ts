@@ -73,6 +73,8 @@ const QUEUE_MANAGER_REPLY = /^reply_[^\s:]{1,200}:[^\s:]{1,200}:\d{1,15}$/;
 
 /** The largest `basic.qos` prefetch-count (a 16-bit field). */
 const MAX_PREFETCH = 65_535;
+/** The prefetch of an RPC listener given no count nor hint under `rabbit_stream_fanout` (a stream consumer needs one): an RPC server's default hint, 2 x executorSize. */
+const STREAM_PREFETCH = 128;
 
 export class AmqpDriver extends BaseDriver implements ReplySender {
   readonly name = 'amqp';
@@ -171,7 +173,8 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
 
   protected async doListen(target: Target, options: ListenOptions): Promise<Listener<RpcIncomingMessage>> {
     const topic = target.topic as string;
-    const fanoutQueue = this.queueManager && `${fanoutAddress(topic)}_${this.queueManager.next()}`;
+    // A stream is shared by the topic's servers: no private name to take from the queue manager (oslo).
+    const fanoutQueue = this.options.streamFanout ? undefined : this.queueManager && `${fanoutAddress(topic)}_${this.queueManager.next()}`;
     const specs = rpcServerSpecs(this.exchangeFor(target), topic, target.server as string, this.options, fanoutQueue);
     return this.startListener<RpcIncomingMessage>('rpc', specs, options, { topic: target.topic, server: target.server });
   }
@@ -223,7 +226,8 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     const conn = new AmqpConnection(`listener:${n}`, this.options, logger, this.events);
     // The option when given (0 = unlimited, as oslo), else the façade's bound on what it can use,
     // at most 65535: basic.qos carries prefetch-count in 16 bits.
-    const prefetch = this.options.prefetchCount ?? Math.min(options.prefetchHint ?? 0, MAX_PREFETCH);
+    let prefetch = this.options.prefetchCount ?? Math.min(options.prefetchHint ?? 0, MAX_PREFETCH);
+    if (prefetch === 0 && specs.some((s) => s.stream)) prefetch = STREAM_PREFETCH;
     const source = new AmqpListener<M>(kind, conn, specs, this.options, logger, this, this.deliveryStats, this.publisher, fields.pool as string | undefined, prefetch, subscriptions);
     return this.openListener(source, () => source.start(), { ...options, prefetchSize: prefetch, logger });
   }

@@ -45,6 +45,13 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
   private readonly sharedPoolQueue: boolean;
   /** Copies being re-published (requeues, dead letters): cleanup waits for them before closing the channel. */
   private readonly republishing = new Set<Promise<void>>();
+  /**
+   * The offset after the last delivery of each stream (`rabbit_stream_fanout`): a new channel
+   * reads on from there, so a reconnect neither loses nor repeats a fanout cast (oslo 14.7+).
+   */
+  private readonly streamOffsets = new Map<ConsumerSpec, number>();
+  /** One of its queues is a stream. */
+  private readonly readsStream: boolean;
 
   constructor(
     readonly kind: ListenerKind,
@@ -64,6 +71,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
   ) {
     super(kind, { logger, dedupWindow: options.dedupWindow, replies, stats, pool, maxMessageBytes: options.maxMessageBytes, subscriptions });
     this.sharedPoolQueue = subscriptions !== undefined;
+    this.readsStream = specs.some((s) => s.stream);
     this.addresses = new Map(specs.map((s) => [s, [...new Set(s.bindings.map((b) => b.routingKey))]]));
   }
 
@@ -227,7 +235,8 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
   private drop(raw: ConsumeMessage, channelId: number): void {
     this.batchers.get(channelId)?.untrack(raw);
     const ch = this.channels.get(channelId);
-    if (ch) safely(() => ch.reject(raw, false));
+    // A stream delivery is never removed: acknowledging it is how it is skipped (a reject closes the connection).
+    if (ch) safely(() => (this.specOf(raw).stream ? ch.ack(raw) : ch.reject(raw, false)));
   }
 
   /**
@@ -328,9 +337,9 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
           deadLetterQueues.add(dlq.name);
         }
       }
-      const args = consumerArguments(this.options);
       for (const spec of this.specs) {
-        const { consumerTag } = await ch.consume(spec.queue.name, (m) => this.onDelivery(ch, id, m), { noAck: false, ...args });
+        const args = consumerArguments(this.options, spec.stream ? { offset: this.streamOffsets.get(spec) } : undefined);
+        const { consumerTag } = await ch.consume(spec.queue.name, (m) => this.onDelivery(ch, id, m, spec), { noAck: false, ...args });
         this.specByTag.set(consumerTag, spec);
         tags.push(consumerTag);
       }
@@ -418,14 +427,25 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     return false;
   }
 
+  /** Remembers the offset after a stream delivery (RabbitMQ sets `x-stream-offset`, whatever the publisher wrote). */
+  private noteStreamOffset(raw: ConsumeMessage): void {
+    const spec = this.specOf(raw);
+    if (!spec.stream) return;
+    const offset: unknown = raw.properties.headers?.['x-stream-offset'];
+    if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0) return;
+    this.streamOffsets.set(spec, Math.max(offset + 1, this.streamOffsets.get(spec) ?? 0));
+  }
+
   /** Buffered notifications of a dead channel will be redelivered by the broker: drop our copies. */
   private purgeBuffered(channelId: number): void {
     const dead = this.sink!.withdraw((m) => (m as unknown as NotificationMessage<ConsumeMessage>).generation === channelId);
     for (const m of dead) this.notifications?.abandon(m as unknown as NotificationMessage<ConsumeMessage>);
   }
 
-  private onDelivery(ch: Channel, id: number, raw: ConsumeMessage | null): void {
+  private onDelivery(ch: Channel, id: number, raw: ConsumeMessage | null, spec: ConsumerSpec): void {
     if (raw === null) {
+      // A deleted stream cancels its consumers: the next one starts afresh (oslo resets the offset too).
+      this.streamOffsets.delete(spec);
       this.logger.warn('Consumer cancelled by the broker; subscribing again', { queues: this.queueNames() });
       ch.close().catch(() => undefined);
       return;
@@ -434,6 +454,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     // anything is acked (a foreign one held for a while, or one being re-published, included), or
     // a multiple-ack covers it.
     this.batchers.get(id)?.track(raw);
+    if (this.readsStream) this.noteStreamOffset(raw);
     if (this.kind === 'notification' && !this.admit(raw, id)) return;
     const message = this.receive(raw.content, raw, id);
     if (message === undefined) return;

@@ -127,8 +127,11 @@ const FIELDS = {
   /** The queue manager's process name (`processname`); unset: the script's file name, as oslo's basename(argv[0]). @default undefined */
   processname: stringOption({ default: undefined, query: 'processname' }),
   /**
-   * Not supported (`rabbit_stream_fanout`, oslo 14.7+): true fails with InvalidTransportURL.
-   * @default false
+   * Each topic's fanout queue is one shared durable stream, `<topic>_fanout` (`x-queue-type:
+   * stream`, `x-max-age` = transientQueuesTtl in whole seconds), as oslo 14.7+ declares it, that
+   * every server reads from its own offset (`rabbit_stream_fanout`). Needs transientQuorumQueue
+   * (oslo's rule: the fanout exchange is durable) and a prefetch (RabbitMQ refuses a stream
+   * consumer without one): prefetchCount 0 is refused. RabbitMQ 3.9+. @default false
    */
   streamFanout: booleanOption({ default: false, query: 'rabbit_stream_fanout' }),
   /** How many `_unique_id`s each listener remembers for duplicate suppression (oslo: 16). @default 4096 */
@@ -240,6 +243,14 @@ export function resolveOptions(url: TransportURL, driverOptions: Readonly<Record
     throw new InvalidArgument('transientQuorumQueue', 'not combined with haQueues (rabbit_ha_queues and rabbit_transient_quorum_queue conflict)', true);
   }
   refuseUnsupported(opts, url);
+  // oslo's two rules (impl_rabbit Connection): its publishers declare `<topic>_fanout` durable only
+  // with rabbit_transient_quorum_queue, and RabbitMQ refuses a stream consumer without a prefetch.
+  if (opts.streamFanout && !opts.transientQuorumQueue) {
+    throw new InvalidArgument('streamFanout', 'transientQuorumQueue as well (rabbit_stream_fanout needs rabbit_transient_quorum_queue=true: the fanout exchange is durable)', true);
+  }
+  if (opts.streamFanout && opts.prefetchCount === 0) {
+    throw new InvalidArgument('prefetchCount', 'a positive count with streamFanout (rabbit_stream_fanout needs rabbit_qos_prefetch_count > 0: RabbitMQ refuses a stream consumer without a prefetch)', 0);
+  }
   if (opts.serverQueueExpires > 0 && (opts.durableQueues || opts.quorumQueue)) {
     throw new InvalidArgument('serverQueueExpires', '0 with durableQueues or quorumQueue (only non-durable server queues expire)', opts.serverQueueExpires);
   }
@@ -275,9 +286,6 @@ function refuseUnsupported(o: AmqpOptions, url: TransportURL): void {
   };
   if (o.kombuCompression !== undefined && !GZIP_NAMES.has(o.kombuCompression)) {
     refuse(`kombu_compression=${o.kombuCompression}`, 'only gzip/zlib (kombu application/x-gzip) is available; Node has no bz2 or lzma codec');
-  }
-  if (o.streamFanout) {
-    refuse('rabbit_stream_fanout', 'stream-backed fanout queues (one shared x-queue-type: stream queue read from an offset) are not implemented; fanout uses one queue per server');
   }
   if (o.loginMethod === 'RABBIT-CR-DEMO') refuse('rabbit_login_method=RABBIT-CR-DEMO', "RabbitMQ's demonstration mechanism is not offered by amqplib; use PLAIN, AMQPLAIN or EXTERNAL");
   if (o.sslVersion !== undefined && !Object.hasOwn(TLS_VERSIONS, o.sslVersion.toLowerCase())) {

@@ -37,6 +37,12 @@ export interface ConsumerSpec {
   readonly bindings: readonly BindingDecl[];
   /** Delete the queue when its listener is cleaned up (private fanout queues, as oslo does). */
   readonly deleteOnCleanup?: boolean;
+  /**
+   * A stream (`rabbit_stream_fanout`): consumed from an offset (`x-stream-offset`), which the
+   * listener keeps; its deliveries are acknowledged, never rejected (RabbitMQ closes the
+   * connection on a `basic.reject` of a stream delivery: 540 NOT_IMPLEMENTED).
+   */
+  readonly stream?: boolean;
 }
 
 type TopologyOptions = Pick<
@@ -56,6 +62,7 @@ type TopologyOptions = Pick<
   | 'poolQueuePerTopic'
   | 'serverQueueExpires'
   | 'deadLetterMaxLen'
+  | 'streamFanout'
 >;
 
 /** Durable when `amqp_durable_queues` or `rabbit_quorum_queue` (quorum queues must be durable). */
@@ -115,8 +122,32 @@ export function transientQueue(name: string, o: TopologyOptions): QueueDecl {
   return { name, options: { durable: o.transientQuorumQueue, autoDelete: false, exclusive: false, arguments: args } };
 }
 
-/** Consumer arguments of every subscription: `x-cancel-on-ha-failover` with `enable_cancel_on_failover`. */
-export function consumerArguments(o: Pick<AmqpOptions, 'enableCancelOnFailover'>): { arguments?: Record<string, unknown> } {
+/**
+ * `<topic>_fanout` with `rabbit_stream_fanout`: the one stream every server of the topic reads,
+ * durable, never deleted by a listener, `x-max-age` = the transient TTL in seconds (oslo's
+ * `"<n>s"`: a TTL in ms rounds up to a whole second; 0 = kept for ever). oslo 14.7+
+ * `_get_queue_arguments` declares these arguments and no others (no quorum or `x-ha-policy`):
+ * RabbitMQ compares `x-max-age` too, so both sides MUST agree on the TTL.
+ */
+export function streamFanoutQueue(topic: string, o: Pick<TopologyOptions, 'transientQueuesTtl'>): QueueDecl {
+  const args: Record<string, unknown> = { 'x-queue-type': 'stream' };
+  if (o.transientQueuesTtl > 0) args['x-max-age'] = `${Math.ceil(o.transientQueuesTtl / 1000)}s`;
+  return { name: fanoutAddress(topic), options: { durable: true, autoDelete: false, exclusive: false, arguments: args } };
+}
+
+/**
+ * Where a new stream consumer starts: `next`, the messages published after it subscribed. oslo
+ * 14.7+ starts at `last`, the stream's last chunk, so a restarted server runs that chunk's casts
+ * again (the last one at least), and a cast that crashes its server runs again at every restart.
+ */
+export const STREAM_START = 'next';
+
+/**
+ * Consumer arguments: on a stream `x-stream-offset` alone (`offset`: the next one to read, or
+ * STREAM_START), as oslo; elsewhere `x-cancel-on-ha-failover` with `enable_cancel_on_failover`.
+ */
+export function consumerArguments(o: Pick<AmqpOptions, 'enableCancelOnFailover'>, stream?: { offset: number | undefined }): { arguments?: Record<string, unknown> } {
+  if (stream) return { arguments: { 'x-stream-offset': stream.offset ?? STREAM_START } };
   return o.enableCancelOnFailover ? { arguments: { 'x-cancel-on-ha-failover': true } } : {};
 }
 
@@ -169,7 +200,8 @@ export function serverQueue(name: string, o: TopologyOptions): QueueDecl {
 
 /**
  * An RPC server's three subscriptions (oslo `listen`): shared topic, server queue, private fanout
- * (`fanoutQueue`, default `<topic>_fanout_<hex>`).
+ * (`fanoutQueue`, default `<topic>_fanout_<hex>`), or with `rabbit_stream_fanout` the topic's
+ * shared stream instead of a private queue.
  */
 export function rpcServerSpecs(exchange: string, topic: string, server: string, o: TopologyOptions, fanoutQueue = newFanoutQueueName(topic)): ConsumerSpec[] {
   const ex = topicExchange(exchange, o);
@@ -178,7 +210,9 @@ export function rpcServerSpecs(exchange: string, topic: string, server: string, 
   return [
     { queue: topicQueue(topicKey, o), bindings: [{ exchange: ex, routingKey: topicKey }] },
     { queue: serverQueue(serverKey, o), bindings: [{ exchange: ex, routingKey: serverKey }] },
-    { queue: transientQueue(fanoutQueue, o), bindings: [{ exchange: fanoutExchange(topic, o), routingKey: topic }], deleteOnCleanup: true },
+    o.streamFanout
+      ? { queue: streamFanoutQueue(topic, o), bindings: [{ exchange: fanoutExchange(topic, o), routingKey: topic }], stream: true }
+      : { queue: transientQueue(fanoutQueue, o), bindings: [{ exchange: fanoutExchange(topic, o), routingKey: topic }], deleteOnCleanup: true },
   ];
 }
 

@@ -122,6 +122,16 @@ describe('amqp options', () => {
     expect(() => parse('rabbit://h/?rabbit_ha_queues=true&rabbit_quorum_queue=true')).toThrow(InvalidArgument);
   });
 
+  it('rabbit_stream_fanout needs rabbit_transient_quorum_queue and a prefetch, as oslo: InvalidArgument naming both options', () => {
+    expect(parse('rabbit://h/?rabbit_stream_fanout=true&rabbit_transient_quorum_queue=true')).toMatchObject({ streamFanout: true, transientQuorumQueue: true });
+    expect(parse('rabbit://h/?rabbit_stream_fanout=true&rabbit_transient_quorum_queue=true&rabbit_qos_prefetch_count=10').prefetchCount).toBe(10);
+    expect(() => parse('rabbit://h/?rabbit_stream_fanout=true')).toThrow(InvalidArgument);
+    expect(() => parse('rabbit://h/?rabbit_stream_fanout=true')).toThrow(/streamFanout.*rabbit_stream_fanout needs rabbit_transient_quorum_queue=true/);
+    expect(() => parse('rabbit://h/', { streamFanout: true })).toThrow(/transientQuorumQueue/);
+    expect(() => parse('rabbit://h/?rabbit_stream_fanout=true&rabbit_transient_quorum_queue=true&rabbit_qos_prefetch_count=0')).toThrow(InvalidArgument);
+    expect(() => parse('rabbit://h/', { streamFanout: true, transientQuorumQueue: true, prefetchCount: 0 })).toThrow(/prefetchCount.*streamFanout.*rabbit_stream_fanout needs rabbit_qos_prefetch_count > 0/);
+  });
+
   it('refuses auto-delete quorum queues at once (RabbitMQ would refuse the first declare)', () => {
     expect(() => parse('rabbit://h/?amqp_auto_delete=true&rabbit_quorum_queue=true')).toThrow(InvalidArgument);
     expect(() => parse('rabbit://h/', { autoDelete: true, quorumQueue: true })).toThrow(/not combined with autoDelete/);

@@ -5,6 +5,7 @@ import {
   notificationSpecs,
   queueArguments,
   rpcServerSpecs,
+  streamFanoutQueue,
   topicExchange,
   topicQueue,
   transientQueue,
@@ -58,6 +59,21 @@ describe('amqp topology (oslo-wire.md §1.2)', () => {
     const [, , fanout] = rpcServerSpecs('openstack', 'tt', 's1', tq, 'tt_fanout_h:p:1');
     expect(fanout.queue.name).toBe('tt_fanout_h:p:1');
     expect(fanout.bindings[0].exchange.options.durable).toBe(true);
+  });
+
+  it('rabbit_stream_fanout: one durable stream <topic>_fanout with x-max-age in seconds, as oslo 14.7+ _get_queue_arguments; kept on cleanup', () => {
+    const sf = { ...o, streamFanout: true, transientQuorumQueue: true, quorumDeliveryLimit: 3, haQueues: false };
+    const [shared, server, fanout] = rpcServerSpecs('openstack', 'tt', 's1', sf, 'tt_fanout_h:p:1');
+    expect(fanout.queue).toEqual({ name: 'tt_fanout', options: { durable: true, autoDelete: false, exclusive: false, arguments: { 'x-queue-type': 'stream', 'x-max-age': '1800s' } } });
+    expect(fanout.bindings.map((b) => [b.exchange.name, b.exchange.type, b.exchange.options.durable, b.exchange.options.autoDelete, b.routingKey])).toEqual([['tt_fanout', 'fanout', true, true, 'tt']]);
+    expect(fanout.stream).toBe(true);
+    expect(fanout.deleteOnCleanup).toBeFalsy();
+    expect([shared.stream, server.stream]).toEqual([undefined, undefined]);
+    // oslo: `"%ss" % rabbit_transient_queues_ttl`, none when 0; ms round up to a whole second.
+    expect(streamFanoutQueue('tt', { transientQueuesTtl: 0 }).options.arguments).toEqual({ 'x-queue-type': 'stream' });
+    expect(streamFanoutQueue('tt', { transientQueuesTtl: 1500 }).options.arguments).toEqual({ 'x-queue-type': 'stream', 'x-max-age': '2s' });
+    // Reply queues stay transient quorum queues.
+    expect(transientQueue('reply_x', sf).options.arguments).toEqual({ 'x-queue-type': 'quorum', 'x-delivery-limit': 3, 'x-expires': 1_800_000 });
   });
 
   it('an RPC server subscribes <topic>, <topic>.<server> and a private fanout queue', () => {
