@@ -1,9 +1,10 @@
 // RPC over Kafka (oslo has none): requests on `<topic>` (one consumer group per topic and
 // exchange: each request to one server), `<topic>.<server>` (a group per server name) and
 // `<topic>_fanout` (read by every server directly, no group); replies on a `reply_<hex>` topic per
-// transport read directly from its end, so a call never pays a group join. oslo's rules (reply
-// matching, timeouts, ack on receipt, dedupe) are the shared ones in src/contract. Topic and group
-// names come from topology.ts.
+// transport read directly from its end, so a call never pays a group join; servers produce their
+// replies in the background, off the executor (sendReply). oslo's rules (reply matching,
+// timeouts, ack on receipt, dedupe) are the shared ones in src/contract. Topic and group names
+// come from topology.ts.
 import type { SendOptions } from '../../contract/base-driver.js';
 import { decodeBody, newHexId } from '../../contract/envelope.js';
 import { InboundPushSource } from '../../contract/inbound.js';
