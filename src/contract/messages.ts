@@ -8,7 +8,9 @@ import { encodeReply, type ParsedNotification, type ParsedRpcRequest } from './w
 
 /**
  * Publishes an encoded reply body to a caller's reply address. MUST NOT throw or reject: a
- * reply that cannot be delivered is logged by the driver (the caller times out).
+ * reply that cannot be delivered is logged by the driver (the caller times out). SHOULD settle
+ * without waiting out retries: the server's executor slot is held until it does, so a reply that
+ * failed is retried in the background (bounded, and abandoned at cleanup).
  */
 export interface ReplySender {
   /** Publishes `body` (an encoded reply to call `msgId`) to `replyQueue`. */

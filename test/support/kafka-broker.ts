@@ -61,6 +61,12 @@ export interface KafkaTestBroker {
   brokerDown(id: number): Promise<void>;
   /** Lets broker `id` (-1: all) accept connections again. */
   brokerUp(id: number): Promise<void>;
+  /**
+   * Answers Metadata for `topic` (created if missing) with Kafka error `code` from now on (0
+   * clears it): a producer never finds its partitions, other topics are unaffected. E.g. 3,
+   * UNKNOWN_TOPIC_OR_PARTITION, a topic a broker without auto-creation does not have.
+   */
+  topicError(topic: string, code: number): Promise<void>;
   /** SIGSTOP, resolved once every thread of the process is stopped: connections stay open and take bytes, nothing is answered. */
   freeze(): Promise<void>;
   /** SIGCONT after freeze(): the brokers answer again, with what they kept. */
@@ -287,6 +293,7 @@ export async function startKafkaMock(options: StartKafkaMockOptions = {}): Promi
     createTopic: (t) => proc.command(`topic ${t.name}:${t.partitions ?? 1}`),
     brokerDown: (id) => proc.command(`down ${id}`),
     brokerUp: (id) => proc.command(`up ${id}`),
+    topicError: (topic, code) => proc.command(`topic-error ${topic} ${code}`),
     freeze: () => proc.freeze(),
     thaw: async () => proc.thaw(),
   };
@@ -318,6 +325,7 @@ async function externalBroker(brokers: string[], topics: readonly KafkaTopicSpec
     restart: unsupported('restart()'),
     brokerDown: unsupported('brokerDown()'),
     brokerUp: unsupported('brokerUp()'),
+    topicError: unsupported('topicError()'),
     freeze: unsupported('freeze()'),
     thaw: unsupported('thaw()'),
   };

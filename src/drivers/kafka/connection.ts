@@ -75,28 +75,40 @@ export class KafkaConnection {
     });
   }
 
+  /**
+   * Produces one record in a request of its own, sent now. For a retry: a produce request fails
+   * as a whole when one of its topics does (a reply topic the broker does not know fails every
+   * reply coalesced with it), so a record that failed once must not share a request again.
+   */
+  produceAlone(record: OutgoingRecord): Promise<void> {
+    if (this.closed) return Promise.reject(new InvalidState('The Kafka transport was cleaned up'));
+    return new Promise<void>((resolve, reject) => this.send([{ record, resolve, reject }]));
+  }
+
   /** Sends what is queued, in requests of at most `producerBatchSize` records. */
   private readonly flush = (): void => {
     this.scheduled = false;
-    while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.options.producerBatchSize);
-      const sending = this.getClient()
-        .then((client) => client.send(batch.map((q) => q.record)))
-        .then(
-          () => {
-            this.state = 'ready';
-            batch.forEach((q) => q.resolve());
-          },
-          (err: unknown) => {
-            if (this.client !== undefined) this.state = 'failing';
-            this.onError(err);
-            batch.forEach((q) => q.reject(err));
-          },
-        );
-      this.inFlight.add(sending);
-      void sending.finally(() => this.inFlight.delete(sending));
-    }
+    while (this.queue.length > 0) this.send(this.queue.splice(0, this.options.producerBatchSize));
   };
+
+  /** Sends one produce request and settles its records. */
+  private send(batch: Queued[]): void {
+    const sending = this.getClient()
+      .then((client) => client.send(batch.map((q) => q.record)))
+      .then(
+        () => {
+          this.state = 'ready';
+          batch.forEach((q) => q.resolve());
+        },
+        (err: unknown) => {
+          if (this.client !== undefined) this.state = 'failing';
+          this.onError(err);
+          batch.forEach((q) => q.reject(err));
+        },
+      );
+    this.inFlight.add(sending);
+    void sending.finally(() => this.inFlight.delete(sending));
+  }
 
   /** Sends what is queued, waits for outstanding produce requests (up to `timeoutMs`), then closes the client. */
   async close(timeoutMs: number): Promise<void> {

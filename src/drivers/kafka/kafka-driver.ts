@@ -1,6 +1,7 @@
 // The Kafka driver: oslo.messaging's Kafka notifications (oslo-wire.md §2) with at-least-once
 // listeners, pools as consumer groups, requeue through retry topics and dead letters; and RPC,
 // which oslo has not over Kafka (kafka-rpc.ts).
+import { setMaxListeners } from 'node:events';
 import { BaseDriver, type ConnectionState, type DriverInit, type ListenOptions, type NotificationListenOptions, type NotificationSendOptions, type SendOptions, type TargetAndPriority } from '../../contract/base-driver.js';
 import type { DriverCapabilities } from '../../contract/capabilities.js';
 import type { DeadLetterStore } from '../../contract/dead-letters.js';
@@ -34,6 +35,8 @@ export class KafkaDriver extends BaseDriver {
 
   constructor(init: DriverInit) {
     super(init);
+    // Every produce or reply waiting out a retry backoff listens on it (removed after): many at once while topics fail is no leak.
+    setMaxListeners(0, this.closing.signal);
     this.options = resolveOptions(init.url, init.options);
     // Records stay in their topic, so a group that starts from the earliest offset finds what was
     // sent before it existed; with `latest` (oslo) they are missed.
@@ -96,8 +99,10 @@ export class KafkaDriver extends BaseDriver {
   }
 
   protected async close(): Promise<void> {
-    await this.rpc.close();
-    await this.conn.close(this.options.shutdownTimeout);
+    // One shutdownTimeout for the replies still being produced and the producer's last requests.
+    const deadline = Date.now() + this.options.shutdownTimeout;
+    await this.rpc.close(this.options.shutdownTimeout);
+    await this.conn.close(Math.max(0, deadline - Date.now()));
     this.logger.debug('Kafka driver cleaned up');
   }
 

@@ -1,9 +1,10 @@
 // RPC over Kafka (oslo has none): requests on `<topic>` (one consumer group per topic and
 // exchange: each request to one server), `<topic>.<server>` (a group per server name) and
 // `<topic>_fanout` (read by every server directly, no group); replies on a `reply_<hex>` topic per
-// transport read directly from its end, so a call never pays a group join. oslo's rules (reply
-// matching, timeouts, ack on receipt, dedupe) are the shared ones in src/contract. Topic and group
-// names come from topology.ts.
+// transport read directly from its end, so a call never pays a group join; servers produce their
+// replies in the background, off the executor (sendReply). oslo's rules (reply matching,
+// timeouts, ack on receipt, dedupe) are the shared ones in src/contract. Topic and group names
+// come from topology.ts.
 import type { SendOptions } from '../../contract/base-driver.js';
 import { decodeBody, newHexId } from '../../contract/envelope.js';
 import { InboundPushSource } from '../../contract/inbound.js';
@@ -14,13 +15,20 @@ import type { Context, DriverMessage } from '../../contract/types.js';
 import { encodeRpcRequest } from '../../contract/wire.js';
 import { MessageDeliveryFailure, MessagingError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
-import { withRetry } from '../../core/retry.js';
+import { retryAfterFirst, withRetry } from '../../core/retry.js';
 import type { Target } from '../../core/target.js';
 import { partitionKey, type IncomingRecord, type KafkaConsumerHandle, type KafkaReaderHandle, type OutgoingRecord } from './client/index.js';
 import type { KafkaConnection } from './connection.js';
 import type { ResolvedKafkaOptions } from './options.js';
 import { leaseReplyTopic, releaseReplyTopic } from './reply-topics.js';
 import { fanoutTopic, HEADERS, isReplyTopic, requestTopic, serverGroup } from './topology.js';
+
+/**
+ * Most replies a transport produces in the background at once. Replies normally leave within a
+ * round trip; this many in flight means their topics are failing, and past it a reply is dropped
+ * (logged, counted) rather than kept in memory.
+ */
+export const MAX_REPLIES_IN_FLIGHT = 1024;
 
 /** The delivery handle of a request (`unwrap()` returns it). */
 export interface KafkaRpcDelivery {
@@ -35,6 +43,9 @@ export class KafkaRpc implements ReplySender {
   readonly replyTopic = leaseReplyTopic();
   private replyReader?: Promise<KafkaReaderHandle>;
   private closed = false;
+  /** Replies being produced in the background (sendReply), each removed once produced or given up. */
+  private readonly replying = new Set<Promise<void>>();
+  private lost = 0;
 
   constructor(
     private readonly conn: KafkaConnection,
@@ -74,26 +85,80 @@ export class KafkaRpc implements ReplySender {
     return this.options.maxMessageBytes;
   }
 
-  /** @internal Publishes a reply to a caller's reply topic. Never rejects: a lost reply is logged (the caller times out). */
+  /** @internal True for the reply topics this driver creates (`reply_<hex>`): a call naming any other is dropped. */
   isReplyAddress(address: string): boolean {
     return isReplyTopic(address);
   }
 
-  async sendReply(replyQueue: string, msgId: string, body: string): Promise<void> {
-    try {
-      await this.produce({ topic: replyQueue, value: body }, { retry: 3 });
-    } catch (err) {
-      this.logger.warn('Could not send a reply', { replyTopic: replyQueue, msgId, err });
-    }
+  /** Replies given up since the transport was created: undeliverable after their retries, or dropped past MAX_REPLIES_IN_FLIGHT. */
+  get lostReplies(): number {
+    return this.lost;
   }
 
-  /** Stops reading replies (the driver fails the waiting calls); the reply topic goes back for the next transport to reuse. */
-  async close(): Promise<void> {
+  /** Replies being produced in the background now. */
+  get repliesInFlight(): number {
+    return this.replying.size;
+  }
+
+  /**
+   * @internal Hands a reply to a background sender and returns at once, so a reply never holds an
+   * executor slot: its first attempt shares a produce request with the replies of the same turn,
+   * retries (3, 1 s then backing off) go alone, so a reply topic the broker refuses cannot fail a
+   * healthy reply's request twice. At most MAX_REPLIES_IN_FLIGHT are in the background; past that
+   * a reply is dropped as one nobody could receive. Lost replies are logged (topic and call id,
+   * never the body) and counted (`lostReplies`); the caller times out. Never throws.
+   */
+  sendReply(replyQueue: string, msgId: string, body: string): void {
+    if (this.replying.size >= MAX_REPLIES_IN_FLIGHT) {
+      this.lost++;
+      this.logger.warn('Too many replies in flight; dropping a reply', { replyTopic: replyQueue, msgId, inFlight: this.replying.size, lostReplies: this.lost });
+      return;
+    }
+    const record = { topic: replyQueue, value: body };
+    const sending = retryAfterFirst(
+      this.conn.produce(record),
+      () => this.conn.produceAlone(record),
+      () => ({
+        retry: 3,
+        signal: this.closing,
+        isRetriable: (e) => !this.closed && e instanceof MessagingError && e.retriable,
+        onRetry: ({ attempt, delayMs, error }) => this.logger.debug('Producing a reply failed; retrying', { attempt, delayMs, replyTopic: replyQueue, msgId, err: error }),
+      }),
+    ).then(
+      () => {
+        this.replying.delete(sending);
+      },
+      (err: unknown) => {
+        this.replying.delete(sending);
+        this.lost++;
+        this.logger.warn('Could not send a reply', { replyTopic: replyQueue, msgId, err, lostReplies: this.lost });
+      },
+    );
+    this.replying.add(sending);
+  }
+
+  /**
+   * Resolves once the replies in the background now are produced or given up, or after
+   * `timeoutMs`, whichever is first (a stopping server, a closing transport). Never rejects.
+   */
+  async repliesSettled(timeoutMs: number): Promise<void> {
+    if (this.replying.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all([...this.replying]), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
+    clearTimeout(timer);
+  }
+
+  /**
+   * Stops reading replies (the driver fails the waiting calls) and waits up to `timeoutMs` for the
+   * replies still being produced (their retries already stopped: `closing` is aborted); the reply
+   * topic goes back for the next transport to reuse.
+   */
+  async close(timeoutMs: number): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     const reader = this.replyReader;
     this.replyReader = undefined;
-    await reader?.then((r) => r.close()).catch(() => undefined);
+    await Promise.all([reader?.then((r) => r.close()).catch(() => undefined), this.repliesSettled(timeoutMs)]);
     releaseReplyTopic(this.replyTopic);
   }
 
@@ -163,7 +228,8 @@ export class KafkaRpcServer extends InboundPushSource<RpcIncomingMessage, KafkaR
 
   constructor(
     private readonly conn: KafkaConnection,
-    replies: ReplySender,
+    /** The transport's reply sender: cleanup waits (bounded) for the replies it is still producing. */
+    private readonly replies: KafkaRpc,
     topic: string,
     server: string,
     /** The exchange the server listens on: requests through another one are skipped. */
@@ -204,9 +270,11 @@ export class KafkaRpcServer extends InboundPushSource<RpcIncomingMessage, KafkaR
     await this.fanoutReader?.close();
   }
 
+  /** Also waits, up to `shutdownTimeout`, for the replies still being produced (handlers hand them off). */
   cleanup(): Promise<void> {
     this.cleaning ??= (async () => {
       await this.stop();
+      await this.replies.repliesSettled(this.options.shutdownTimeout);
       await this.committing;
       await this.flushCommits();
       await Promise.all(this.consumers.map((c) => c.handle.close()));

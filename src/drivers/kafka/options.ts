@@ -78,7 +78,7 @@ const FIELDS = {
   connectTimeout: msOption({ default: 10_000, min: 1, query: 'connect_timeout_ms' }),
   /** Timeout of one broker request, ms (`request_timeout_ms`). @default 30_000 */
   requestTimeout: msOption({ default: 30_000, min: 1, query: 'request_timeout_ms' }),
-  /** How long cleanup waits for running handlers and the last commit, ms (`shutdown_timeout_ms`). @default 10_000 */
+  /** How long cleanup waits for running handlers, the last commit and the replies still being produced, ms (`shutdown_timeout_ms`). @default 10_000 */
   shutdownTimeout: msOption({ default: 10_000, query: 'shutdown_timeout_ms' }),
   /** `PLAINTEXT`, `SSL`, `SASL_PLAINTEXT` or `SASL_SSL` (`security_protocol`). @default 'PLAINTEXT' */
   securityProtocol: enumOption(['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'], { default: 'PLAINTEXT', query: 'security_protocol' }),

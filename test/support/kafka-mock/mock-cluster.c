@@ -11,6 +11,9 @@
  *   down <id|-1>   disconnect broker <id> (-1: all) and refuse new connections; data is kept
  *   up <id|-1>     accept connections again
  *   topic <name>:<partitions>   create a topic
+ *   topic-error <name> <code>   answer Metadata for topic <name> (created if missing) with Kafka
+ *                  error <code> (0 clears it): producers cannot find its partitions, other topics
+ *                  are unaffected (librdkafka's mock applies it to Metadata requests only)
  * The process exits cleanly on SIGTERM, SIGINT or SIGHUP, and when stdin reaches EOF, so a
  * mock never outlives the test process that spawned it (its stdin pipe closes when that dies,
  * even by SIGKILL). --ignore-stdin is for running it by hand with stdin not a terminal.
@@ -168,6 +171,18 @@ static void command(rd_kafka_mock_cluster_t *mc, int brokers, char *line) {
                         printf("error %s: %s\n", line, rd_kafka_err2str(e));
                 else
                         printf("ok %s\n", line);
+        } else if (strncmp(line, "topic-error ", 12) == 0) {
+                char name[256];
+                int code;
+                char extra;
+                if (sscanf(line + 12, "%255s %d %c", name, &code, &extra) != 2 || code < 0 ||
+                    code > 32767) {
+                        printf("error bad topic-error command (want topic-error <name> <code>): %s\n",
+                               line);
+                } else {
+                        rd_kafka_mock_topic_set_error(mc, name, (rd_kafka_resp_err_t)code);
+                        printf("ok %s\n", line);
+                }
         } else if (strncmp(line, "topic ", 6) == 0) {
                 if (create_topic(mc, brokers, line + 6, err, sizeof(err)) == -1)
                         printf("error %s\n", err);
