@@ -86,11 +86,11 @@ describe('undeliverable replies (Kafka)', () => {
       expect(new Set(lost.map((r) => r.fields.replyTopic))).toEqual(new Set(replyTopics));
       expect(JSON.stringify(lost.map((r) => r.fields))).not.toMatch(/"i":|result/);
     };
-    return { server, client, seen, publish, expectLost, healthyReplies };
+    return { server, client, seen, publish, expectLost, healthyReplies, serverT };
   }
 
   it('200 calls whose reply topics cannot be produced to, on 4 slots: every handler runs at once and a normal call is answered within its timeout', { timeout: 240_000 }, async () => {
-    const { server, client, seen, publish, expectLost } = await setup();
+    const { server, client, seen, publish, expectLost, serverT } = await setup();
     await publish();
     // Held slots would let 4 handlers run per reply given up (its first attempt and 3 retries, 1,
     // 3 and 5 s apart): minutes for 200; free ones run all 200 within seconds.
@@ -99,6 +99,8 @@ describe('undeliverable replies (Kafka)', () => {
     await expect(client.call({}, 'echo', { n: 1 })).resolves.toEqual({ n: 1 });
     expect(Date.now() - began).toBeLessThan(20_000);
     await expectLost();
+    // Topics the broker refuses say nothing about the client: forged reply topics do not make the transport look broken.
+    expect(serverT.health()).toEqual({ connected: true, blocked: false, reconnecting: false });
     await server.stop();
     await server.wait();
   });
