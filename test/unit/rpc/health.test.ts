@@ -73,9 +73,12 @@ describe('RpcClient.discover()', () => {
     const client = getRpcClient(await h.transport(), { topic: h.topic }, { timeout: 10_000 });
     const call = client.prepare({ server: 'busy' }).call({}, 'hold', {});
     await running;
-    const found = await client.discover({ windowMs: 500 });
-    expect(found.map((s) => [s.server, s.inFlight])).toEqual([['busy', 1], ['idle', 0]]);
-    release();
+    try {
+      const found = await client.discover({ windowMs: 500 });
+      expect(found.map((s) => [s.server, s.inFlight])).toEqual([['busy', 1], ['idle', 0]]);
+    } finally {
+      release();
+    }
     await expect(call).resolves.toBe('done');
     expect((await client.discover({ windowMs: 500 })).map((s) => s.inFlight)).toEqual([0, 0]);
   });
