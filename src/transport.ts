@@ -278,7 +278,7 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
     throw new DriverLoadFailure(`The createDriver() of the driver registered for ${JSON.stringify(parsed.driver)} returned something that is not a BaseDriver (${parsed.toString()}); extend BaseDriver from tidings/driver`);
   }
   // The driver has not connected yet (drivers connect lazily): nothing to undo if this fails.
-  if (instrumentation) middleware = outermost(await loadInstrumentation(instrumentation, MESSAGING_SYSTEM[parsed.driver] ?? parsed.driver, driver), middleware);
+  if (instrumentation) middleware = outermost(await loadInstrumentation(instrumentation, MESSAGING_SYSTEM[parsed.driver] ?? parsed.driver, driver, logger), middleware);
   return new Transport(kind, driver, baseLogger, middleware);
 }
 

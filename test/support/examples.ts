@@ -1,7 +1,9 @@
 // Runs the files of examples/ with tsx against a transport URL (the unit test on memory://, the
-// integration test on RabbitMQ) and holds the key lines each must print.
-import { readFileSync } from 'node:fs';
+// integration test on RabbitMQ) and holds the key lines each must print. The examples import
+// 'tidings' as an app does; here that is the package's self-reference, so they run the BUILT dist/.
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { runProcess, type ProcessResult } from './process.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -18,13 +20,25 @@ export const EXPECTED: Record<string, RegExp[]> = {
   'graceful-shutdown.ts': [/^SIGTERM: closing with 3 request\(s\) in flight$/m, /^closed: 3 request\(s\) finished$/m, /^a\.png resized$/m, /^graceful-shutdown done$/m],
 };
 
+/** Fails with the fix when dist/ has not been built (`npm test` builds first). */
+export function requireBuiltPackage(): void {
+  const entry = fileURLToPath(new URL('../../dist/index.js', import.meta.url));
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: the examples import 'tidings', which is dist/; run \`npm run build\` first (\`npm test\` builds before testing)`);
+}
+
 /** Runs `examples/<file>` with tsx against `url`, whatever the caller's environment says. */
 export function runExample(file: string, url = 'memory://'): Promise<ProcessResult> {
+  requireBuiltPackage();
   return runProcess(process.execPath, [TSX, `examples/${file}`], { cwd: ROOT, env: { ...process.env, TIDINGS_TRANSPORT_URL: url } });
 }
 
-/** examples/quick-start.ts as a user of the package writes it: the README's code block. */
+/** examples/quick-start.ts without its opening comment: the README's code block. */
 export function quickStartAsPackageUser(): string {
   const example = readFileSync(new URL('../../examples/quick-start.ts', import.meta.url), 'utf8');
-  return example.slice(example.indexOf('import ')).replace("from '../src/index.js'", "from 'tidings'");
+  return example.slice(example.indexOf('import '));
+}
+
+/** The modules `source` imports or re-exports, as the TypeScript compiler reads them. */
+export function importsOf(source: string): string[] {
+  return ts.preProcessFile(source, true, true).importedFiles.map((f) => f.fileName);
 }

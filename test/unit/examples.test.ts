@@ -1,12 +1,30 @@
 // Runs every example with tsx on memory:// and checks its key output, so the examples never rot.
+import { builtinModules } from 'node:module';
 import { readFileSync, readdirSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
-import { EXPECTED, quickStartAsPackageUser, runExample } from '../support/examples.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { EXPECTED, importsOf, quickStartAsPackageUser, requireBuiltPackage, runExample } from '../support/examples.js';
+
+const EXAMPLES = new URL('../../examples/', import.meta.url);
 
 describe('examples/', () => {
+  beforeAll(requireBuiltPackage);
+
   it('every example has expectations here', () => {
-    const files = readdirSync(new URL('../../examples', import.meta.url)).filter((f) => f.endsWith('.ts'));
+    const files = readdirSync(EXAMPLES).filter((f) => f.endsWith('.ts'));
     expect(files.sort()).toEqual(Object.keys(EXPECTED).sort());
+  });
+
+  it("every example imports only 'tidings' and node: built-ins, so it can be copied into an app as it is", () => {
+    const foreign = Object.keys(EXPECTED).flatMap((file) => {
+      const imports = importsOf(readFileSync(new URL(file, EXAMPLES), 'utf8'));
+      expect(imports, file).toContain('tidings');
+      return imports.filter((m) => m !== 'tidings' && !(m.startsWith('node:') && builtinModules.includes(m.slice(5)))).map((m) => `${file}: ${m}`);
+    });
+    expect(foreign).toEqual([]);
+  });
+
+  it('importsOf finds a relative import, a bare side-effect import and a multi-line one', () => {
+    expect(importsOf("import { a } from '../src/index.js';\nimport 'side';\nimport {\n  b,\n  type C,\n} from \"tidings\";\n")).toEqual(['../src/index.js', 'side', 'tidings']);
   });
 
   it("README.md's quick start is examples/quick-start.ts, importing from 'tidings'", () => {
