@@ -81,6 +81,7 @@ export async function runTopics(spec: RunSpec): Promise<TopicsRow> {
   const clientTransport = await getRpcTransport(spec.url);
   const servers: RpcServer[] = [];
   const listeners: NotificationListener[] = [];
+  let stopped = false;
   try {
     const objects0 = await brokerObjects(url, spec.url, spec.prefix);
     const resources0 = activeResources();
@@ -127,6 +128,7 @@ export async function runTopics(spec: RunSpec): Promise<TopicsRow> {
     const callsMs = performance.now() - t;
 
     t = performance.now();
+    stopped = true;
     await stopAll(servers, listeners);
     const stopMs = performance.now() - t;
     return {
@@ -149,7 +151,8 @@ export async function runTopics(spec: RunSpec): Promise<TopicsRow> {
       stopMs: round(stopMs, 1),
     };
   } finally {
-    await stopAll(servers, listeners);
+    // After a failure: stop what started, leaving the failure to be reported (a transport's cleanup closes the rest).
+    if (!stopped) await Promise.allSettled([...servers, ...listeners].map((x) => x.stop()));
     await Promise.all([serverTransport.cleanup(), notifyTransport.cleanup(), clientTransport.cleanup()]);
   }
 }

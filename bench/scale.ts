@@ -34,6 +34,7 @@ const HELP = `Usage: npm run bench:scale -- --driver memory|rabbit|redis|kafka -
                    (redis://127.0.0.1:6379/, each run under a key_prefix of its own) or kafka
                    (starts librdkafka's mock cluster, 3 brokers, with the tests' short group timings)
   --url <url>      connect there instead (same driver)
+  --kafka-client <c>  with --driver kafka: tidings' Kafka client, kafkajs (default) or platformatic
   --mode <m,...>   topics: for each size N, N RPC servers and N pooled listeners on N topics in one
                    process: start-up, memory, broker objects, timers and handles per server/listener,
                    idle CPU and requests, calls/s with all alive, stop time
@@ -57,9 +58,17 @@ export interface ScaleResults {
   /** Redacted. */
   url: string;
   node: string;
-  topics?: { date: string; commit: string; calls: number; idleMs: number; rows: TopicsRow[] };
-  soak?: { date: string; commit: string; runs: SoakResult[] };
-  backlog?: { date: string; commit: string; result: BacklogResult };
+  /** One row per topic count, the latest run of each (a run replaces the rows of its sizes only). */
+  topics?: { rows: Array<TopicsRow & Stamp & { calls: number; idleMs: number }> };
+  /** The latest run of each kind. */
+  soak?: { runs: Array<SoakResult & Stamp> };
+  backlog?: { result: BacklogResult & Stamp };
+}
+
+/** When and on which commit a figure was measured. */
+export interface Stamp {
+  date: string;
+  commit: string;
 }
 
 function positiveInt(flag: string, text: string | undefined, fallback: number): number {
@@ -100,6 +109,7 @@ export async function main(argv: readonly string[], print: (line: string) => voi
       'idle-ms': { type: 'string' },
       soak: { type: 'string' },
       url: { type: 'string' },
+      'kafka-client': { type: 'string' },
       'no-save': { type: 'boolean' },
       child: { type: 'string' },
       prefix: { type: 'string' },
@@ -134,7 +144,8 @@ export async function main(argv: readonly string[], print: (line: string) => voi
   const calls = positiveInt('--calls', values.calls, 5000);
   const idleMs = positiveInt('--idle-ms', values['idle-ms'], 5000);
   const soakKinds = listOf('--soak', values.soak ?? SOAK_KINDS.join(','), SOAK_KINDS);
-  return run({ driver: driver[0], modes, sizes, messages, backlog, calls, idleMs, soakKinds, url: values.url, save: !values['no-save'], print });
+  if (values['kafka-client'] !== undefined && (driver[0] !== 'kafka' || values.url)) throw new Error('--kafka-client goes with --driver kafka and its mock (with --url, put ?client= in the URL)');
+  return run({ driver: driver[0], modes, sizes, messages, backlog, calls, idleMs, soakKinds, url: values.url, kafkaClient: values['kafka-client'], save: !values['no-save'], print });
 }
 
 interface Plan {
@@ -147,6 +158,7 @@ interface Plan {
   idleMs: number;
   soakKinds: ReadonlyArray<(typeof SOAK_KINDS)[number]>;
   url?: string;
+  kafkaClient?: string;
   save: boolean;
   print: (line: string) => void;
 }
@@ -154,7 +166,8 @@ interface Plan {
 async function run(plan: Plan): Promise<ScaleResults> {
   const mock = plan.driver === 'kafka' && !plan.url ? await startKafkaMock({ spreadLeaders: true }) : undefined;
   try {
-    const base = mock ? `${mock.url}/?${SHORT_GROUP_QUERY}&rpc_max_wait_ms=${MOCK_RPC_MAX_WAIT_MS}` : (plan.url ?? DEFAULT_URLS[plan.driver as Exclude<ScaleDriver, 'kafka'>]);
+    const client = plan.kafkaClient ? `&client=${encodeURIComponent(plan.kafkaClient)}` : '';
+    const base = mock ? `${mock.url}/?${SHORT_GROUP_QUERY}&rpc_max_wait_ms=${MOCK_RPC_MAX_WAIT_MS}${client}` : (plan.url ?? DEFAULT_URLS[plan.driver as Exclude<ScaleDriver, 'kafka'>]);
     const parsed = TransportURL.parse(base);
     if (parsed.driver !== plan.driver && !(plan.driver === 'rabbit' && ['amqp', 'kombu'].includes(parsed.driver))) throw new Error(`--url ${parsed.toString()} is not a ${plan.driver} URL`);
     const file = `${RESULTS_DIR}scale-${plan.driver}.json`;
@@ -171,24 +184,27 @@ async function run(plan: Plan): Promise<ScaleResults> {
       }
     };
     for (const mode of plan.modes) {
-      const date = new Date().toISOString();
+      const stamp = (): Stamp => ({ date: new Date().toISOString(), commit });
       if (mode === 'topics') {
-        const rows: TopicsRow[] = [];
+        const rows = (results.topics?.rows ?? []).filter((row) => !plan.sizes.includes(row.topics));
         for (const size of plan.sizes) {
           plan.print(`topics: ${size} ...`);
-          rows.push(await child<TopicsRow>('topics', size));
+          const s = stamp();
+          rows.push({ ...(await child<TopicsRow>('topics', size)), calls: plan.calls, idleMs: plan.idleMs, ...s });
         }
-        results.topics = { date, commit, calls: plan.calls, idleMs: plan.idleMs, rows };
+        results.topics = { rows: rows.sort((a, b) => a.topics - b.topics) };
       } else if (mode === 'soak') {
-        const runs: SoakResult[] = [];
+        const runs = (results.soak?.runs ?? []).filter((run) => !plan.soakKinds.includes(run.kind));
         for (const kind of plan.soakKinds) {
           plan.print(`soak: ${plan.messages} ${kind} ...`);
-          runs.push(await child<SoakResult>(kind === 'calls' ? 'soak-calls' : 'soak-notifications', plan.messages));
+          const s = stamp();
+          runs.push({ ...(await child<SoakResult>(kind === 'calls' ? 'soak-calls' : 'soak-notifications', plan.messages)), ...s });
         }
-        results.soak = { date, commit, runs };
+        results.soak = { runs: runs.sort((a, b) => a.kind.localeCompare(b.kind)).reverse() };
       } else {
         plan.print(`backlog: ${plan.backlog} ...`);
-        results.backlog = { date, commit, result: await child<BacklogResult>('backlog', plan.backlog) };
+        const s = stamp();
+        results.backlog = { result: { ...(await child<BacklogResult>('backlog', plan.backlog)), ...s } };
       }
     }
     for (const line of formatResults(results, plan.modes)) plan.print(line);
@@ -226,6 +242,15 @@ function runChild<T>(args: readonly string[]): Promise<T> {
 
 // --- tables -------------------------------------------------------------------------------
 
+/** `2026-11-27 07:39-07:41 UTC, commit abc1234` for the runs of a table. */
+function stamps(runs: readonly Stamp[]): string {
+  const dates = runs.map((x) => x.date).sort();
+  const day = dates[0].slice(0, 10);
+  const span = dates[0].slice(11, 16) === dates[dates.length - 1].slice(11, 16) ? dates[0].slice(11, 16) : `${dates[0].slice(11, 16)}-${dates[dates.length - 1].slice(11, 16)}`;
+  const commits = [...new Set(runs.map((x) => x.commit))];
+  return `${day} ${span} UTC, commit${commits.length > 1 ? 's' : ''} ${commits.join(', ')}`;
+}
+
 const fmt = (n: number | undefined, digits = 0) => (n === undefined ? '-' : n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }));
 const row = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
 const table = (header: readonly string[], rows: ReadonlyArray<readonly string[]>) => [row(header), row(header.map((_, i) => (i === 0 ? '---' : '---:'))), ...rows.map(row)];
@@ -235,7 +260,7 @@ export function formatResults(r: ScaleResults, modes: readonly Mode[] = MODES): 
   const out: string[] = [];
   if (modes.includes('topics') && r.topics) {
     const redis = r.topics.rows.some((x) => x.idleBrokerCmdsPerSec !== undefined);
-    out.push('', `**${r.driver}: topics** (${r.url}, ${r.topics.date.slice(0, 16)}Z, commit ${r.topics.commit}; calls ${fmt(r.topics.calls)}, idle ${fmt(r.topics.idleMs)} ms)`, '');
+    out.push('', `**${r.driver}: topics** (${r.url}; ${stamps(r.topics.rows)}; calls timed ${[...new Set(r.topics.rows.map((x) => fmt(x.calls)))].join(', ')}, idle watched ${[...new Set(r.topics.rows.map((x) => fmt(x.idleMs)))].join(', ')} ms)`, '');
     out.push(...table(
       ['topics', 'start servers ms', 'start listeners ms', 'RSS KB/server', 'heap KB/server', 'RSS KB/listener', 'heap KB/listener', 'broker objects/pair', 'timers/pair', 'handles/pair', 'idle CPU %', 'idle writes/s', ...(redis ? ['idle Redis cmds/s'] : []), 'calls/s', 'p50 ms', 'p99 ms', 'stop ms'],
       r.topics.rows.map((x) => [
@@ -247,7 +272,7 @@ export function formatResults(r: ScaleResults, modes: readonly Mode[] = MODES): 
     ));
   }
   if (modes.includes('soak') && r.soak) {
-    out.push('', `**${r.driver}: soak** (${r.soak.date.slice(0, 16)}Z, commit ${r.soak.commit}; warm-up = first 10%)`, '');
+    out.push('', `**${r.driver}: soak** (${stamps(r.soak.runs)}; warm-up = first 10%)`, '');
     out.push(...table(
       ['run', 'count', 'per s', 'RSS MB at warm-up end → highest after', 'RSS growth (last quarter vs after warm-up)', 'heap MB at warm-up end → highest after', 'heap growth', 'timers warm → end', 'handles warm → end', 'pending replies at end', 'collections grown'],
       r.soak.runs.map((s) => {
@@ -267,7 +292,7 @@ export function formatResults(r: ScaleResults, modes: readonly Mode[] = MODES): 
   }
   if (modes.includes('backlog') && r.backlog) {
     const b = r.backlog.result;
-    out.push('', `**${r.driver}: backlog** (${r.backlog.date.slice(0, 16)}Z, commit ${r.backlog.commit})`, '');
+    out.push('', `**${r.driver}: backlog** (${stamps([b])})`, '');
     out.push(...table(
       ['messages', 'publish s', 'drain s', 'drained/s', 'RSS MB before', 'RSS MB loaded', 'RSS MB peak draining', 'RSS MB after', 'heap MB before', 'heap MB loaded', 'heap MB peak draining', 'heap MB after'],
       [[fmt(b.messages), fmt(b.publishMs / 1000, 1), fmt(b.drainMs / 1000, 2), fmt(b.drainPerSec), fmt(b.before.rssMb, 1), fmt(b.loaded.rssMb, 1), fmt(b.peakRssMb, 1), fmt(b.after.rssMb, 1), fmt(b.before.heapMb, 1), fmt(b.loaded.heapMb, 1), fmt(b.peakHeapMb, 1), fmt(b.after.heapMb, 1)]],
