@@ -306,9 +306,12 @@ async function soakNotifications(spec: RunSpec): Promise<SoakResult> {
   const notifier = new Notifier(transport, { publisherId: 'scale', driver: 'messagingv2', topics: [topic] });
   let consumed = 0;
   let waiting: Array<() => void> = [];
+  // Sampled as the listener consumes (the publisher may be up to AHEAD in front).
+  const s = sampler(spec.size, () => ({ transport: transport.driver, listener, sink, notifier }), [transport]);
+  const every = Math.max(1, Math.floor(spec.size / SAMPLES));
   const listener = getNotificationListener(transport, [new Target({ topic })], [{
     info: () => {
-      consumed++;
+      if (++consumed % every === 0) s.take(consumed);
       if (waiting.length > 0) {
         const wake = waiting;
         waiting = [];
@@ -321,22 +324,14 @@ async function soakNotifications(spec: RunSpec): Promise<SoakResult> {
     ? getNotificationListener(transport, [new Target({ topic })], [{ info: () => NotificationResult.HANDLED }])
     : undefined;
   await Promise.all([listener.start(), sink?.start()]);
-  const s = sampler(spec.size, () => ({ transport: transport.driver, listener, sink, notifier }), [transport]);
-  const every = Math.max(1, Math.floor(spec.size / SAMPLES));
-  let nextSample = every;
   try {
     const t0 = performance.now();
     await keepInFlight(spec.size, PUBLISH_WINDOW, () => true, async (i) => {
       while (i - consumed > AHEAD) await new Promise<void>((r) => waiting.push(r));
       await notifier.info({}, 'scale.event', { i, text: PAYLOAD_TEXT });
-      if (consumed >= nextSample) {
-        s.take(consumed);
-        nextSample += every;
-      }
     });
     await waitUntil(() => consumed >= spec.size, 'soak notifications consumed', 600_000);
     const elapsed = performance.now() - t0;
-    if (s.samples.at(-1)?.done !== consumed) s.take(consumed);
     return verdict('notifications', spec.size, elapsed, s);
   } finally {
     await Promise.all([listener.stop(), sink?.stop()]);

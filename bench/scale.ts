@@ -35,6 +35,8 @@ const HELP = `Usage: npm run bench:scale -- --driver memory|rabbit|redis|kafka -
                    (starts librdkafka's mock cluster, 3 brokers, with the tests' short group timings)
   --url <url>      connect there instead (same driver)
   --kafka-client <c>  with --driver kafka: tidings' Kafka client, kafkajs (default) or platformatic
+  --mock-query <q>    with --driver kafka: the mock URL's query instead of the tests' short timings
+                      (${SHORT_GROUP_QUERY}&rpc_max_wait_ms=${MOCK_RPC_MAX_WAIT_MS})
   --mode <m,...>   topics: for each size N, N RPC servers and N pooled listeners on N topics in one
                    process: start-up, memory, broker objects, timers and handles per server/listener,
                    idle CPU and requests, calls/s with all alive, stop time
@@ -110,6 +112,7 @@ export async function main(argv: readonly string[], print: (line: string) => voi
       soak: { type: 'string' },
       url: { type: 'string' },
       'kafka-client': { type: 'string' },
+      'mock-query': { type: 'string' },
       'no-save': { type: 'boolean' },
       child: { type: 'string' },
       prefix: { type: 'string' },
@@ -145,7 +148,8 @@ export async function main(argv: readonly string[], print: (line: string) => voi
   const idleMs = positiveInt('--idle-ms', values['idle-ms'], 5000);
   const soakKinds = listOf('--soak', values.soak ?? SOAK_KINDS.join(','), SOAK_KINDS);
   if (values['kafka-client'] !== undefined && (driver[0] !== 'kafka' || values.url)) throw new Error('--kafka-client goes with --driver kafka and its mock (with --url, put ?client= in the URL)');
-  return run({ driver: driver[0], modes, sizes, messages, backlog, calls, idleMs, soakKinds, url: values.url, kafkaClient: values['kafka-client'], save: !values['no-save'], print });
+  if (values['mock-query'] !== undefined && (driver[0] !== 'kafka' || values.url)) throw new Error('--mock-query goes with --driver kafka and its mock');
+  return run({ driver: driver[0], modes, sizes, messages, backlog, calls, idleMs, soakKinds, url: values.url, kafkaClient: values['kafka-client'], mockQuery: values['mock-query'], save: !values['no-save'], print });
 }
 
 interface Plan {
@@ -159,6 +163,7 @@ interface Plan {
   soakKinds: ReadonlyArray<(typeof SOAK_KINDS)[number]>;
   url?: string;
   kafkaClient?: string;
+  mockQuery?: string;
   save: boolean;
   print: (line: string) => void;
 }
@@ -167,7 +172,7 @@ async function run(plan: Plan): Promise<ScaleResults> {
   const mock = plan.driver === 'kafka' && !plan.url ? await startKafkaMock({ spreadLeaders: true }) : undefined;
   try {
     const client = plan.kafkaClient ? `&client=${encodeURIComponent(plan.kafkaClient)}` : '';
-    const base = mock ? `${mock.url}/?${SHORT_GROUP_QUERY}&rpc_max_wait_ms=${MOCK_RPC_MAX_WAIT_MS}${client}` : (plan.url ?? DEFAULT_URLS[plan.driver as Exclude<ScaleDriver, 'kafka'>]);
+    const base = mock ? `${mock.url}/?${plan.mockQuery ?? `${SHORT_GROUP_QUERY}&rpc_max_wait_ms=${MOCK_RPC_MAX_WAIT_MS}`}${client}` : (plan.url ?? DEFAULT_URLS[plan.driver as Exclude<ScaleDriver, 'kafka'>]);
     const parsed = TransportURL.parse(base);
     if (parsed.driver !== plan.driver && !(plan.driver === 'rabbit' && ['amqp', 'kombu'].includes(parsed.driver))) throw new Error(`--url ${parsed.toString()} is not a ${plan.driver} URL`);
     const file = `${RESULTS_DIR}scale-${plan.driver}.json`;
