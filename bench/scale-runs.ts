@@ -189,7 +189,11 @@ export interface SoakResult {
   /** Active timers and handles at the end less at the warm-up's end. */
   timersGrowth: number;
   handlesGrowth: number;
-  /** Maps, sets and arrays reachable from the run's transports, servers and listeners that grew after the warm-up (path: [warm, end]). */
+  /**
+   * Maps, sets and arrays reachable from the run's transports, servers and listeners whose
+   * highest size in the last quarter passed their highest in the quarter after the warm-up by
+   * more than COLLECTION_SLACK entries and 10% (path: [early highest, late highest]).
+   */
   grownCollections: Record<string, [number, number]>;
   /** Collections watched (paths). */
   watchedCollections: number;
@@ -208,13 +212,17 @@ export async function runSoak(spec: RunSpec, kind: 'notifications' | 'calls'): P
 
 /**
  * Takes samples of a run of `count` operations: memory, timers, handles, pending replies, and the
- * collections reachable from `roots`, of which it keeps only the first at or past the warm-up
- * and the latest (keeping all would grow the heap it measures).
+ * sizes of the collections reachable from `roots`, of which it keeps only each path's highest in
+ * the quarter after the warm-up (10-35% of the run) and in the last quarter, and the latest
+ * (keeping every sample's would grow the heap it measures).
  */
 function sampler(count: number, roots: () => Record<string, unknown>, transports: readonly Transport[]) {
   const samples: SoakSample[] = [];
-  const collections: { warm?: Record<string, number>; last?: Record<string, number> } = {};
+  const collections: { early: Record<string, number>; late: Record<string, number>; last?: Record<string, number> } = { early: {}, late: {} };
   const pending = () => transports.reduce((s, t) => s + pendingCalls(t), 0);
+  const keepMax = (into: Record<string, number>, sizes: Record<string, number>) => {
+    for (const [path, n] of Object.entries(sizes)) into[path] = Math.max(into[path] ?? 0, n);
+  };
   return {
     samples,
     collections,
@@ -222,7 +230,8 @@ function sampler(count: number, roots: () => Record<string, unknown>, transports
       const r = activeResources();
       samples.push({ done, ...memorySample(), timers: sumOf(r, isTimer), handles: sumOf(r, (x) => !isTimer(x)), pendingReplies: pending() });
       const sizes = collectionSizes(roots());
-      if (collections.warm === undefined && done >= count / 10) collections.warm = sizes;
+      if (done >= count / 10 && done <= count * 0.35) keepMax(collections.early, sizes);
+      if (done >= count * 0.75) keepMax(collections.late, sizes);
       collections.last = sizes;
     },
   };
@@ -248,9 +257,8 @@ function verdict(kind: SoakResult['kind'], count: number, elapsedMs: number, s: 
     return round(((Math.max(...(late.length ? late : [last]).map(pick)) - from) / from) * 100, 1);
   };
   const grownCollections: Record<string, [number, number]> = {};
-  const w = collections.warm ?? {};
-  for (const [path, size] of Object.entries(collections.last ?? {})) {
-    const before = w[path] ?? 0;
+  for (const [path, size] of Object.entries(collections.late)) {
+    const before = collections.early[path] ?? 0;
     if (size - before > COLLECTION_SLACK && size > before * 1.1) grownCollections[path] = [before, size];
   }
   return {

@@ -279,7 +279,7 @@ export function formatResults(r: ScaleResults, modes: readonly Mode[] = MODES): 
   if (modes.includes('soak') && r.soak) {
     out.push('', `**${r.driver}: soak** (${stamps(r.soak.runs)}; warm-up = first 10%)`, '');
     out.push(...table(
-      ['run', 'count', 'per s', 'RSS MB at warm-up end → highest after', 'RSS growth (last quarter vs after warm-up)', 'heap MB at warm-up end → highest after', 'heap growth', 'timers warm → end', 'handles warm → end', 'pending replies at end', 'collections grown'],
+      ['run', 'count', 'per s', 'RSS MB at warm-up end → highest after', 'RSS growth (last quarter vs after warm-up)', 'heap MB at warm-up end → highest after', 'heap growth', 'timers warm → end', 'handles warm → end', 'pending replies at end', 'collections grown (highest after warm-up → in last quarter)'],
       r.soak.runs.map((s) => {
         const w = s.samples[s.warmIndex];
         const end = s.samples[s.samples.length - 1];
