@@ -28,7 +28,7 @@ const DEFAULT_URLS: Record<Exclude<ScaleDriver, 'kafka'>, string> = {
 };
 
 const HELP = `Usage: npm run bench:scale -- --driver memory|rabbit|redis|kafka --mode topics|soak|backlog[,...]
-                            [--sizes 1,10,100,1000] [--messages N] [--calls N] [--idle-ms N] [--soak notifications,calls] [--url <url>] [--no-save]
+                            [--print] [--sizes 1,10,100,1000] [--messages N] [--calls N] [--idle-ms N] [--soak notifications,calls] [--url <url>] [--no-save]
 
   --driver <d>     memory (memory://), rabbit (rabbit://guest:guest@127.0.0.1:5672/), redis
                    (redis://127.0.0.1:6379/, each run under a key_prefix of its own) or kafka
@@ -51,6 +51,8 @@ const HELP = `Usage: npm run bench:scale -- --driver memory|rabbit|redis|kafka -
   --idle-ms <N>    how long the idle process is watched in the topics mode (default 5000)
   --soak <k,...>   which soak runs (default notifications,calls)
   --no-save        print only; do not merge into bench/results/scale-<driver>.json
+  --print          print the tables recorded in bench/results/scale-<driver>.json (of --mode, else
+                   all), measuring nothing
 
 Every run is a process of its own; RabbitMQ queues and Redis keys of a run are deleted after it.`;
 
@@ -114,6 +116,7 @@ export async function main(argv: readonly string[], print: (line: string) => voi
       'kafka-client': { type: 'string' },
       'mock-query': { type: 'string' },
       'no-save': { type: 'boolean' },
+      print: { type: 'boolean' },
       child: { type: 'string' },
       prefix: { type: 'string' },
       size: { type: 'string' },
@@ -140,6 +143,14 @@ export async function main(argv: readonly string[], print: (line: string) => voi
   }
   const driver = listOf('--driver', values.driver ?? '', DRIVERS);
   if (driver.length !== 1) throw new Error('--driver takes one driver');
+  if (values.print) {
+    // The tables of what was recorded, measuring nothing.
+    const file = `${RESULTS_DIR}scale-${driver[0]}.json`;
+    if (!existsSync(file)) throw new Error(`no results recorded for ${driver[0]} (${file})`);
+    const recorded = JSON.parse(readFileSync(file, 'utf8')) as ScaleResults;
+    for (const line of formatResults(recorded, values.mode ? listOf('--mode', values.mode, MODES) : MODES)) print(line);
+    return recorded;
+  }
   const modes = listOf('--mode', values.mode ?? '', MODES);
   const sizes = (values.sizes ?? '1,10,100,1000').split(',').map((s) => positiveInt('--sizes', s.trim(), 1));
   const messages = positiveInt('--messages', values.messages, 1_000_000);
