@@ -1,6 +1,7 @@
-// The Redis driver: RPC and notifications on Redis Streams with consumer groups (a pool is a
-// group), leases and dead letters (redis-listener.ts), replies on a per-transport list read with
-// BLMPOP. One command connection per driver; one connection per blocking reader.
+// The Redis driver: notifications on Redis Streams with consumer groups (a pool is a group),
+// leases and dead letters (redis-listener.ts); RPC requests on lists popped with BLMPOP (fanout
+// casts in streams), replies on a per-transport list read with BLMPOP. One command connection per
+// driver; one connection per blocking reader.
 import { setMaxListeners } from 'node:events';
 import type { Socket } from 'node:net';
 import { hostname } from 'node:os';
@@ -20,10 +21,12 @@ import { abortableSleep, withRetry } from '../../core/retry.js';
 import type { Target } from '../../core/target.js';
 import { closeClient, createClient, createGroup, dropClient, runScript, type RedisClient } from './connection.js';
 import { RedisDeadLetters } from './dead-letters.js';
+import { encodeListRequest } from './entry-fields.js';
 import { toMessagingError } from './errors.js';
 import { resolveOptions, type ResolvedRedisOptions } from './options.js';
 import { RedisListener, sweepStream, type ServerRegistration, type StreamSpec } from './redis-listener.js';
-import { BODY_FIELD, DEADLINE_FIELD, DEFAULT_GROUP, poolGroup, replyKey, SERVER_GROUP, TopicKeys, topicShards } from './topology.js';
+import type { ScriptName } from './scripts/index.js';
+import { BODY_FIELD, DEFAULT_GROUP, poolGroup, replyKey, SERVER_GROUP, TopicKeys, topicShards } from './topology.js';
 
 const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true, deadLetters: true });
 
@@ -111,13 +114,14 @@ export class RedisDriver extends BaseDriver implements ReplySender {
       // collectReplies (discovery): every live server's inbox gets the call.
       return this.sendCall(topic, ctx, message, options, fanout);
     }
-    const stream = target.server ? new TopicKeys(this.options.keyPrefix, exchange, topic).serverStream(target.server) : this.nextShard(exchange, topic).topicStream;
+    const keys = target.server ? new TopicKeys(this.options.keyPrefix, exchange, topic) : this.nextShard(exchange, topic);
+    const [stream, list] = target.server ? [keys.serverStream(target.server), keys.serverList(target.server)] : [keys.topicStream, keys.topicList];
     if (!options.waitForReply) {
-      await this.publishRequest(stream, encodeRpcRequest(message, ctx, undefined, this.options.maxMessageBytes), undefined, options.retry, options.signal);
+      await this.publishRequest(stream, list, encodeRpcRequest(message, ctx, undefined, this.options.maxMessageBytes), undefined, options.retry, options.signal);
       return undefined;
     }
     const deadline = options.timeout !== undefined ? Date.now() + options.timeout : undefined;
-    return this.sendCall(topic, ctx, message, options, (body, call) => this.publishRequest(stream, body, deadline, options.retry, options.signal, call));
+    return this.sendCall(topic, ctx, message, options, (body, call) => this.publishRequest(stream, list, body, deadline, options.retry, options.signal, call));
   }
 
   /** A call: registers it, then `deliver`s the request. It resolves on its reply; a failed write retries the same body or fails the call. */
@@ -169,9 +173,11 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const consumer = `${this.instance}:${++this.listenerCount}`;
     const inbox = main.inbox(newHexId());
     const ownStream = main.serverStream(target.server as string);
+    // The streams are still read (senders of earlier versions write requests there); they also mark
+    // where a server ever listened, so that a request to an address without one is dropped.
     const streams: StreamSpec[] = [
-      ...shards.map((k) => ({ key: k.topicStream, topic: k, address: topicAddress(topic), createAt: '0' as const })),
-      { key: ownStream, topic: main, address: serverAddress(topic, target.server as string), createAt: '0', ownStream: true },
+      ...shards.map((k) => ({ key: k.topicStream, topic: k, address: topicAddress(topic), createAt: '0' as const, list: k.topicList })),
+      { key: ownStream, topic: main, address: serverAddress(topic, target.server as string), createAt: '0', ownStream: true, list: main.serverList(target.server as string) },
       { key: inbox, topic: main, address: fanoutAddress(topic), createAt: '0' },
     ];
     return this.startListener<RpcIncomingMessage>('rpc', streams, SERVER_GROUP, consumer, options, { servers: main.servers, inbox, serverStreams: main.serverStreams, ownStream });
@@ -361,14 +367,18 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     return p;
   }
 
-  /** XADD to an RPC stream; NOMKSTREAM: a stream no server ever created drops the request, as an unbound RabbitMQ queue does. */
-  private publishRequest(stream: string, body: string, deadline: number | undefined, retry: number | undefined, signal: AbortSignal | undefined, call?: PendingCall): Promise<void> {
-    const args: (string | number)[] = ['XADD', stream, 'NOMKSTREAM', '*', BODY_FIELD, body];
-    if (deadline !== undefined) args.push(DEADLINE_FIELD, deadline);
+  /**
+   * RPUSH to an RPC request list when the address's stream exists (`tidingsRequest`): an address
+   * no server ever listened on drops the request, as an unbound RabbitMQ queue does. A list costs
+   * Redis about a third of a stream entry read by a consumer group, and a request is acknowledged
+   * on receipt anyway: no lease to keep.
+   */
+  private publishRequest(stream: string, list: string, body: string, deadline: number | undefined, retry: number | undefined, signal: AbortSignal | undefined, call?: PendingCall): Promise<void> {
+    const element = encodeListRequest(body, deadline);
     return this.withRetry(
       async () => {
-        const id = await this.write(args);
-        if (id === null) this.logger.debug('No server ever listened on this stream; request dropped', { stream });
+        const length = await this.write(['tidingsRequest', stream, list, element], 'tidingsRequest');
+        if (length === null) this.logger.debug('No server ever listened on this address; request dropped', { list });
       },
       retry,
       signal,
@@ -376,15 +386,21 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     );
   }
 
-  /** One write on the command connection; with `waitReplicas` it is followed by WAIT in the same round trip. */
-  private async write(args: (string | number)[]): Promise<unknown> {
+  /**
+   * One write on the command connection, a command or (`script`, its keys first) one of the
+   * driver's scripts; with `waitReplicas` it is followed by WAIT in the same round trip.
+   */
+  private async write(args: (string | number)[], script?: ScriptName): Promise<unknown> {
     const cmd = this.commands();
     const [name, ...rest] = args as [string, ...(string | number)[]];
     const wanted = this.options.waitReplicas;
     this.coalesceWrites(cmd);
     try {
-      if (wanted === 0) return await cmd.call(name, rest);
-      const results = await cmd.pipeline().call(name, ...rest).call('WAIT', wanted, this.options.waitTimeout).exec();
+      if (wanted === 0) return await (script ? runScript(cmd, script, rest.slice(0, 2) as string[], rest.slice(2)) : cmd.call(name, rest));
+      const pipeline = cmd.pipeline();
+      if (script) (pipeline as unknown as Record<ScriptName, (...a: (string | number)[]) => unknown>)[script](...rest);
+      else pipeline.call(name, ...rest);
+      const results = await pipeline.call('WAIT', wanted, this.options.waitTimeout).exec();
       const [[writeErr, id], [waitErr, acked]] = results as [[Error | null, unknown], [Error | null, unknown]];
       if (writeErr) throw writeErr;
       if (waitErr) throw waitErr;
