@@ -25,7 +25,7 @@ import { encodeListRequest } from './entry-fields.js';
 import { toMessagingError } from './errors.js';
 import { resolveOptions, type ResolvedRedisOptions } from './options.js';
 import { RedisListener, sweepStream, type ServerRegistration, type StreamSpec } from './redis-listener.js';
-import type { ScriptName } from './scripts/index.js';
+import { SCRIPTS, type ScriptName } from './scripts/index.js';
 import { BODY_FIELD, DEFAULT_GROUP, poolGroup, replyKey, SERVER_GROUP, TopicKeys, topicShards } from './topology.js';
 
 const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true, deadLetters: true });
@@ -35,6 +35,13 @@ const SWEPT_MEMO_LIMIT = 10_000;
 
 /** Replies popped per BLMPOP, and the most one RPUSH pushes. */
 const REPLY_BATCH = 128;
+
+/** One command of a write: a Redis command, or one of the driver's scripts with its keys first. */
+type WriteCommand = readonly [name: string, ...args: (string | number)[]];
+
+function isScript(name: string): name is ScriptName {
+  return Object.hasOwn(SCRIPTS, name);
+}
 
 /** Fails on an aborted transaction or a failed command inside one (EXEC's reply, or a pipeline's). */
 function checkExec(results: unknown): void {
@@ -64,6 +71,8 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   private replyLoop?: Promise<void>;
   /** Streams whose default group this driver created (or found): notifications skip the declare. */
   private readonly declared = new Map<string, true | Promise<void>>();
+  /** RPC streams seen to exist (`publishRequest`): requests to them skip the script. */
+  private readonly streamsSeen = new Map<string, true>();
   /** When the notifier last swept each stream it writes (`boundBacklog`). */
   private readonly lastSwept = new Map<string, number>();
   private shardCursor = 0;
@@ -146,9 +155,9 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const body = encodeNotification(message, ctx, options.version, undefined, this.options.maxMessageBytes);
     const storeAndForward = this.options.notificationStoreAndForward;
     await this.withRetry(async () => {
-      if (!storeAndForward) return void (await this.write(['XADD', stream, 'NOMKSTREAM', '*', BODY_FIELD, body]));
+      if (!storeAndForward) return void (await this.write([['XADD', stream, 'NOMKSTREAM', '*', BODY_FIELD, body]]));
       if (this.declared.get(stream) !== true) await this.declareDefaultGroup(stream);
-      await this.write(['XADD', stream, '*', BODY_FIELD, body]);
+      await this.write([['XADD', stream, '*', BODY_FIELD, body]]);
     }, options.retry);
     if (storeAndForward && (this.options.notificationQueueMaxLength > 0 || this.options.notificationQueueTtl > 0)) this.boundBacklog(stream, keys);
   }
@@ -368,17 +377,32 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   }
 
   /**
-   * RPUSH to an RPC request list when the address's stream exists (`tidingsRequest`): an address
-   * no server ever listened on drops the request, as an unbound RabbitMQ queue does. A list costs
-   * Redis about a third of a stream entry read by a consumer group, and a request is acknowledged
-   * on receipt anyway: no lease to keep.
+   * A request to its address's request list, kept only while the address's stream exists (a server
+   * ever listened there): else it is dropped, as an unbound RabbitMQ queue drops it. A list costs
+   * Redis a fraction of a stream entry read in a consumer group, and a request is acknowledged on
+   * receipt anyway: no lease to keep. The first request to an address goes through a script
+   * (`tidingsRequest`: EXISTS, then RPUSH); once its stream was seen, a plain RPUSH followed by
+   * EXISTS in the same round trip (a script costs Redis ~4 us more per request than both): when the
+   * stream is gone by then, the request is taken back (LREM). A server's leave and the reaping of a
+   * dead one are scripts, so the EXISTS after the RPUSH sees whether the list still has a reader.
    */
   private publishRequest(stream: string, list: string, body: string, deadline: number | undefined, retry: number | undefined, signal: AbortSignal | undefined, call?: PendingCall): Promise<void> {
     const element = encodeListRequest(body, deadline);
     return this.withRetry(
       async () => {
-        const length = await this.write(['tidingsRequest', stream, list, element], 'tidingsRequest');
-        if (length === null) this.logger.debug('No server ever listened on this address; request dropped', { list });
+        if (this.streamsSeen.has(stream)) {
+          const [, exists] = await this.write([['RPUSH', list, element], ['EXISTS', stream]]);
+          if (Number(exists) === 1) return;
+          this.streamsSeen.delete(stream);
+          // A server that started since may have popped it already: then it runs, as if sent a moment later.
+          await this.commands().call('LREM', list, 1, element).catch((err: unknown) => this.logger.warn('Could not take back a request to an address without a server', { list, err: toMessagingError(err, 'LREM failed') }));
+          this.logger.debug('No server listens on this address any more; request dropped', { list });
+          return;
+        }
+        const [length] = await this.write([['tidingsRequest', stream, list, element]]);
+        if (length === null) return void this.logger.debug('No server ever listened on this address; request dropped', { list });
+        if (this.streamsSeen.size >= SWEPT_MEMO_LIMIT) this.streamsSeen.clear();
+        this.streamsSeen.set(stream, true);
       },
       retry,
       signal,
@@ -387,29 +411,30 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   }
 
   /**
-   * One write on the command connection, a command or (`script`, its keys first) one of the
-   * driver's scripts; with `waitReplicas` it is followed by WAIT in the same round trip.
+   * Commands written back to back on the command connection (one round trip); each is a command,
+   * or one of the driver's scripts (its keys first). With `waitReplicas` they are followed by WAIT
+   * in the same round trip. Resolves with their results, in order; fails on the first failure.
    */
-  private async write(args: (string | number)[], script?: ScriptName): Promise<unknown> {
+  private async write(commands: readonly WriteCommand[]): Promise<unknown[]> {
     const cmd = this.commands();
-    const [name, ...rest] = args as [string, ...(string | number)[]];
     const wanted = this.options.waitReplicas;
     this.coalesceWrites(cmd);
     try {
-      if (wanted === 0) return await (script ? runScript(cmd, script, rest.slice(0, 2) as string[], rest.slice(2)) : cmd.call(name, rest));
+      if (wanted === 0) return await Promise.all(commands.map(([name, ...args]) => (isScript(name) ? runScript(cmd, name, args.slice(0, SCRIPTS[name].numberOfKeys) as string[], args.slice(SCRIPTS[name].numberOfKeys)) : cmd.call(name, args))));
       const pipeline = cmd.pipeline();
-      if (script) (pipeline as unknown as Record<ScriptName, (...a: (string | number)[]) => unknown>)[script](...rest);
-      else pipeline.call(name, ...rest);
-      const results = await pipeline.call('WAIT', wanted, this.options.waitTimeout).exec();
-      const [[writeErr, id], [waitErr, acked]] = results as [[Error | null, unknown], [Error | null, unknown]];
-      if (writeErr) throw writeErr;
-      if (waitErr) throw waitErr;
-      if (Number(acked) < wanted) {
-        throw new MessageDeliveryFailure(`Only ${Number(acked)} of ${wanted} replicas acknowledged the write within ${this.options.waitTimeout} ms (wait_replicas); it is on the master but may be lost in a failover`, { retriable: false });
+      for (const [name, ...args] of commands) {
+        if (isScript(name)) (pipeline as unknown as Record<ScriptName, (...a: (string | number)[]) => unknown>)[name](...args);
+        else pipeline.call(name, ...args);
       }
-      return id;
+      const results = (await pipeline.call('WAIT', wanted, this.options.waitTimeout).exec()) as [Error | null, unknown][];
+      for (const [err] of results) if (err) throw err;
+      const acked = Number(results[results.length - 1][1]);
+      if (acked < wanted) {
+        throw new MessageDeliveryFailure(`Only ${acked} of ${wanted} replicas acknowledged the write within ${this.options.waitTimeout} ms (wait_replicas); it is on the master but may be lost in a failover`, { retriable: false });
+      }
+      return results.slice(0, -1).map(([, value]) => value);
     } catch (err) {
-      throw toMessagingError(err, `Could not write to ${String(rest[0])}`, cmd);
+      throw toMessagingError(err, `Could not write to ${String(commands[0][1])}`, cmd);
     }
   }
 
