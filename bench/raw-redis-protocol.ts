@@ -4,8 +4,9 @@
 // the price of the design the Redis issue asks for (requests in streams, oslo's envelope).
 //
 // - RPC: the request is oslo's 2.0 envelope (`_msg_id`, `_reply_q`, `_timeout`, `_unique_id`)
-//   behind its deadline (`x=<ms>;`), `RPUSH`ed to the topic's request list by a script when the
-//   topic's stream exists (tidings' `tidingsRequest`); the server pops its two request lists
+//   behind its deadline (`x=<ms>;`), `RPUSH`ed to the topic's request list followed by `EXISTS` of
+//   the topic's stream in the same write (tidings' path once it saw the stream: a request to an
+//   address whose stream is gone is taken back); the server pops its two request lists
 //   (shared topic, its own `<topic>.<server>`) with `BLMPOP … LEFT COUNT 64`, decodes both JSON
 //   layers, and pushes the replies (enveloped) of one pop to each caller as `MULTI RPUSH PEXPIRE
 //   EXEC` on a second connection; the caller's reader pops its reply list with `BLMPOP … COUNT 100`
@@ -30,9 +31,6 @@ const GROUP = 'servers';
 
 const NOTIFICATION: EntryCodec = { encode: osloNotificationText, decode: unenvelope };
 
-/** tidings' `tidingsRequest`: RPUSH when the address's stream exists, else drop. */
-const PUSH_REQUEST = `if redis.call('EXISTS', KEYS[1]) == 0 then return false end
-return redis.call('RPUSH', KEYS[2], ARGV[1])`;
 
 /** A call or cast request as tidings writes it (empty context). */
 function request(i: number, replyQueue?: string, msgId?: string): string {
@@ -51,7 +49,6 @@ function withProtocolRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Meas
   const replyKey = `${base}:reply:${replyQueue}`;
   return withRedis(ctx, 4, [topicStream, topicList, serverList, replyKey], async ([serverIn, serverOut, clientOut, clientIn]) => {
     await createGroup(serverOut, topicStream, GROUP);
-    clientOut.defineCommand('pushRequest', { numberOfKeys: 2, lua: PUSH_REQUEST });
     const pending = new Map<string, Waiter>();
     const errors = failFast();
     const fail = (err: Error) => {
@@ -91,7 +88,7 @@ function withProtocolRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Meas
       return { id: reply._msg_id as string, result: reply.result };
     }, fail);
     const push = (conn: Redis, body: string, deadline?: number) =>
-      (conn as unknown as { pushRequest(...a: string[]): Promise<unknown> }).pushRequest(topicStream, topicList, deadline === undefined ? body : `x=${deadline};${body}`);
+      Promise.all([conn.rpush(topicList, deadline === undefined ? body : `x=${deadline};${body}`), conn.exists(topicStream)]);
     try {
       return await run({
         call: (i) =>
