@@ -379,7 +379,8 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   /**
    * A request to its address's request list, kept only while the address's stream exists (a server
    * ever listened there): else it is dropped, as an unbound RabbitMQ queue drops it. A list costs
-   * Redis a fraction of a stream entry read in a consumer group, and a request is acknowledged on
+   * Redis about half the command time of a stream entry read in a consumer group (INFO
+   * commandstats, bench/README.md), and a request is acknowledged on
    * receipt anyway: no lease to keep. The first request to an address goes through a script
    * (`tidingsRequest`: EXISTS, then RPUSH); once its stream was seen, a plain RPUSH followed by
    * EXISTS in the same round trip (a script costs Redis ~4 us more per request than both): when the
