@@ -1,6 +1,7 @@
 // RPC requests on request lists, on the Redis at 127.0.0.1:6379: requests wait in the address's
 // list while no server pops it and the next server runs them; a stopping server blocked in BLMPOP
-// returns at once; a named server leaving with requests unread in its list keeps them for the next
+// returns at once; requests popped and not yet running when a server stops still run; a named
+// server leaving with requests unread in its list keeps them for the next
 // server of that name; an address no server ever listened on drops requests (no list is made);
 // forged list elements are dead-lettered, never run; a request an earlier version wrote to the
 // stream is still served (rolling upgrade); wait_replicas applies to a request as to any write.
@@ -62,6 +63,34 @@ describe('Redis: RPC request lists', () => {
     expect(ran.sort()).toEqual([1, 2, 3]);
     expect(await redis.llen(keys.topicList)).toBe(0);
     await second.close();
+  });
+
+  it('requests popped together and not yet running when the server stops still run: none lost once popped', async () => {
+    const { serverT, clientT } = await transportPair();
+    const topic = uniqueName('rp');
+    const keys = new TopicKeys(PREFIX, 'openstack', topic);
+    const ran: number[] = [];
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const endpoints = [{ record: async (_c: unknown, args: { id: number }) => {
+      ran.push(args.id);
+      if (args.id === 1) await gate;
+    }, echo: (_c: unknown, a: unknown) => a }];
+    // One request at a time: the others wait in the listener once popped.
+    const server = getRpcServer(serverT, new Target({ topic, server: 's1' }), endpoints, { executorSize: 1 });
+    await server.start();
+    const client = getRpcClient(clientT, { topic }, { timeout: 10_000 });
+    await client.call({}, 'echo', {});
+    await client.cast({}, 'record', { id: 1 });
+    await waitFor(() => ran.length === 1, { timeoutMs: 10_000, message: 'the first request running' });
+    // Pushed together: one BLMPOP takes them all while the first still runs.
+    await redis.rpush(keys.topicList, ...[2, 3, 4, 5].map((id) => request('record', { id })));
+    await waitFor(async () => (await redis.llen(keys.topicList)) === 0, { timeoutMs: 10_000, message: 'the server popped the four' });
+    const stopped = server.stop();
+    open();
+    await stopped;
+    await server.wait();
+    expect(ran.sort()).toEqual([1, 2, 3, 4, 5]);
   });
 
   it('a named server leaving with requests unread in its list keeps them for the next server of that name; leaving with none removes its keys', async () => {
