@@ -1,12 +1,11 @@
 // Runs every example with tsx on memory:// and checks its key output, so the examples never rot.
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { EXPECTED, quickStartAsPackageUser, runExample } from '../support/examples.js';
+import { EXPECTED, exampleFiles, quickStartAsPackageUser, runExample } from '../support/examples.js';
 
 describe('examples/', () => {
   it('every example has expectations here', () => {
-    const files = readdirSync(new URL('../../examples', import.meta.url)).filter((f) => f.endsWith('.ts'));
-    expect(files.sort()).toEqual(Object.keys(EXPECTED).sort());
+    expect(exampleFiles().sort()).toEqual(Object.keys(EXPECTED).sort());
   });
 
   it("README.md's quick start is examples/quick-start.ts, importing from 'tidings'", () => {

@@ -1,0 +1,14 @@
+// tidings/nestjs: a NestJS transport over tidings (a server strategy and a ClientProxy). The only
+// part of tidings that imports NestJS; the core never loads it.
+export {
+  ServerTidings,
+  TIDINGS_TRANSPORT,
+  type TidingsServerOptions,
+  type TidingsRpcOptions,
+  type TidingsNotificationOptions,
+  type TidingsMessageExtras,
+  type TidingsEventExtras,
+} from './server.js';
+export { ClientTidings, type TidingsClientOptions } from './client.js';
+export { TidingsContext, TidingsRecord, type TidingsRecordOptions, type TidingsRpcContextArgs, type TidingsEventContextArgs, type TidingsBatchContextArgs } from './context.js';
+export { NESTJS_REMOTE_MODULE, toFailure, fromFailure } from './errors.js';
