@@ -39,12 +39,12 @@ class ShopController {
     return qty;
   }
 
-  @EventPattern('order.*', { pool: 'billing' })
+  @EventPattern('order.*', { pool: 'shop-billing' })
   bill(@Payload() _order: { id: number }) {
     received.billing++;
   }
 
-  @EventPattern('order.placed', { pool: 'audit' })
+  @EventPattern('order.placed', { pool: 'shop-audit' })
   audit(@Payload() _order: { id: number }, @Ctx() ctx: TidingsContext) {
     if (ctx.getPublisherId() === 'shop.web') received.audit++;
   }
