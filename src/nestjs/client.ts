@@ -54,6 +54,14 @@ export interface TidingsClientOptions {
   context?: () => Context;
 }
 
+/** What `ClientTidings.unwrap()` gives: the tidings objects behind `send()` and `emit()`. */
+export interface TidingsClientParts {
+  /** The RpcClient of `send()` and casts; undefined before `connect()` or without a `topic`. */
+  rpcClient: RpcClient | undefined;
+  /** The Notifier of `emit()`; undefined before `connect()` or with `emitAs: 'cast'`. */
+  notifier: Notifier | undefined;
+}
+
 const EMIT_AS = ['notify', 'cast'] as const;
 
 function isPriority(value: unknown): value is Priority {
@@ -108,13 +116,14 @@ export class ClientTidings extends ClientProxy {
   }
 
   /** The tidings objects: `{ rpcClient, notifier }` (undefined until connected / not needed). */
-  unwrap<T = { rpcClient: RpcClient | undefined; notifier: Notifier | undefined }>(): T {
+  unwrap<T = TidingsClientParts>(): T {
     return { rpcClient: this.rpcClient, notifier: this.notifier } as T;
   }
 
   /** tidings' transports have no connection events for NestJS to subscribe to; use `unwrap()` and the transport's health(). */
   override on(): void {}
 
+  /** `send()`'s work: one call, its reply or error handed to NestJS' observer; the teardown abandons the wait. */
   protected publish(packet: ReadPacket, callback: (packet: WritePacket) => void): () => void {
     const controller = new AbortController();
     try {
@@ -136,6 +145,7 @@ export class ClientTidings extends ClientProxy {
     return () => controller.abort();
   }
 
+  /** `emit()`'s work: a notification (or a cast); resolves once the broker accepted it. */
   protected async dispatchEvent<T = unknown>(packet: ReadPacket): Promise<T> {
     const { data, options } = split(packet.data);
     const pattern = this.normalizePattern(packet.pattern);

@@ -3,13 +3,6 @@
 import { BaseRpcContext } from '@nestjs/microservices';
 import type { Context, NotificationBatchItem, NotificationEventMetadata, Priority, RpcMeta } from '../index.js';
 
-/** `@Ctx()` of an `@MessagePattern` handler: the request context, the RPC metadata, the pattern. */
-export type TidingsRpcContextArgs = [ctx: Context, meta: RpcMeta, pattern: string];
-/** `@Ctx()` of an `@EventPattern` handler: the notification context, its metadata, the pattern. */
-export type TidingsEventContextArgs = [ctx: Context, meta: NotificationEventMetadata, pattern: string];
-/** `@Ctx()` of a batch `@EventPattern` handler: the first notification's context and metadata, the pattern, then the batch. */
-export type TidingsBatchContextArgs = [ctx: Context, meta: NotificationEventMetadata, pattern: string, batch: readonly NotificationBatchItem<Context>[]];
-
 /**
  * The `@Ctx()` of handlers served by ServerTidings (NestJS' RmqContext, for tidings). For an
  * `@MessagePattern` handler `getContext()` is the caller's request context (oslo's `ctxt`) and

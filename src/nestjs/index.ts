@@ -8,7 +8,9 @@ export {
   type TidingsNotificationOptions,
   type TidingsMessageExtras,
   type TidingsEventExtras,
+  type TidingsBatchExtras,
+  type TidingsServerParts,
 } from './server.js';
-export { ClientTidings, type TidingsClientOptions } from './client.js';
-export { TidingsContext, TidingsRecord, type TidingsRecordOptions, type TidingsRpcContextArgs, type TidingsEventContextArgs, type TidingsBatchContextArgs } from './context.js';
-export { NESTJS_REMOTE_MODULE, toFailure, fromFailure } from './errors.js';
+export { ClientTidings, type TidingsClientOptions, type TidingsClientParts } from './client.js';
+export { TidingsContext, TidingsRecord, type TidingsRecordOptions } from './context.js';
+export { NESTJS_REMOTE_MODULE } from './errors.js';

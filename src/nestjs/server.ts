@@ -100,8 +100,24 @@ export interface TidingsEventExtras {
   executorSize?: number;
   /** Longest a handler may run, ms. @default none */
   handlerTimeout?: number;
-  /** Batches: the handler gets an array of payloads (and `ctx.getBatch()`), at most `size`, within `timeout` ms. @default none (one at a time) */
-  batch?: true | { size?: number; timeout?: number };
+  /** Batches: the handler gets an array of payloads (and `ctx.getBatch()`). `true` takes the listener's batch defaults. @default none (one at a time) */
+  batch?: true | TidingsBatchExtras;
+}
+
+/** The `batch` of TidingsEventExtras: one stopwatch per batch, as `getBatchNotificationListener()`. */
+export interface TidingsBatchExtras {
+  /** Most notifications per batch. @default 100 */
+  size?: number;
+  /** Longest wait for one batch, first message included, ms. @default 1000 */
+  timeout?: number;
+}
+
+/** What `ServerTidings.unwrap()` gives: the running tidings objects. */
+export interface TidingsServerParts {
+  /** The RpcServer of the `@MessagePattern` handlers; undefined when there are none or before `listen()`. */
+  rpcServer: RpcServer | undefined;
+  /** One NotificationListener per distinct `@EventPattern` option set. */
+  listeners: readonly NotificationListener[];
 }
 
 const MESSAGE_EXTRAS = new Set(['version', 'namespace']);
@@ -168,7 +184,7 @@ export class ServerTidings extends Server<ServerEvents, 'connected' | 'disconnec
   }
 
   /** The running tidings objects: `{ rpcServer, listeners }`. */
-  unwrap<T = { rpcServer: RpcServer | undefined; listeners: readonly NotificationListener[] }>(): T {
+  unwrap<T = TidingsServerParts>(): T {
     return { rpcServer: this.rpcServer, listeners: [...this.listeners] } as T;
   }
 
