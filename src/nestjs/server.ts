@@ -148,6 +148,8 @@ export class ServerTidings extends Server<ServerEvents, 'connected' | 'disconnec
   /** The transports opened from `url`, by kind (closed by `close()`). */
   private readonly opened = new Map<'rpc' | 'notification', Promise<Transport>>();
   private readonly subscribers: Array<[event: string, callback: (...args: any[]) => void]> = [];
+  /** The handlers found at the first `listen()`, unchained. */
+  private registered?: { methods: Array<[string, MessageHandler]>; events: Array<[string, MessageHandler]> };
 
   constructor(private readonly options: TidingsServerOptions = {}) {
     super();
@@ -193,24 +195,34 @@ export class ServerTidings extends Server<ServerEvents, 'connected' | 'disconnec
   }
 
   private async start(): Promise<void> {
-    const methods: Array<[pattern: string, handler: MessageHandler]> = [];
-    const events: EventRegistration[] = [];
-    for (const [pattern, head] of this.messageHandlers) {
-      // NestJS chains the event handlers of one pattern (`next`) and runs the chain from its
-      // head; each may have its own pool here, so each is unchained and routed on its own.
-      for (let handler: MessageHandler | undefined = head; handler !== undefined; ) {
-        const next = handler.next as MessageHandler | undefined;
-        handler.next = undefined;
-        if (handler.isEventHandler) events.push(this.eventRegistration(pattern, handler));
-        else methods.push([pattern, handler]);
-        handler = next;
-      }
-    }
+    const { methods, events } = this.handlers();
     if (methods.length > 0) await this.startRpc(methods);
     const groups = new Map<string, EventRegistration[]>();
     for (const e of events) groups.set(e.listenerKey, [...(groups.get(e.listenerKey) ?? []), e]);
     for (const group of groups.values()) await this.startListener(group);
     this._status$.next('connected');
+  }
+
+  /**
+   * The handlers NestJS registered, each with its pattern. NestJS chains the event handlers of one
+   * pattern (`next`) and runs the chain from its head; each may have its own pool here, so each
+   * is unchained (once: the chain is gone afterwards) and routed on its own.
+   */
+  private handlers(): { methods: Array<[pattern: string, handler: MessageHandler]>; events: EventRegistration[] } {
+    if (!this.registered) {
+      const methods: Array<[string, MessageHandler]> = [];
+      const events: Array<[string, MessageHandler]> = [];
+      for (const [pattern, head] of this.messageHandlers) {
+        for (let handler: MessageHandler | undefined = head; handler !== undefined; ) {
+          const next = handler.next as MessageHandler | undefined;
+          handler.next = undefined;
+          (handler.isEventHandler ? events : methods).push([pattern, handler]);
+          handler = next;
+        }
+      }
+      this.registered = { methods, events };
+    }
+    return { methods: this.registered.methods, events: this.registered.events.map(([pattern, handler]) => this.eventRegistration(pattern, handler)) };
   }
 
   private async startRpc(methods: Array<[string, MessageHandler]>): Promise<void> {

@@ -169,6 +169,12 @@ export class EventsController {
     this.note('billing', payload, ctx);
   }
 
+  /** The same pattern as billing, in another pool: NestJS chains the two, tidings routes each on its own. */
+  @EventPattern('compute.instance.create.end', { pool: 'quota' })
+  quota(@Payload() payload: unknown, @Ctx() ctx: TidingsContext<NotificationEventMetadata>) {
+    this.note('quota', payload, ctx);
+  }
+
   @EventPattern('compute.instance.*', { pool: 'audit', priorities: ['info', 'warn'] })
   audit(@Payload() payload: unknown, @Ctx() ctx: TidingsContext<NotificationEventMetadata>) {
     this.note('audit', payload, ctx);

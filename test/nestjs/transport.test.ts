@@ -141,13 +141,17 @@ describe('tidings/nestjs on memory://', () => {
   });
 
   describe('@EventPattern handlers are notification handlers', () => {
-    it('emit() sends a notification: every pool gets it once, shared by the applications in the pool', async () => {
+    it('emit() sends a notification: every pool gets it once, shared by the applications in the pool (two handlers of one pattern in two pools included)', async () => {
       const before = seen.length;
       for (let id = 1; id <= 6; id++) await lastValueFrom(client.emit('compute.instance.create.end', new TidingsRecord({ id }, { ctx: { request_id: `req-${id}` } })), { defaultValue: undefined });
       const fresh = () => seen.slice(before);
-      await waitFor(() => fresh().filter((s) => s.handler === 'billing').length >= 6 && fresh().filter((s) => s.handler === 'audit').length >= 6, { timeoutMs: 10_000 });
-      for (const pool of ['billing', 'audit']) {
-        const got = fresh().filter((s) => s.handler === pool);
+      const all = () => ['billing', 'quota', 'audit'].every((pool) => fresh().filter((s) => s.handler === pool).length >= 6);
+      await waitFor(all, { timeoutMs: 10_000 });
+      // A later notification that every pool has seen proves none got a copy more.
+      await lastValueFrom(client.emit('compute.instance.create.end', { id: 'end' }), { defaultValue: undefined });
+      await waitFor(() => fresh().filter((s) => (s.payload as { id: unknown }).id === 'end').length === 3, { timeoutMs: 10_000 });
+      for (const pool of ['billing', 'quota', 'audit']) {
+        const got = fresh().filter((s) => s.handler === pool && (s.payload as { id: unknown }).id !== 'end');
         expect(got.map((s) => (s.payload as { id: number }).id).sort()).toEqual([1, 2, 3, 4, 5, 6]);
         expect(got.every((s) => s.eventType === 'compute.instance.create.end' && s.publisherId === 'compute.host-1' && s.priority === 'info')).toBe(true);
         expect(got.map((s) => s.ctx?.request_id).sort()).toEqual(['req-1', 'req-2', 'req-3', 'req-4', 'req-5', 'req-6']);
@@ -165,7 +169,7 @@ describe('tidings/nestjs on memory://', () => {
       await waitFor(() => seen.slice(before).some((s) => s.handler === 'audit'), { timeoutMs: 10_000 });
       // The error notification and the network one are for nobody; the warn one for audit only.
       await lastValueFrom(client.emit('compute.instance.create.end', { id: 'marker' }), { defaultValue: undefined });
-      await waitFor(() => seen.slice(before).filter((s) => (s.payload as { id?: string }).id === 'marker').length === 2, { timeoutMs: 10_000 });
+      await waitFor(() => seen.slice(before).filter((s) => (s.payload as { id?: string }).id === 'marker').length === 3, { timeoutMs: 10_000 });
       const audit = seen.slice(before).filter((s) => s.handler === 'audit').map((s) => `${s.priority}:${(s.payload as { id: string }).id}`);
       expect(audit.sort()).toEqual(['info:marker', 'warn:w']);
       expect(seen.slice(before).filter((s) => s.handler === 'billing').map((s) => (s.payload as { id: string }).id)).toEqual(['marker']);
@@ -209,6 +213,29 @@ describe('tidings/nestjs on memory://', () => {
     return notifications;
   }
   afterAll(async () => notifications?.cleanup());
+});
+
+describe('tidings/nestjs: a ServerTidings listens again after close()', () => {
+  it('serves the same handlers, the chained event handlers of one pattern included', async () => {
+    const topic = `calc-${randomUUID().slice(0, 8)}`;
+    const events = `events-${randomUUID().slice(0, 8)}`;
+    const seen: Seen[] = [];
+    const strategy = new ServerTidings({ url, rpc: { topic, server: 'again' }, notifications: { topics: [events] } });
+    const service = await NestFactory.createMicroservice(AppModule.with('again', seen), { strategy, logger: false });
+    await service.listen();
+    await strategy.close();
+    await new Promise<void>((resolve, reject) => strategy.listen((error) => (error ? reject(error) : resolve())));
+    const caller = await startCaller({ url, topic, timeout: 10_000, notifier: { topics: [events] } });
+    try {
+      const again = caller.get<ClientProxy>(CALC);
+      expect(await firstValueFrom(again.send('add', { a: 1, b: 2 }))).toMatchObject({ sum: 3, app: 'again' });
+      await lastValueFrom(again.emit('compute.instance.create.end', { id: 1 }), { defaultValue: undefined });
+      await waitFor(() => ['billing', 'quota', 'audit'].every((h) => seen.some((s) => s.handler === h)), { timeoutMs: 10_000 });
+    } finally {
+      await caller.close();
+      await service.close();
+    }
+  });
 });
 
 describe('tidings/nestjs: bad configuration fails clearly', () => {
