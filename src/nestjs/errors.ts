@@ -10,7 +10,7 @@ import { RemoteError, toPrimitive } from '../index.js';
 export const NESTJS_REMOTE_MODULE = 'tidings.nestjs';
 
 /** The oslo failure of an RpcException (its class name on the wire); kwargs.error is `getError()`. */
-class RpcExceptionFailure extends Error {
+export class RpcExceptionFailure extends Error {
   static readonly remoteModule = NESTJS_REMOTE_MODULE;
   readonly args: unknown[];
   readonly kwargs: { error: unknown };

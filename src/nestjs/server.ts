@@ -13,6 +13,7 @@ import {
   PRIORITIES,
   Target,
   eventTypeGlob,
+  expectedExceptions,
   getBatchNotificationListener,
   getNotificationListener,
   getNotificationTransport,
@@ -32,7 +33,7 @@ import {
   type TransportOptions,
 } from '../index.js';
 import { TidingsContext } from './context.js';
-import { toFailure } from './errors.js';
+import { RpcExceptionFailure, toFailure } from './errors.js';
 
 /**
  * The transport id of ServerTidings: `@MessagePattern('add', TIDINGS_TRANSPORT)` binds a handler
@@ -237,10 +238,13 @@ export class ServerTidings extends Server<ServerEvents, 'connected' | 'disconnec
       const key = `${target.namespace ?? ''}\0${target.version}`;
       let endpoint = endpoints.get(key);
       if (!endpoint) endpoints.set(key, (endpoint = { target }));
-      endpoint[pattern] = (ctx: Context, args: Record<string, unknown>, meta: RpcMeta) =>
+      // What an exception filter answered with is the method's contract (NestJS logged the
+      // unexpected ones already): the RpcServer logs it at debug level only, as oslo's expected exceptions.
+      endpoint[pattern] = expectedExceptions(RpcExceptionFailure)((ctx: Context, args: Record<string, unknown>, meta: RpcMeta) =>
         this.run(handler, args, new TidingsContext<RpcMeta>([ctx, meta, pattern])).then(undefined, (error: unknown) => {
           throw toFailure(error);
-        });
+        }),
+      );
     }
     const transport = await this.transport('rpc');
     // Every registered pattern is callable (a NestJS pattern may start with `_`); nothing else is on these endpoints.

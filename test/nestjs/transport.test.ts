@@ -7,6 +7,7 @@ import { NestFactory } from '@nestjs/core';
 import { RpcException, type ClientProxy } from '@nestjs/microservices';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
 import {
+  createMemoryLogger,
   InvalidArgument,
   MessagingTimeout,
   NoSuchMethod,
@@ -213,6 +214,28 @@ describe('tidings/nestjs on memory://', () => {
     return notifications;
   }
   afterAll(async () => notifications?.cleanup());
+});
+
+describe('tidings/nestjs: what the RpcServer logs', () => {
+  it('an exception filter\'s RpcException is the method\'s contract (debug); an Error let through is unexpected (error); neither logs the payload', async () => {
+    const topic = `calc-${randomUUID().slice(0, 8)}`;
+    const logger = createMemoryLogger();
+    const service = await startMicroservice('logged', [], { url, transportOptions: { logger }, rpc: { topic, server: 'logged' } });
+    const caller = await startCaller({ url, topic, timeout: 10_000, emitAs: 'cast' });
+    try {
+      const logged = caller.get<ClientProxy>(CALC);
+      await expect(firstValueFrom(logged.send('stock.take', { qty: 9 }))).rejects.toBeInstanceOf(RpcException);
+      await expect(firstValueFrom(logged.send('range', { n: -5 }))).rejects.toBeInstanceOf(RangeError);
+      const about = (method: string) => logger.records.filter((r) => r.fields.method === method).map((r) => `${r.level}: ${r.msg}`);
+      expect(about('stock.take')).toEqual(['debug: expected exception during message handling']);
+      expect(about('range')).toEqual(['error: exception during message handling']);
+      // The name and message only: never the RpcException's payload (kwargs.error).
+      expect(JSON.stringify(logger.records)).not.toContain('OUT_OF_STOCK');
+    } finally {
+      await caller.close();
+      await service.close();
+    }
+  });
 });
 
 describe('tidings/nestjs: a ServerTidings listens again after close()', () => {
