@@ -2,9 +2,9 @@
 // through ClientTidings (registered with ClientsModule), and by plain tidings clients.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { INestApplicationContext, INestMicroservice } from '@nestjs/common';
+import { Controller, Module, type INestApplicationContext, type INestMicroservice } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { RpcException, type ClientProxy } from '@nestjs/microservices';
+import { EventPattern, RpcException, type ClientProxy } from '@nestjs/microservices';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
 import {
   createMemoryLogger,
@@ -261,6 +261,15 @@ describe('tidings/nestjs: a ServerTidings listens again after close()', () => {
   });
 });
 
+@Controller()
+class TypoController {
+  @EventPattern('x.y', { pools: 'billing' })
+  handle() {}
+}
+
+@Module({ controllers: [TypoController] })
+class TypoModule {}
+
 describe('tidings/nestjs: bad configuration fails clearly', () => {
   it('@MessagePattern handlers without an rpc topic: listen() rejects with InvalidArgument naming rpc', async () => {
     const service = await NestFactory.createMicroservice(AppModule.with('x', []), { strategy: new ServerTidings({ url }), logger: false });
@@ -271,16 +280,6 @@ describe('tidings/nestjs: bad configuration fails clearly', () => {
   });
 
   it('an unknown key in a handler\'s extras: listen() rejects naming it', async () => {
-    const { Controller } = await import('@nestjs/common');
-    const { EventPattern } = await import('@nestjs/microservices');
-    class Typo {
-      handle() {}
-    }
-    EventPattern('x.y', { pools: 'billing' })(Typo.prototype, 'handle', Object.getOwnPropertyDescriptor(Typo.prototype, 'handle')!);
-    Controller()(Typo);
-    const { Module } = await import('@nestjs/common');
-    class TypoModule {}
-    Module({ controllers: [Typo] })(TypoModule);
     const service = await NestFactory.createMicroservice(TypoModule, { strategy: new ServerTidings({ url }), logger: false });
     const error = await service.listen().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InvalidArgument);
