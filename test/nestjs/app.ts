@@ -137,6 +137,12 @@ export class CalcController {
     return ms;
   }
 
+  /** An object pattern: its JSON text is the method name (only NestJS callers send that). */
+  @MessagePattern({ cmd: 'sum', v: 2 })
+  sum(@Payload('values') values: number[]) {
+    return values.reduce((a, b) => a + b, 0);
+  }
+
   @MessagePattern('record')
   record(@Payload() args: unknown, @Ctx() ctx: TidingsContext<RpcMeta>) {
     this.seen.push({ app: this.app, handler: 'record', payload: args, ctx: ctx.getContext() });

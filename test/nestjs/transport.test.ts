@@ -78,6 +78,12 @@ describe('tidings/nestjs on memory://', () => {
       await expect(plain.call({}, 'multiply', { a: 6, b: 7 })).rejects.toBeInstanceOf(NoSuchMethod);
     });
 
+    it('an object pattern is the method named by its JSON text (keys sorted, as NestJS routes it)', async () => {
+      expect(await firstValueFrom(client.send({ v: 2, cmd: 'sum' }, { values: [1, 2, 3] }))).toBe(6);
+      const plain = getRpcClient(rpc, { topic }, { timeout: 10_000 });
+      expect(await plain.call({}, '{"cmd":"sum","v":2}', { values: [4, 5] })).toBe(9);
+    });
+
     it('per-message version and namespace through TidingsRecord', async () => {
       expect(await firstValueFrom(client.send('multiply', new TidingsRecord({ a: 3, b: 5 }, { namespace: 'calc', version: '1.2' })))).toBe(15);
     });
