@@ -37,6 +37,8 @@ const BROKERS: Record<string, { peer?: string; alternatives?: string[]; name: st
 const TEST_KIT_PEER = 'vitest';
 /** OpenTelemetry tracing and metrics are loaded only when a user turns instrumentation on. */
 const INSTRUMENTATION_PEER = '@opentelemetry/api';
+/** tidings/nestjs imports @nestjs/microservices and rxjs; @nestjs/microservices needs @nestjs/common and @nestjs/core. */
+const NESTJS_PEERS = ['@nestjs/common', '@nestjs/core', '@nestjs/microservices', 'rxjs'];
 
 const shipped = TRANSPORT_SCHEMES.map((s) => BROKERS[s]!);
 const shippedNames = new Set(shipped.map((b) => b.name));
@@ -47,8 +49,8 @@ describe('package.json claims what src/transport.ts can load', () => {
     for (const scheme of TRANSPORT_SCHEMES) expect(BROKERS, `scheme ${scheme}`).toHaveProperty([scheme]);
   });
 
-  it('has exactly the broker libraries of the shipped drivers, the test kit\'s runner and the OpenTelemetry API as optional peers, each also a devDependency', () => {
-    const peers = [...shippedPeers, TEST_KIT_PEER, INSTRUMENTATION_PEER].sort();
+  it('has exactly the broker libraries of the shipped drivers, the test kit\'s runner, the OpenTelemetry API and tidings/nestjs\'s NestJS as optional peers, each also a devDependency', () => {
+    const peers = [...shippedPeers, TEST_KIT_PEER, INSTRUMENTATION_PEER, ...NESTJS_PEERS].sort();
     expect(Object.keys(pkg.peerDependencies ?? {}).sort()).toEqual(peers);
     expect(Object.keys(pkg.peerDependenciesMeta ?? {}).sort()).toEqual(peers);
     for (const peer of peers) {
@@ -76,9 +78,9 @@ describe('package.json exports, files, license', () => {
     }
   });
 
-  it('exports the API, the driver contract and the test kit, each from its dist/ index', () => {
-    expect(Object.keys(pkg.exports)).toEqual(['.', './driver', './testing', './package.json']);
-    for (const [subpath, dir] of [['.', ''], ['./driver', 'contract/'], ['./testing', 'testing/']] as const) {
+  it('exports the API, the driver contract, the test kit and the NestJS transport, each from its dist/ index', () => {
+    expect(Object.keys(pkg.exports)).toEqual(['.', './driver', './testing', './nestjs', './package.json']);
+    for (const [subpath, dir] of [['.', ''], ['./driver', 'contract/'], ['./testing', 'testing/'], ['./nestjs', 'nestjs/']] as const) {
       expect(pkg.exports[subpath], subpath).toEqual({ types: `./dist/${dir}index.d.ts`, import: `./dist/${dir}index.js`, default: `./dist/${dir}index.js` });
     }
   });
