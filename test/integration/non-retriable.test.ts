@@ -9,10 +9,12 @@ import {
   ConnectionError,
   getNotificationTransport,
   getRpcClient,
+  getRpcServer,
   getRpcTransport,
   MessageDeliveryFailure,
   MessagingError,
   Notifier,
+  Target,
   type Transport,
 } from '../../src/index.js';
 import { uniqueName } from '../../src/testing/wait.js';
@@ -115,17 +117,26 @@ describe('non-retriable errors from Redis', () => {
     await server?.stop();
   }, 60_000);
 
-  it('an ACL user without XADD: NOPERM, a non-retriable ConnectionError without the password, for a notification and a call', async () => {
+  it('an ACL user without XADD and RPUSH (notifications are stream entries, requests list elements): NOPERM, a non-retriable ConnectionError without the password, for a notification and a call', async () => {
     const name = `limited-${randomUUID().slice(0, 8)}`;
     const password = `pw-${randomUUID()}`;
-    await redisCommand(server.endpoint, ['ACL', 'SETUSER', name, 'on', `>${password}`, '~*', '&*', '+@all', '-xadd']);
+    await redisCommand(server.endpoint, ['ACL', 'SETUSER', name, 'on', `>${password}`, '~*', '&*', '+@all', '-xadd', '-rpush']);
     const url = `redis://${name}:${password}@127.0.0.1:${server.port}/?${REDIS_RETRY}`;
     const [notify, rpc] = await Promise.all([getNotificationTransport(url), getRpcTransport(url)]);
     transports.push(notify, rpc);
     const notifier = new Notifier(notify, { publisherId: 'non-retriable', driver: 'messagingv2', topics: [uniqueName('t-nr')] });
     const sent = await failure(() => notifier.info({}, 'nr.test', { n: 1 }));
     expectNonRetriable(sent, ConnectionError, /NOPERM/, password);
-    const called = await failure(() => getRpcClient(rpc, { topic: uniqueName('t-nr-rpc') }, { timeout: 60_000 }).call({}, 'echo', { n: 1 }));
+    // A request to an address no server ever listened on is dropped before anything is pushed: a
+    // server (of a user with every right) makes the address, so the call's push reaches the ACL.
+    const topic = uniqueName('t-nr-rpc');
+    const serving = await getRpcTransport(`redis://127.0.0.1:${server.port}/?${REDIS_RETRY}`);
+    transports.push(serving);
+    const rpcServer = getRpcServer(serving, new Target({ topic, server: 'nr' }), [{ echo: (_c: unknown, args: unknown) => args }]);
+    await rpcServer.start();
+    const called = await failure(() => getRpcClient(rpc, { topic }, { timeout: 60_000 }).call({}, 'echo', { n: 1 }));
+    await rpcServer.stop();
+    await rpcServer.wait();
     expectNonRetriable(called, ConnectionError, /NOPERM/, password);
   });
 });

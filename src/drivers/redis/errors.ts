@@ -59,6 +59,10 @@ export function toMessagingError(err: unknown, what: string, client?: object): M
   if (/^(NOPERM|WRONGPASS|NOAUTH)\b/.test(text)) {
     return new ConnectionError(`${what}: Redis refused the login or the command (${text})`, { cause: err, retriable: false });
   }
+  if (/^ERR The user executing the script can't run this command/.test(text)) {
+    // A command the ACL denies, run by one of the driver's scripts: Redis 7.0 says ERR, not NOPERM.
+    return new ConnectionError(`${what}: Redis refused the command (NOPERM, inside a script: ${text})`, { cause: err, retriable: false });
+  }
   if (/^(READONLY|LOADING|MASTERDOWN|TRYAGAIN|CLUSTERDOWN|MOVED|ASK)\b/.test(text)) {
     return new ConnectionError(`${what}: ${text}`, { cause: err, retriable: true });
   }
