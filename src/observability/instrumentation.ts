@@ -3,12 +3,12 @@
 import { DriverLoadFailure, InvalidArgument } from '../core/errors.js';
 import { isPlainObject } from '../core/json-check.js';
 import type { TransportMiddleware } from '../middleware/middleware.js';
-import type { InstrumentationOptions, ObservedDriver } from './options.js';
+import type { InstrumentationOptions, ObservedDriver, ObservedResilience } from './options.js';
 
 export * from './options.js';
 
 /** What the OpenTelemetry module builds for one transport. */
-export type InstrumentationFactory = (options: InstrumentationOptions, system: string, driver?: ObservedDriver) => Required<TransportMiddleware>;
+export type InstrumentationFactory = (options: InstrumentationOptions, system: string, driver?: ObservedDriver, resilience?: ObservedResilience) => Required<TransportMiddleware>;
 
 const KEYS: Record<keyof InstrumentationOptions, string> = {
   tracerProvider: 'getTracer',
@@ -39,10 +39,11 @@ export function checkInstrumentation(value: unknown): InstrumentationOptions | u
 /**
  * Imports the OpenTelemetry module (and with it `@opentelemetry/api`) and builds the middlewares
  * for a transport whose `messaging.system` is `system`; `driver`'s delivery counters and consumer
- * lag are reported as observable instruments.
+ * lag, and the clients' retries, refusals and circuit states in `resilience`, are reported as
+ * observable instruments.
  * @throws DriverLoadFailure naming the package to install when `@opentelemetry/api` is missing.
  */
-export async function loadInstrumentation(options: InstrumentationOptions, system: string, driver?: ObservedDriver): Promise<Required<TransportMiddleware>> {
+export async function loadInstrumentation(options: InstrumentationOptions, system: string, driver?: ObservedDriver, resilience?: ObservedResilience): Promise<Required<TransportMiddleware>> {
   let factory: InstrumentationFactory;
   try {
     factory = (await import('./otel.js')).createOtelMiddleware;
@@ -51,5 +52,5 @@ export async function loadInstrumentation(options: InstrumentationOptions, syste
     const hint = missing ? `the package "${missing}" is not installed (npm install @opentelemetry/api)` : (err as Error).message;
     throw new DriverLoadFailure(`Could not load OpenTelemetry for the transport's instrumentation option: ${hint}`, { cause: err });
   }
-  return factory(options, system, driver);
+  return factory(options, system, driver, resilience);
 }
