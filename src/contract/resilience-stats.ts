@@ -62,7 +62,7 @@ export class ResilienceStats {
   }
 
   /** The state of each destination's circuit: the worst when several clients have one. */
-  circuitStates(): Array<{ destination: string; state: CircuitState }> {
+  circuitStates(): CircuitView[] {
     const worst = new Map<string, CircuitState>();
     for (const ref of this.circuits) {
       const circuit = ref.deref();

@@ -20,6 +20,18 @@ export const RPC_BULKHEAD_DEFAULTS = Object.freeze({
   maxQueue: 100,
 });
 
+/** What `RpcClient.bulkhead` shows. */
+export interface RpcBulkheadState {
+  /** Calls holding a slot (sent and waiting for their reply). */
+  readonly inFlight: number;
+  /** Calls waiting for a slot. */
+  readonly queued: number;
+  /** The bulkhead's `maxConcurrent`. */
+  readonly maxConcurrent: number;
+  /** The bulkhead's `maxQueue`. */
+  readonly maxQueue: number;
+}
+
 interface Waiter {
   resolve: () => void;
   reject: (err: unknown) => void;
@@ -29,8 +41,10 @@ interface Waiter {
 }
 
 /** Slots for the calls of one client (and of the clients `prepare()`d from it). */
-export class Bulkhead {
+export class Bulkhead implements RpcBulkheadState {
+  /** Calls in flight at once. */
   readonly maxConcurrent: number;
+  /** Calls waiting at most. */
   readonly maxQueue: number;
   private running = 0;
   private readonly waiting = new Fifo<Waiter>();

@@ -16,7 +16,7 @@ import { validateWith } from '../core/schema.js';
 import { contractMethod, isRpcContract, type RpcContract, type RpcContractApi } from './contract.js';
 import { discoverServers, pingServer, RPC_DISCOVER_DEFAULTS, type DiscoveredServer, type RpcDiscoverOptions, type RpcPingOptions } from './discovery.js';
 import type { EventEmitter } from 'eventemitter3';
-import { Bulkhead, type RpcBulkheadOptions } from './bulkhead.js';
+import { Bulkhead, type RpcBulkheadOptions, type RpcBulkheadState } from './bulkhead.js';
 import { resolveCircuitBreaker, type RpcCircuitBreakerOptions } from './circuit-breaker.js';
 import { ClientResilience, destinationOf, isUnansweredCall, type RpcClientEvents } from './resilience.js';
 import { waitForServersOf, watchServersOf, type RpcWaitForServersOptions, type RpcWatchServersOptions, type ServerWatch } from './server-watch.js';
@@ -205,7 +205,7 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
   }
 
   /** The client's bulkhead: calls in flight and waiting; undefined without one. */
-  get bulkhead(): { readonly inFlight: number; readonly queued: number; readonly maxConcurrent: number; readonly maxQueue: number } | undefined {
+  get bulkhead(): RpcBulkheadState | undefined {
     return this.resilience?.bulkhead;
   }
 

@@ -3,7 +3,7 @@
 export { getRpcClient, RpcClient, RPC_CLIENT_DEFAULTS, waitForServers, type RpcClientOptions, type RpcPrepareOptions, type RpcCallOptions, type RpcCastOptions } from './client.js';
 export { isUnansweredCall, type RpcClientEvents, type RpcRetryInfo, type RpcBulkheadFullInfo } from './resilience.js';
 export { RPC_CIRCUIT_BREAKER_DEFAULTS, type RpcCircuitBreakerOptions, type CircuitTransition } from './circuit-breaker.js';
-export { RPC_BULKHEAD_DEFAULTS, type RpcBulkheadOptions } from './bulkhead.js';
+export { RPC_BULKHEAD_DEFAULTS, type RpcBulkheadOptions, type RpcBulkheadState } from './bulkhead.js';
 export {
   RPC_WAIT_FOR_SERVERS_DEFAULTS,
   RPC_WATCH_SERVERS_DEFAULTS,

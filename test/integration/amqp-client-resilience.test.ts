@@ -3,7 +3,7 @@
 // and refuses calls at once, the server returns, a probe closes the circuit, and no request sent
 // while it was away runs late (each expires with its call's timeout).
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CircuitOpenError, MessagingTimeout } from '../../src/core/errors.js';
+import { CircuitOpenError } from '../../src/core/errors.js';
 import { getRpcTransport, type Transport } from '../../src/transport.js';
 import { getRpcClient } from '../../src/rpc/client.js';
 import { getRpcServer, type RpcServer } from '../../src/rpc/server.js';
