@@ -1,4 +1,5 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, expectTypeOf, it, vi } from 'vitest';
+import * as tidings from '../../../src/index.js';
 import { AbortError, BulkheadFullError, CircuitOpenError, InvalidArgument, MessagingTimeout, RemoteError } from '../../../src/core/errors.js';
 import { rpcRetryDelay, resolveRpcRetryPolicy } from '../../../src/core/retry.js';
 import { getRpcClient, waitForServers, type RpcClient } from '../../../src/rpc/client.js';
@@ -360,6 +361,29 @@ describe('bad options: InvalidArgument naming the field, nothing sent', () => {
     await expect(client.call({}, 'm', {}, { retryPolicy: { attempts: -1 } })).rejects.toMatchObject({ field: 'retryPolicy.attempts' });
     await expect(client.waitForServers({ count: 0 })).rejects.toMatchObject({ field: 'count' });
     expect(() => client.watchServers({ intervalMs: 0 })).toThrow(InvalidArgument);
-    expect(RemoteError).toBeDefined();
+  });
+});
+
+describe('the package entry', () => {
+  it('exports the errors, defaults, helpers and types', async () => {
+    expect(tidings.CircuitOpenError).toBe(CircuitOpenError);
+    expect(new tidings.BulkheadFullError('m', 1, 2)).toBeInstanceOf(tidings.MessagingError);
+    expect(tidings.RPC_RETRY_DEFAULTS).toEqual({ attempts: 3, delayMs: 100, backoffFactor: 2, maxDelayMs: 5000, jitter: 0.5 });
+    expect(tidings.RPC_CIRCUIT_BREAKER_DEFAULTS).toMatchObject({ threshold: 0.5, minRequests: 20, windowMs: 60_000, halfOpenAfterMs: 10_000 });
+    expect(tidings.RPC_BULKHEAD_DEFAULTS).toEqual({ maxConcurrent: 10, maxQueue: 100 });
+    expect(tidings.isUnansweredCall(new MessagingTimeout('t'))).toBe(true);
+    expect(tidings.isUnansweredCall(new tidings.HandlerTimeout('t'))).toBe(false);
+    expect(tidings.isUnansweredCall(new RemoteError('ValueError', 'v'))).toBe(false);
+    expect(tidings.waitForServers).toBe(waitForServers);
+    h = createHarness();
+    const client = tidings.getRpcClient(await h.transport(), { topic: h.topic });
+    expectTypeOf(client.events.on).toBeFunction();
+    client.events.on('retry', (info) => expectTypeOf(info).toEqualTypeOf<tidings.RpcRetryInfo>());
+    client.events.on('circuitOpened', (t) => expectTypeOf(t.state).toEqualTypeOf<tidings.CircuitState>());
+    expectTypeOf<tidings.RpcClientOptions['retryPolicy']>().toEqualTypeOf<tidings.RpcRetryPolicy | undefined>();
+    expectTypeOf<tidings.RpcClientOptions['circuitBreaker']>().toEqualTypeOf<boolean | tidings.RpcCircuitBreakerOptions | undefined>();
+    expectTypeOf<tidings.RpcClientOptions['bulkhead']>().toEqualTypeOf<boolean | tidings.RpcBulkheadOptions | undefined>();
+    expectTypeOf(client.watchServers).returns.toEqualTypeOf<tidings.ServerWatch>();
+    expectTypeOf(client.waitForServers).parameter(0).toEqualTypeOf<tidings.RpcWaitForServersOptions | undefined>();
   });
 });
