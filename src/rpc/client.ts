@@ -16,9 +16,9 @@ import { validateWith } from '../core/schema.js';
 import { contractMethod, isRpcContract, type RpcContract, type RpcContractApi } from './contract.js';
 import { discoverServers, pingServer, RPC_DISCOVER_DEFAULTS, type DiscoveredServer, type RpcDiscoverOptions, type RpcPingOptions } from './discovery.js';
 import type { EventEmitter } from 'eventemitter3';
-import { Bulkhead, type RpcBulkheadOptions, type RpcBulkheadState } from './bulkhead.js';
-import { resolveCircuitBreaker, type RpcCircuitBreakerOptions } from './circuit-breaker.js';
-import { ClientResilience, destinationOf, isUnansweredCall, type RpcClientEvents } from './resilience.js';
+import type { RpcBulkheadOptions, RpcBulkheadState } from './bulkhead.js';
+import type { RpcCircuitBreakerOptions } from './circuit-breaker.js';
+import { ClientResilience, destinationOf, retryPolicyOfCall, type RpcClientEvents } from './resilience.js';
 import { waitForServersOf, watchServersOf, type RpcWaitForServersOptions, type RpcWatchServersOptions, type ServerWatch } from './server-watch.js';
 
 /** Options of `getRpcClient()`. */
@@ -215,11 +215,7 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
   }
 
   private newResilience(always = false): ClientResilience | undefined {
-    const { circuitBreaker, bulkhead } = this.options;
-    const breaker = circuitBreaker === undefined || circuitBreaker === false ? undefined : resolveCircuitBreaker(circuitBreaker, isUnansweredCall);
-    const slots = bulkhead === undefined || bulkhead === false ? undefined : new Bulkhead(bulkhead);
-    if (!always && breaker === undefined && slots === undefined) return undefined;
-    return new ClientResilience(this.transport.resilienceStats, this.transport.logger, breaker, slots);
+    return ClientResilience.create(this.transport, this.options, always);
   }
 
   /** A client with some target fields or options replaced; the rest is inherited. */
@@ -306,12 +302,7 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
 
   /** The retry policy of one call: the call's or the client's, when the call is idempotent. */
   private policyFor(method: string, choice: RetryChoice | undefined): ResolvedRpcRetryPolicy | undefined {
-    if (choice?.idempotent !== undefined && typeof choice.idempotent !== 'boolean') throw new InvalidArgument('idempotent', 'a boolean', choice.idempotent);
-    const given = choice?.retryPolicy;
-    if (given === false || choice?.idempotent === false) return undefined;
-    const policy = given === undefined ? this.retryPolicy : resolveRpcRetryPolicy('retryPolicy', given);
-    if (policy === undefined) return undefined;
-    return choice?.idempotent === true || policy.idempotentMethods.has(method) ? policy : undefined;
+    return retryPolicyOfCall(this.retryPolicy, method, choice?.idempotent, choice?.retryPolicy);
   }
 
   /**

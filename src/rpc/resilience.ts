@@ -2,15 +2,15 @@
 // idempotent, a circuit breaker per target and a bulkhead, shared by a client and the clients
 // `prepare()`d from it. A client without them never builds any of this.
 import type { EventEmitter } from 'eventemitter3';
-import { AbortError, BulkheadFullError, CircuitOpenError, ConnectionError, HandlerTimeout, MessageDeliveryFailure, MessageUndeliverable, MessagingTimeout } from '../core/errors.js';
+import { AbortError, BulkheadFullError, CircuitOpenError, ConnectionError, HandlerTimeout, InvalidArgument, MessageDeliveryFailure, MessageUndeliverable, MessagingTimeout } from '../core/errors.js';
 import { GuardedEventEmitter } from '../core/events.js';
 import type { Logger } from '../core/logger.js';
-import { abortableSleep, rpcRetryDelay, type ResolvedRpcRetryPolicy } from '../core/retry.js';
+import { abortableSleep, resolveRpcRetryPolicy, rpcRetryDelay, type ResolvedRpcRetryPolicy, type RpcRetryPolicy } from '../core/retry.js';
 import type { Target } from '../core/target.js';
 import { remoteOrigin } from '../contract/remote-error.js';
 import type { ResilienceStats } from '../contract/resilience-stats.js';
-import type { Bulkhead } from './bulkhead.js';
-import { CircuitBreaker, type CircuitTransition, type ResolvedCircuitBreakerOptions } from './circuit-breaker.js';
+import { Bulkhead, type RpcBulkheadOptions } from './bulkhead.js';
+import { CircuitBreaker, resolveCircuitBreaker, type CircuitTransition, type ResolvedCircuitBreakerOptions, type RpcCircuitBreakerOptions } from './circuit-breaker.js';
 
 /** A retry about to be made (`RpcClient.events` `retry`). Never carries arguments or results. */
 export interface RpcRetryInfo {
@@ -72,8 +72,38 @@ export function destinationOf(target: Target): string {
   return target.exchange === undefined ? address : `${target.exchange}/${address}`;
 }
 
+/**
+ * The retry policy of one call: the call's `retryPolicy` (false = none) or the client's, when
+ * the call is idempotent (`idempotent`, else the policy's `idempotentMethods`); undefined = no retries.
+ * @throws InvalidArgument for a bad `idempotent` or call policy.
+ */
+export function retryPolicyOfCall(client: ResolvedRpcRetryPolicy | undefined, method: string, idempotent: unknown, given: RpcRetryPolicy | false | undefined): ResolvedRpcRetryPolicy | undefined {
+  if (idempotent !== undefined && typeof idempotent !== 'boolean') throw new InvalidArgument('idempotent', 'a boolean', idempotent);
+  if (given === false || idempotent === false) return undefined;
+  const policy = given === undefined ? client : resolveRpcRetryPolicy('retryPolicy', given);
+  if (policy === undefined) return undefined;
+  return idempotent === true || policy.idempotentMethods.has(method) ? policy : undefined;
+}
+
 /** The resilience state a client shares with the clients `prepare()`d from it. */
 export class ClientResilience {
+  /**
+   * The state for a client with `options`; undefined when it has neither a breaker nor a bulkhead
+   * (unless `always`: a client whose events are asked for, or a call with a retry policy).
+   * @throws InvalidArgument for bad `circuitBreaker` / `bulkhead` options.
+   */
+  static create(
+    transport: { readonly resilienceStats: ResilienceStats; readonly logger: Logger },
+    options: { readonly circuitBreaker?: boolean | RpcCircuitBreakerOptions; readonly bulkhead?: boolean | RpcBulkheadOptions },
+    always: boolean,
+  ): ClientResilience | undefined {
+    const { circuitBreaker, bulkhead } = options;
+    const breaker = circuitBreaker === undefined || circuitBreaker === false ? undefined : resolveCircuitBreaker(circuitBreaker, isUnansweredCall);
+    const slots = bulkhead === undefined || bulkhead === false ? undefined : new Bulkhead(bulkhead);
+    if (!always && breaker === undefined && slots === undefined) return undefined;
+    return new ClientResilience(transport.resilienceStats, transport.logger, breaker, slots);
+  }
+
   private emitter?: GuardedEventEmitter<RpcClientEvents>;
   private readonly breakers = new Map<string, CircuitBreaker>();
 
