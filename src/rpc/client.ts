@@ -275,11 +275,7 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
     const prepared = this.prepareSend(ctx, method, args, true);
     throwIfAborted(signal);
     const sendOptions = { waitForReply: true, timeout, callMonitorTimeout: this.options.callMonitorTimeout, retry: this.options.retry, signal };
-    // Each attempt is a new request: the driver encodes a new `_unique_id` and registers a new `_msg_id` (README "Client resilience").
-    const result =
-      policy === undefined && this.resilience === undefined
-        ? await traceRpc('call', this, this.sendPrepared, prepared, sendOptions, this.traceContext)
-        : await (this.resilience ??= this.newResilience(true)!).run(this.target, prepared.message.method, policy, signal, () => traceRpc('call', this, this.sendPrepared, prepared, sendOptions, this.traceContext));
+    const result = policy === undefined && this.resilience === undefined ? await traceRpc('call', this, this.sendPrepared, prepared, sendOptions, this.traceContext) : await this.sendResilient(prepared, sendOptions, policy);
     const value = this.options.serializer.deserializeEntity(ctx, result);
     return schemas?.result ? validateWith(schemas.result, value, 'result') : value;
   }
@@ -291,6 +287,16 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
     throwIfAborted(signal);
     const sendOptions = { waitForReply: false, retry: this.options.retry, signal };
     await traceRpc('cast', this, this.sendPrepared, prepared, sendOptions, this.traceContext);
+  }
+
+  /**
+   * A call through the retry policy, the breaker and the bulkhead. Each attempt is a new request:
+   * the driver encodes a new `_unique_id` and registers a new `_msg_id` (README "Client
+   * resilience"). Apart from sendCall, whose usual path then builds no closure.
+   */
+  private sendResilient(prepared: PreparedSend, sendOptions: SendOptions, policy: ResolvedRpcRetryPolicy | undefined): Promise<unknown> {
+    const attempt = () => traceRpc('call', this, this.sendPrepared, prepared, sendOptions, this.traceContext);
+    return (this.resilience ??= this.newResilience(true)!).run(this.target, prepared.message.method, policy, sendOptions.signal, attempt);
   }
 
   /** The innermost step of the middleware chain: the invocation as the middlewares left it. */
