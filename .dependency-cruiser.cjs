@@ -2,7 +2,8 @@
 // an import may only point down a floor or stay inside its folder, and no module may reach
 // itself again through its imports (static, dynamic or type-only). From the ground up:
 //   core, structures, contract, drivers/* and middleware, observability, transport.ts,
-//   server, rpc and notify, index.ts, then testing and cli at the top.
+//   server, rpc and notify, index.ts, then testing, cli and nestjs at the top (side by side).
+// Only src/nestjs (tidings/nestjs) imports NestJS and rxjs: the core never loads them.
 // ESLint's no-restricted-imports (eslint.config.js) says the same per file, as you type.
 
 /** Paths of each floor, as regular expressions on the path from the repository root. */
@@ -19,10 +20,11 @@ const F = {
   index: '^src/index\\.ts$',
   testing: '^src/testing/',
   cli: '^src/cli/',
+  nestjs: '^src/nestjs/',
 };
-const ORDER = ['core', 'structures', 'contract', 'drivers', 'middleware', 'observability', 'transport', 'server', 'facades', 'index', 'testing', 'cli'];
+const ORDER = ['core', 'structures', 'contract', 'drivers', 'middleware', 'observability', 'transport', 'server', 'facades', 'index', 'testing', 'cli', 'nestjs'];
 // Floors that share one storey and must not import each other.
-const SAME_STOREY = { drivers: ['middleware'], middleware: ['drivers'], testing: ['cli'], cli: [] };
+const SAME_STOREY = { drivers: ['middleware'], middleware: ['drivers'], testing: ['cli', 'nestjs'], cli: ['nestjs'], nestjs: ['testing', 'cli'] };
 
 /** One rule per floor: nothing above it (and nothing beside it on its storey). */
 const upward = ORDER.map((name, i) => {
@@ -74,6 +76,20 @@ module.exports = {
       to: { path: '^src/rpc/' },
     },
     {
+      name: 'nestjs-only-in-tidings-nestjs',
+      comment: 'NestJS (and rxjs) are optional peers for tidings/nestjs users: nothing else in src/ may import them.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: F.nestjs },
+      to: { path: '(^|/)node_modules/(@nestjs/|rxjs/|reflect-metadata/)' },
+    },
+    {
+      name: 'nestjs-through-the-public-surface',
+      comment: 'tidings/nestjs is built on the public API (src/index.ts), as a user would build it.',
+      severity: 'error',
+      from: { path: F.nestjs },
+      to: { path: '^src/', pathNot: [F.nestjs, F.index] },
+    },
+    {
       name: 'testing-knows-only-memory',
       comment: 'tidings/testing drives the public API; of the drivers it knows only memory:// (its test hooks).',
       severity: 'error',
@@ -83,7 +99,8 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '^(node_modules|dist|\\.tmp)/' },
+    // node_modules is not excluded (only not followed): nestjs-only-in-tidings-nestjs must see imports of packages.
+    exclude: { path: '^(dist|\\.tmp)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
   },

@@ -3,10 +3,18 @@ import tseslint from 'typescript-eslint';
 
 const TEST_KIT = { patterns: ['**/testing/**', 'vitest'], message: 'Only src/testing (tidings/testing) uses the test kit and vitest; nothing else in src/ imports it.' };
 
+const NESTJS = {
+  patterns: ['@nestjs/*', 'rxjs', 'rxjs/*', 'reflect-metadata', '**/nestjs/**'],
+  message: 'Only src/nestjs (tidings/nestjs) imports NestJS and rxjs, optional peers: the core never loads them.',
+};
+
 // One no-restricted-imports per file (a later block would replace an earlier one), so every
-// src/ block also carries TEST_KIT.
-const restrict = (patterns, message, extra = [TEST_KIT]) => ({
-  'no-restricted-imports': ['error', { patterns: [{ patterns, message }, ...extra].filter((g) => g.patterns.length > 0).map((g) => ({ group: g.patterns, message: g.message })) }],
+// src/ block also carries TEST_KIT, and every one but src/nestjs's carries NESTJS.
+const restrict = (patterns, message, extra = [TEST_KIT], nestjs = NESTJS) => ({
+  'no-restricted-imports': [
+    'error',
+    { patterns: [{ patterns, message }, ...extra, ...(nestjs ? [nestjs] : [])].filter((g) => g.patterns.length > 0).map((g) => ({ group: g.patterns, message: g.message })) },
+  ],
 });
 
 export default tseslint.config(
@@ -47,6 +55,10 @@ export default tseslint.config(
     rules: restrict(['**/drivers/**', 'amqplib', 'ioredis', 'kafkajs'], 'Only src/transport.ts knows drivers, and loads them lazily.'),
   },
   { files: ['src/transport.ts', 'src/cli/**/*.ts'], rules: restrict([], '') },
+  {
+    files: ['src/nestjs/**/*.ts'],
+    rules: restrict(['../*', '!../index.js', '../../*', 'amqplib', 'ioredis', 'kafkajs'], 'tidings/nestjs is built on the public API (src/index.ts), as a user would build it.', [TEST_KIT], null),
+  },
   {
     files: ['src/testing/**/*.ts'],
     rules: restrict(['**/cli/**', '**/drivers/amqp/**', '**/drivers/redis/**', '**/drivers/kafka/**', 'amqplib', 'ioredis', 'kafkajs'], 'tidings/testing drives the public API; of the drivers it knows only memory:// (for its test hooks).', []),

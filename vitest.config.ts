@@ -22,6 +22,7 @@ const SLOW_FIRST = [
   'test/integration/kafka-lifecycle.conformance.test.ts', // ~130
   'test/integration/kafka-rpc.conformance.test.ts', // ~125
   'test/integration/kafka-delivery.test.ts', // ~105
+  'test/integration/kafka-reply-address.test.ts', // ~70-120
   'test/integration/redis-cluster.conformance.test.ts', // ~95
   'test/integration/amqp-quorum.conformance.test.ts', // ~80
   'test/integration/amqp.conformance.test.ts', // ~70

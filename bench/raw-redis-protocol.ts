@@ -3,20 +3,22 @@
 // between tidings and these is tidings' own overhead and the gap between these and raw-redis.ts is
 // the price of the design the Redis issue asks for (requests in streams, oslo's envelope).
 //
-// - RPC: the request is oslo's 2.0 envelope (`_msg_id`, `_reply_q`, `_timeout`, `_unique_id`) in
-//   field `b` of an `XADD` to the topic's stream, with the deadline in field `x`; the server reads
-//   its three streams (shared topic, its own `<topic>.<server>`, its fanout inbox) in one
-//   `XREADGROUP … NOACK COUNT 64 BLOCK 0` in group `servers`, decodes both JSON layers, and pushes
-//   the replies (enveloped) of one read to each caller as `MULTI RPUSH PEXPIRE EXEC` on a second
-//   connection; the caller's reader pops its reply list with `BLMPOP … COUNT 100` and resolves
-//   calls by `_msg_id`. Four connections, as tidings' two transports use.
+// - RPC: the request is oslo's 2.0 envelope (`_msg_id`, `_reply_q`, `_timeout`, `_unique_id`)
+//   behind its deadline (`x=<ms>;`), `RPUSH`ed to the topic's request list followed by `EXISTS` of
+//   the topic's stream in the same write (tidings' path once it saw the stream: a request to an
+//   address whose stream is gone is taken back); the server pops its two request lists
+//   (shared topic, its own `<topic>.<server>`) with `BLMPOP … LEFT COUNT 64`, decodes both JSON
+//   layers, and pushes the replies (enveloped) of one pop to each caller as `MULTI RPUSH PEXPIRE
+//   EXEC` on a second connection; the caller's reader pops its reply list with `BLMPOP … COUNT 100`
+//   and resolves calls by `_msg_id`. Four connections, as tidings' two transports use (tidings'
+//   server also blocks on its streams on one more, which nothing is written to here).
 // - cast: the same request without a reply address, 16 in flight; timed until the server read all.
 // - notifications: the enveloped notification tidings' Notifier writes, `XADD`ed 16 in flight;
 //   consumers read in a group and `XACK` each read, as raw-redis.ts does.
 import type { Redis } from 'ioredis';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
 import { envelopeText, hexId, osloNotificationText, unenvelope } from './oslo-envelope.js';
-import { blockingLoop, createGroup, failFast, rawConsume, rawPublish, replyReader, withRedis, type EntryCodec, type ReadReply, type Waiter } from './raw-redis.js';
+import { blockingLoop, createGroup, failFast, rawConsume, rawPublish, replyReader, withRedis, type EntryCodec, type Waiter } from './raw-redis.js';
 import { PAYLOAD_TEXT, measureDelivered, measureConcurrentCalls, measureSequentialCalls, type RpcSides } from './measure.js';
 
 /** As tidings' RPC server: up to 64 requests handled at once (executorSize). */
@@ -29,6 +31,7 @@ const GROUP = 'servers';
 
 const NOTIFICATION: EntryCodec = { encode: osloNotificationText, decode: unenvelope };
 
+
 /** A call or cast request as tidings writes it (empty context). */
 function request(i: number, replyQueue?: string, msgId?: string): string {
   const message: Record<string, unknown> = { method: 'echo', args: { i, text: PAYLOAD_TEXT }, version: '1.0' };
@@ -40,12 +43,12 @@ function request(i: number, replyQueue?: string, msgId?: string): string {
 function withProtocolRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Measurement>): Promise<Measurement> {
   const base = ctx.unique('bench-proto');
   const topicStream = `${base}:rpc:topic`;
-  const serverStream = `${base}:rpc:topic.server`;
-  const inbox = `${base}:fanout:1`;
+  const topicList = `${base}:req:topic`;
+  const serverList = `${base}:req:topic.server`;
   const replyQueue = `reply_${hexId()}`;
   const replyKey = `${base}:reply:${replyQueue}`;
-  return withRedis(ctx, 4, [topicStream, serverStream, inbox, replyKey], async ([serverIn, serverOut, clientOut, clientIn]) => {
-    for (const stream of [topicStream, serverStream, inbox]) await createGroup(serverOut, stream, GROUP);
+  return withRedis(ctx, 4, [topicStream, topicList, serverList, replyKey], async ([serverIn, serverOut, clientOut, clientIn]) => {
+    await createGroup(serverOut, topicStream, GROUP);
     const pending = new Map<string, Waiter>();
     const errors = failFast();
     const fail = (err: Error) => {
@@ -58,20 +61,18 @@ function withProtocolRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Meas
     const server = blockingLoop(
       serverIn,
       async () => {
-        const read = (await serverIn.xreadgroup('GROUP', GROUP, 'server', 'COUNT', SERVER_BATCH, 'BLOCK', 0, 'NOACK', 'STREAMS', topicStream, serverStream, inbox, '>', '>', '>')) as ReadReply;
-        if (!read) return;
+        const popped = await serverIn.blmpop(0, 2, topicList, serverList, 'LEFT', 'COUNT', SERVER_BATCH);
+        if (!popped) return;
         const byCaller = new Map<string, string[]>();
-        for (const [, entries] of read) {
-          for (const [, fields] of entries) {
-            handled++;
-            const req = unenvelope(fields[1]!);
-            if (typeof req._reply_q !== 'string') continue;
-            const reply = envelopeText({ result: req.args, failure: null, ending: true, _msg_id: req._msg_id, _unique_id: hexId() });
-            const key = `${base}:reply:${req._reply_q}`;
-            const texts = byCaller.get(key);
-            if (texts) texts.push(reply);
-            else byCaller.set(key, [reply]);
-          }
+        for (const element of popped[1]) {
+          handled++;
+          const req = unenvelope(element.startsWith('{') ? element : element.slice(element.indexOf(';') + 1));
+          if (typeof req._reply_q !== 'string') continue;
+          const reply = envelopeText({ result: req.args, failure: null, ending: true, _msg_id: req._msg_id, _unique_id: hexId() });
+          const key = `${base}:reply:${req._reply_q}`;
+          const texts = byCaller.get(key);
+          if (texts) texts.push(reply);
+          else byCaller.set(key, [reply]);
         }
         for (const [key, texts] of byCaller) {
           serverOut.call('MULTI').catch(ignore);
@@ -86,8 +87,8 @@ function withProtocolRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Meas
       const reply = unenvelope(text);
       return { id: reply._msg_id as string, result: reply.result };
     }, fail);
-    const xadd = (conn: Redis, body: string, deadline?: number) =>
-      deadline === undefined ? conn.xadd(topicStream, '*', 'b', body) : conn.xadd(topicStream, '*', 'b', body, 'x', String(deadline));
+    const push = (conn: Redis, body: string, deadline?: number) =>
+      Promise.all([conn.rpush(topicList, deadline === undefined ? body : `x=${deadline};${body}`), conn.exists(topicStream)]);
     try {
       return await run({
         call: (i) =>
@@ -95,11 +96,11 @@ function withProtocolRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Meas
             errors.check();
             const msgId = hexId();
             pending.set(msgId, { resolve, reject });
-            xadd(clientOut, request(i, replyQueue, msgId), Date.now() + CALL_TIMEOUT_MS).catch(fail);
+            push(clientOut, request(i, replyQueue, msgId), Date.now() + CALL_TIMEOUT_MS).catch(fail);
           }),
         cast: async (i) => {
           errors.check();
-          await xadd(clientOut, request(i));
+          await push(clientOut, request(i));
         },
         handled: () => {
           errors.check();

@@ -1,7 +1,7 @@
 // A batch listener: notifications arrive in arrays of up to batchSize, or whatever came within
 // batchTimeout ms. Run: npx tsx examples/batch-listener.ts
 import { randomUUID } from 'node:crypto';
-import { Notifier, Target, getBatchNotificationListener, getNotificationTransport, type NotificationBatchItem } from '../src/index.js';
+import { Notifier, Target, getBatchNotificationListener, getNotificationTransport, type NotificationBatchItem } from 'tidings';
 
 const topic = `metrics-${randomUUID().slice(0, 8)}`;
 const transport = await getNotificationTransport();

@@ -2,7 +2,7 @@
 // requests in flight finish within a deadline, then closes the connections.
 // Run: npx tsx examples/graceful-shutdown.ts (it sends itself SIGTERM once work is under way).
 import { randomUUID } from 'node:crypto';
-import { getRpcClient, getRpcServer, getRpcTransport } from '../src/index.js';
+import { getRpcClient, getRpcServer, getRpcTransport } from 'tidings';
 
 const topic = `images-${randomUUID().slice(0, 8)}`;
 const transport = await getRpcTransport();

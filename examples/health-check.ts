@@ -3,7 +3,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { getRpcClient, getRpcServer, getRpcTransport } from '../src/index.js';
+import { getRpcClient, getRpcServer, getRpcTransport } from 'tidings';
 
 const topic = `health-${randomUUID().slice(0, 8)}`;
 const transport = await getRpcTransport(); // $TIDINGS_TRANSPORT_URL, else memory://

@@ -11,7 +11,7 @@ import {
   type Context,
   type RpcClientMiddleware,
   type RpcServerMiddleware,
-} from '../src/index.js';
+} from 'tidings';
 
 /** The refusal; `remoteModule` lets callers that allow it get the class back. */
 class Unauthorized extends Error {

@@ -1,7 +1,7 @@
 // Notifications and listener pools: every pool gets its own copy of each notification, and the
 // listeners inside one pool share them. Run: npx tsx examples/notifications-pools.ts
 import { randomUUID } from 'node:crypto';
-import { NotificationResult, Notifier, Target, getNotificationListener, getNotificationTransport, type Context } from '../src/index.js';
+import { NotificationResult, Notifier, Target, getNotificationListener, getNotificationTransport, type Context } from 'tidings';
 
 const topic = `events-${randomUUID().slice(0, 8)}`;
 const transport = await getNotificationTransport(); // $TIDINGS_TRANSPORT_URL, else memory://

@@ -1,5 +1,5 @@
 // The README's quick start, verbatim (test/unit/examples.test.ts checks that they match).
-import { Notifier, Target, getNotificationListener, getNotificationTransport, getRpcClient, getRpcServer, getRpcTransport, type Context } from '../src/index.js';
+import { Notifier, Target, getNotificationListener, getNotificationTransport, getRpcClient, getRpcServer, getRpcTransport, type Context } from 'tidings';
 
 class Calculator {
   add(_ctx: Context, args: { a: number; b: number }): number {

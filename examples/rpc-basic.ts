@@ -1,7 +1,7 @@
 // RPC basics: a server with one endpoint, then call, cast, a call to one named server, a fanout
 // cast, and errors. Run: npx tsx examples/rpc-basic.ts (memory://, or $TIDINGS_TRANSPORT_URL).
 import { randomUUID } from 'node:crypto';
-import { NoSuchMethod, Target, getRpcClient, getRpcServer, getRpcTransport, type Context } from '../src/index.js';
+import { NoSuchMethod, Target, getRpcClient, getRpcServer, getRpcTransport, type Context } from 'tidings';
 
 const seen: string[] = [];
 

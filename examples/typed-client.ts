@@ -1,7 +1,7 @@
 // A typed client: getRpcClient<Endpoint> checks method names, arguments and results at compile
 // time, and an application error class comes back as itself. Run: npx tsx examples/typed-client.ts
 import { randomUUID } from 'node:crypto';
-import { Target, defaultRemoteErrorRegistry, getRpcClient, getRpcServer, getRpcTransport, type Context } from '../src/index.js';
+import { Target, defaultRemoteErrorRegistry, getRpcClient, getRpcServer, getRpcTransport, type Context } from 'tidings';
 
 /** An application error; `remoteModule` is the name callers allow to get the class back. */
 class OutOfStock extends Error {

@@ -282,7 +282,7 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
   }
   // The driver has not connected yet (drivers connect lazily): nothing to undo if this fails.
   const resilienceStats = new ResilienceStats();
-  if (instrumentation) middleware = outermost(await loadInstrumentation(instrumentation, MESSAGING_SYSTEM[parsed.driver] ?? parsed.driver, driver, resilienceStats), middleware);
+  if (instrumentation) middleware = outermost(await loadInstrumentation(instrumentation, MESSAGING_SYSTEM[parsed.driver] ?? parsed.driver, driver, logger, resilienceStats), middleware);
   return new Transport(kind, driver, baseLogger, middleware, resilienceStats);
 }
 

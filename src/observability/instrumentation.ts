@@ -2,6 +2,7 @@
 // OpenTelemetry middlewares (otel.ts), so `@opentelemetry/api` is loaded only when asked for.
 import { DriverLoadFailure, InvalidArgument } from '../core/errors.js';
 import { isPlainObject } from '../core/json-check.js';
+import type { Logger } from '../core/logger.js';
 import type { TransportMiddleware } from '../middleware/middleware.js';
 import type { InstrumentationOptions, ObservedDriver, ObservedResilience } from './options.js';
 
@@ -36,21 +37,32 @@ export function checkInstrumentation(value: unknown): InstrumentationOptions | u
   return value as InstrumentationOptions;
 }
 
+/** The set-up problems already warned about: each is logged once per process, not once per transport. */
+const warned = new Set<string>();
+
 /**
  * Imports the OpenTelemetry module (and with it `@opentelemetry/api`) and builds the middlewares
  * for a transport whose `messaging.system` is `system`; `driver`'s delivery counters and consumer
  * lag, and the clients' retries, refusals and circuit states in `resilience`, are reported as
- * observable instruments.
+ * observable instruments. When the set-up cannot give one trace across a call (no propagator, no
+ * context manager), warns on `logger`, once per process per problem: spans would otherwise land
+ * in separate traces without a word.
  * @throws DriverLoadFailure naming the package to install when `@opentelemetry/api` is missing.
  */
-export async function loadInstrumentation(options: InstrumentationOptions, system: string, driver?: ObservedDriver, resilience?: ObservedResilience): Promise<Required<TransportMiddleware>> {
+export async function loadInstrumentation(options: InstrumentationOptions, system: string, driver?: ObservedDriver, logger?: Logger, resilience?: ObservedResilience): Promise<Required<TransportMiddleware>> {
   let factory: InstrumentationFactory;
+  let missingSetup: (options: InstrumentationOptions) => Promise<string[]>;
   try {
-    factory = (await import('./otel.js')).createOtelMiddleware;
+    ({ createOtelMiddleware: factory, missingOtelSetup: missingSetup } = await import('./otel.js'));
   } catch (err) {
     const missing = /Cannot find (?:package|module) '([^']+)'/.exec((err as Error).message)?.[1];
     const hint = missing ? `the package "${missing}" is not installed (npm install @opentelemetry/api)` : (err as Error).message;
     throw new DriverLoadFailure(`Could not load OpenTelemetry for the transport's instrumentation option: ${hint}`, { cause: err });
+  }
+  const problems = (await missingSetup(options)).filter((p) => !warned.has(p));
+  if (problems.length > 0 && logger) {
+    for (const p of problems) warned.add(p);
+    logger.warn('OpenTelemetry instrumentation is on, but spans of one call will not share a trace', { problems });
   }
   return factory(options, system, driver, resilience);
 }

@@ -5,6 +5,7 @@ import {
   SpanKind,
   SpanStatusCode,
   context as otelContext,
+  createContextKey,
   defaultTextMapGetter,
   defaultTextMapSetter,
   isSpanContextValid,
@@ -103,6 +104,31 @@ export function createOtelMiddleware(options: InstrumentationOptions, system: st
     notifier: Object.freeze([notifierMiddleware(o, system)]),
     listener: Object.freeze([listenerMiddleware(o, system)]),
   });
+}
+
+/**
+ * What the OpenTelemetry set-up lacks for one trace to span a call: no propagator (neither in
+ * `options` nor registered globally: `propagation.fields()` is empty, as the no-op one's are), so the
+ * trace context never reaches the other process; or no working context manager (a value set with
+ * `context.with()` is not active after an `await` inside it, as with the no-op one), so a span
+ * started in a handler is not the child of the span around it. Each missing piece is one sentence.
+ */
+export async function missingOtelSetup(options: InstrumentationOptions): Promise<string[]> {
+  const missing: string[] = [];
+  const propagator = (options.propagator as TextMapPropagator | undefined) ?? propagation;
+  if (propagator.fields().length === 0) {
+    missing.push('no propagator is registered, so the trace context is not sent with calls and notifications: call propagation.setGlobalPropagator(new W3CTraceContextPropagator()) (from @opentelemetry/core), or pass instrumentation: { propagator }');
+  }
+  const probe = createContextKey('tidings context manager probe');
+  const marked = ROOT_CONTEXT.setValue(probe, true);
+  const kept = await otelContext.with(marked, async () => {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    return otelContext.active().getValue(probe) === true;
+  });
+  if (!kept) {
+    missing.push('no context manager is registered, so spans started in handlers and callbacks get no parent: call context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable()) (from @opentelemetry/context-async-hooks)');
+  }
+  return missing;
 }
 
 function rpcClientMiddleware(o: Instruments, system: string): RpcClientMiddleware {

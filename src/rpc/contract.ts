@@ -6,7 +6,7 @@ import { isStandardSchema, validateWith, type InferInput, type InferOutput, type
 import type { Target, TargetInit } from '../core/target.js';
 import type { Context } from '../contract/types.js';
 import { expose } from './access-policy.js';
-import { expectedExceptions, type RpcMeta } from './endpoint.js';
+import { expectedExceptions, type RpcMeta, type SchemaTypedApi } from './endpoint.js';
 
 /** The schemas of one method; either may be left out (anything goes, typed loosely). */
 export interface RpcMethodSchemas {
@@ -35,7 +35,7 @@ type ContractMethodsOf<C> = C extends RpcContract<infer M> ? M : never;
  */
 export type RpcContractApi<C extends RpcContract<any>> = {
   [K in keyof ContractMethodsOf<C> & string]: (ctx: any, args: SchemaInputOr<ContractMethodsOf<C>[K]['args'], Record<string, unknown> | undefined>) => SchemaOutputOr<ContractMethodsOf<C>[K]['result'], unknown>;
-};
+} & SchemaTypedApi;
 
 /**
  * The handlers `implementContract()` needs: one per method, given the args schema's output and

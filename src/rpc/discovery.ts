@@ -55,7 +55,7 @@ export interface DiscoveredServer {
   host?: string;
   /** Its process id. */
   pid?: number;
-  /** Requests it was running when it answered, the ping included. */
+  /** Requests it was running when it answered, not counting the ping itself (0 on an idle server). */
   inFlight?: number;
 }
 

@@ -2,6 +2,7 @@
 // types that derive a typed client from an endpoint class, and the expected-errors marker.
 import type { Context } from '../contract/types.js';
 import type { RpcMeta } from '../contract/handlers.js';
+import type { Jsonify, JsonifyResult } from '../core/jsonify.js';
 
 export type { RpcMeta };
 
@@ -26,8 +27,27 @@ export type RpcMethodName<Api> = {
   [K in keyof Api & string]: K extends `_${string}` | 'constructor' | 'target' ? never : Api[K] extends AnyFunction ? K : never;
 }[keyof Api & string];
 
-/** The `args` parameter type of `Api[M]`; `undefined` when the method takes none. */
-export type RpcArgs<Api, M extends keyof Api> = Api[M] extends AnyFunction
+/**
+ * The mark of an Api type whose client checks arguments and parses results with schemas
+ * (`RpcContractApi`): its types are what the client sends and gets, JSON or not. Type only.
+ */
+export declare const SCHEMA_TYPED: unique symbol;
+
+/** An Api type whose client checks its arguments and parses its results with schemas (`RpcContractApi` is one). */
+export interface SchemaTypedApi {
+  /** Type-only mark: no value has it. */
+  readonly [SCHEMA_TYPED]: true;
+}
+
+/**
+ * What a client passes as `args` to `Api[M]`: the handler's `args` parameter type as JSON carries it
+ * ({@link Jsonify}: a `Date` member is the string the handler receives); `undefined` when the method
+ * takes none. For a contract's Api, the args schema's input as it is.
+ */
+export type RpcArgs<Api, M extends keyof Api> = Api extends SchemaTypedApi ? DeclaredArgs<Api, M> : Jsonify<DeclaredArgs<Api, M>>;
+
+/** The `args` parameter type of `Api[M]` as declared; `undefined` when the method takes none. */
+type DeclaredArgs<Api, M extends keyof Api> = Api[M] extends AnyFunction
   ? Parameters<Api[M]> extends readonly [unknown?]
     ? undefined
     : Parameters<Api[M]> extends readonly [unknown, infer A, ...unknown[]]
@@ -37,8 +57,12 @@ export type RpcArgs<Api, M extends keyof Api> = Api[M] extends AnyFunction
       : undefined
   : never;
 
-/** What a call of `Api[M]` resolves to. */
-export type RpcResult<Api, M extends keyof Api> = Api[M] extends AnyFunction ? Awaited<ReturnType<Api[M]>> : never;
+/**
+ * What a call of `Api[M]` resolves to: the handler's awaited return type as JSON carries it
+ * ({@link JsonifyResult}: a `Date` arrives as a string, `undefined` as `null`, a `Map` is refused).
+ * For a contract's Api, the result schema's output, which the client parses.
+ */
+export type RpcResult<Api, M extends keyof Api> = Api[M] extends AnyFunction ? (Api extends SchemaTypedApi ? Awaited<ReturnType<Api[M]>> : JsonifyResult<Awaited<ReturnType<Api[M]>>>) : never;
 
 /** An error class (anything `instanceof` can test). */
 export type ErrorClass = abstract new (...args: any[]) => unknown;

@@ -30,6 +30,7 @@ export {
   type RpcMethodName,
   type RpcArgs,
   type RpcResult,
+  type SchemaTypedApi,
   type ErrorClass,
 } from './endpoint.js';
 export { RPC_CHANNELS, type RpcTraceContext } from './instrumentation.js';

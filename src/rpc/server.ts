@@ -170,7 +170,8 @@ export class RpcServer {
       rpcPingEnabled: options.rpcPingEnabled ?? RPC_SERVER_DEFAULTS.rpcPingEnabled,
       middleware: middlewareFor(transport, 'rpcServer', options.middleware),
       serverTarget: this.target,
-      pingDetail: () => ({ server: this.target.server, topic: this.target.topic, host: hostname(), pid: process.pid, inFlight: this.inFlight }),
+      // The ping answering is itself a request in flight: it reports the others.
+      pingDetail: () => ({ server: this.target.server, topic: this.target.topic, host: hostname(), pid: process.pid, inFlight: Math.max(0, this.inFlight - 1) }),
     });
   }
 

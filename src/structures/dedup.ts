@@ -5,6 +5,8 @@
 // Map of the same ids touches each id's string (a new one per message, an old one per eviction)
 // and its own scattered entries: 4 096 ids and their strings do not fit in a core's cache, and the
 // Map cost about twice as much per message. An id's string is read only when its hash matches.
+// The table and the window's ring start small and grow with the ids they hold: a process with a
+// thousand idle listeners does not hold a thousand full tables (issue 30: 106 KB of heap each).
 import { randomInt } from 'node:crypto';
 
 /** An empty slot. */
@@ -25,9 +27,12 @@ export class DuplicateMessageChecker {
   private states = new Uint8Array(0);
   /** Occupied slots. */
   private count = 0;
-  /** The window's ids in the order they entered it, and their hashes; `next` is the oldest. */
-  private readonly ring: Array<string | undefined>;
-  private readonly ringHashes: Int32Array;
+  /**
+   * The window's ids in the order they entered it, and their hashes; grown up to `size` entries
+   * as ids come, then a ring whose `next` is the oldest.
+   */
+  private readonly ring: string[] = [];
+  private ringHashes = new Int32Array(MIN_SLOTS);
   private next = 0;
   /** Per table, so that ids chosen to collide on one process's table do not collide on another's. */
   private readonly seed = randomInt(0x7fffffff);
@@ -40,11 +45,7 @@ export class DuplicateMessageChecker {
     readonly size: number = 4096,
   ) {
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`DuplicateMessageChecker size must be a positive integer, received ${size}`);
-    this.ring = new Array<string | undefined>(size).fill(undefined);
-    this.ringHashes = new Int32Array(size);
-    let slots = MIN_SLOTS;
-    while (slots < size * 2) slots *= 2;
-    this.resize(slots);
+    this.resize(MIN_SLOTS);
   }
 
   /** True when `id` is in the window. */
@@ -90,20 +91,32 @@ export class DuplicateMessageChecker {
    * `at` is what `find` gave for it: its slot while it is being handled, else where it would go.
    */
   private enterWindow(id: string, hash: number, at: number): void {
-    const old = this.ring[this.next];
-    if (old !== undefined) {
-      const evicted = this.find(old, this.ringHashes[this.next]);
+    const ring = this.ring;
+    if (ring.length < this.size) {
+      // Not full yet: the ring grows (its oldest stays at 0, where `next` points once it is full).
+      if (ring.length === this.ringHashes.length) this.growRing();
+      this.ringHashes[ring.length] = hash;
+      ring.push(id);
+    } else {
+      const evicted = this.find(ring[this.next], this.ringHashes[this.next]);
       if (evicted >= 0 && this.states[evicted] === IN_WINDOW) {
         this.vacate(evicted);
         // Vacating shifts entries back: look again.
         at = this.find(id, hash);
       }
+      ring[this.next] = id;
+      this.ringHashes[this.next] = hash;
+      this.next = this.next + 1 === this.size ? 0 : this.next + 1;
     }
-    this.ring[this.next] = id;
-    this.ringHashes[this.next] = hash;
-    this.next = this.next + 1 === this.size ? 0 : this.next + 1;
     if (at >= 0) this.states[at] = IN_WINDOW;
     else this.occupy(~at, id, hash, IN_WINDOW);
+  }
+
+  /** Doubles the ring's hashes, up to `size`. */
+  private growRing(): void {
+    const hashes = new Int32Array(Math.min(this.size, this.ringHashes.length * 2));
+    hashes.set(this.ringHashes);
+    this.ringHashes = hashes;
   }
 
   /** FNV-1a over the id's UTF-16 code units, seeded per table. */
@@ -153,7 +166,7 @@ export class DuplicateMessageChecker {
     this.keys[hole] = undefined;
   }
 
-  /** A new table of `slots` slots (a power of two) holding the entries of the old one: made once, then doubled when more ids are being handled than it was made for. */
+  /** A new table of `slots` slots (a power of two) holding the entries of the old one: doubled whenever it is half full. */
   private resize(slots: number): void {
     const { hashes, keys, states } = this;
     const mask = slots - 1;

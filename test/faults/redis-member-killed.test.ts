@@ -102,7 +102,7 @@ describe('fault (redis): an RPC server dies without leaving', () => {
 
   const keys = async (pattern: string) => (await redisCommand(f.server.endpoint, ['KEYS', pattern])) as string[];
 
-  it('a live server of the topic removes the dead server\'s own stream (with what nobody read) and its fanout inbox', async () => {
+  it('a live server of the topic removes the dead server\'s own stream and request list (with what nobody read) and its fanout inbox', async () => {
     const spawned = spawnMember(join(FIXTURES, 'rpc-server.ts'), { url: f.url, topic, server: dead });
     const child = (f.child = spawned.child);
     await waitFor(() => spawned.events.some((e) => e.event === 'ready'), { timeoutMs: 60_000, message: `the rpc-server child to start (${spawned.state()})` });
@@ -119,11 +119,14 @@ describe('fault (redis): an RPC server dies without leaving', () => {
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGKILL');
       await exited;
-      // A cast nobody will read lands in the dead server's stream; it goes with the stream.
+      // A cast nobody will read lands in the dead server's request list; it goes with the stream.
       await client.cast({}, 'echo', { unread: true });
-      expect(Number(await redisCommand(f.server.endpoint, ['XLEN', deadStream[0]!]))).toBeGreaterThan(0);
+      const deadList = await keys(`*:req:${topic}.${dead}`);
+      expect(deadList).toHaveLength(1);
+      expect(Number(await redisCommand(f.server.endpoint, ['LLEN', deadList[0]!]))).toBeGreaterThan(0);
 
       await waitFor(async () => (await keys(`*:rpc:${topic}.${dead}`)).length === 0, { timeoutMs: 20_000, message: `the dead server's stream ${deadStream[0]} to be removed` });
+      expect(await keys(`*:req:${topic}.${dead}`), 'its request list went with it').toHaveLength(0);
       await waitFor(async () => (await keys(`*${topic}*:fanout:*`)).length === 1, { timeoutMs: 20_000, message: 'the dead server\'s fanout inbox to be removed' });
       // The live server keeps its own stream and still answers.
       expect(await keys(`*:rpc:${topic}.survivor`)).toHaveLength(1);

@@ -15,6 +15,8 @@ const SRC = new URL('../../src/', import.meta.url).href;
 
 /** The broker client libraries a driver may load. */
 const LIBRARIES = ['kafkajs', '@platformatic/kafka', 'amqplib', 'ioredis'];
+/** What only tidings/nestjs loads (optional peers): never `tidings` itself. */
+const NESTJS = ['@nestjs/common', '@nestjs/core', '@nestjs/microservices', 'rxjs', 'reflect-metadata'];
 
 // Runs in the hooks thread: appends each resolution to the log file synchronously, so the log is
 // complete when the child exits.
@@ -103,13 +105,14 @@ describe('Kafka client libraries are loaded only when used', () => {
   const kafkaUrl = (query = '') => `${broker!.url}/?${SHORT_GROUP_QUERY}&consumer_group=${uniqueName('g')}${query}`;
   const loadedLibraries = (l: Loaded) => LIBRARIES.filter((p) => l.packages.has(p));
 
-  it('a memory:// transport sending and receiving a notification loads none of the broker libraries', async () => {
+  it('a memory:// transport sending and receiving a notification loads none of the broker libraries, nor NestJS', async () => {
     const loaded = await runCase('roundtrip', 'memory:///lazy');
     expect(loaded.outcome).toBe('received 1');
     // The hook was in place before tidings was imported, and saw the memory driver loaded.
     expect(loaded.urls).toContain(`${SRC}index.ts`);
     expect(loaded.urls).toContain(`${SRC}drivers/memory/index.ts`);
     expect(loadedLibraries(loaded), `packages imported: ${loaded.specifiers.join(' ')}`).toEqual([]);
+    expect(NESTJS.filter((p) => loaded.packages.has(p)), `packages imported: ${loaded.specifiers.join(' ')}`).toEqual([]);
   });
 
   it('a kafka:// transport with the default client loads kafkajs, and never @platformatic/kafka (nor amqplib, ioredis)', async () => {

@@ -146,6 +146,23 @@ describe('the installed package', () => {
     expect(readFileSync(path!, 'utf8').split('\n')[Number(line) - 1]).toMatch(/\bnew (InvalidTarget|InvalidTransportURL|InvalidArgument)\(/);
   });
 
+  it('tidings/nestjs: examples/nestjs/main.ts as a package user writes it typechecks (NestJS installed beside, lib check on) and runs on memory://', async () => {
+    // The NestJS packages are optional peers: installed here as a NestJS application has them.
+    const nest = ['@nestjs/common', '@nestjs/core', '@nestjs/microservices', 'rxjs', 'reflect-metadata'].map((name) => `${name}@${repoPkg.devDependencies[name]}`);
+    const install = await inApp('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...nest]);
+    expect(install.code, explain(`npm install ${nest.join(' ')}`, install)).toBe(0);
+    const example = readFileSync(join(ROOT, 'examples/nestjs/main.ts'), 'utf8');
+    writeFileSync(join(app, 'nestjs.ts'), example.replace("from '../../src/nestjs/index.js'", "from 'tidings/nestjs'"));
+    const compilerOptions = { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', types: ['node'], skipLibCheck: false, experimentalDecorators: true, emitDecoratorMetadata: true, outDir: 'out-nestjs' };
+    writeFileSync(join(app, 'tsconfig.nestjs.json'), JSON.stringify({ compilerOptions, include: ['nestjs.ts'] }));
+    const tsc = await inApp(process.execPath, [join(app, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.nestjs.json']);
+    expect(tsc.code, explain('tsc -p tsconfig.nestjs.json', tsc)).toBe(0);
+    const r = await inApp(process.execPath, [join(app, 'out-nestjs/nestjs.js')], { TIDINGS_TRANSPORT_URL: 'memory://' });
+    expect(r.code, explain('node out-nestjs/nestjs.js', r)).toBe(0);
+    expect(r.stderr).toBe('');
+    for (const p of EXPECTED['nestjs/main.ts']!) expect(r.stdout).toMatch(p);
+  }, SLOW);
+
   it('has a source for every .js.map and .d.ts.map (go to definition lands in src/)', () => {
     const dist = join(app, 'node_modules/tidings/dist');
     const files = filesUnder(dist);

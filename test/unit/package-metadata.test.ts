@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { TRANSPORT_SCHEMES } from '../../src/transport.js';
 import { linksLeavingThePackage, selectedBy } from '../package/shipped-links.js';
+import { accepts, installedWith, LOCK, nodeFloor, shortVersion } from '../support/node-engines.js';
 
 interface PackageJson {
   description: string;
@@ -15,6 +16,7 @@ interface PackageJson {
   peerDependencies?: Record<string, string>;
   peerDependenciesMeta?: Record<string, { optional?: boolean }>;
   devDependencies: Record<string, string>;
+  engines: { node: string };
 }
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as PackageJson;
@@ -35,6 +37,8 @@ const BROKERS: Record<string, { peer?: string; alternatives?: string[]; name: st
 const TEST_KIT_PEER = 'vitest';
 /** OpenTelemetry tracing and metrics are loaded only when a user turns instrumentation on. */
 const INSTRUMENTATION_PEER = '@opentelemetry/api';
+/** tidings/nestjs imports @nestjs/microservices and rxjs; @nestjs/microservices needs @nestjs/common and @nestjs/core. */
+const NESTJS_PEERS = ['@nestjs/common', '@nestjs/core', '@nestjs/microservices', 'rxjs'];
 
 const shipped = TRANSPORT_SCHEMES.map((s) => BROKERS[s]!);
 const shippedNames = new Set(shipped.map((b) => b.name));
@@ -45,8 +49,8 @@ describe('package.json claims what src/transport.ts can load', () => {
     for (const scheme of TRANSPORT_SCHEMES) expect(BROKERS, `scheme ${scheme}`).toHaveProperty([scheme]);
   });
 
-  it('has exactly the broker libraries of the shipped drivers, the test kit\'s runner and the OpenTelemetry API as optional peers, each also a devDependency', () => {
-    const peers = [...shippedPeers, TEST_KIT_PEER, INSTRUMENTATION_PEER].sort();
+  it('has exactly the broker libraries of the shipped drivers, the test kit\'s runner, the OpenTelemetry API and tidings/nestjs\'s NestJS as optional peers, each also a devDependency', () => {
+    const peers = [...shippedPeers, TEST_KIT_PEER, INSTRUMENTATION_PEER, ...NESTJS_PEERS].sort();
     expect(Object.keys(pkg.peerDependencies ?? {}).sort()).toEqual(peers);
     expect(Object.keys(pkg.peerDependenciesMeta ?? {}).sort()).toEqual(peers);
     for (const peer of peers) {
@@ -74,9 +78,9 @@ describe('package.json exports, files, license', () => {
     }
   });
 
-  it('exports the API, the driver contract and the test kit, each from its dist/ index', () => {
-    expect(Object.keys(pkg.exports)).toEqual(['.', './driver', './testing', './package.json']);
-    for (const [subpath, dir] of [['.', ''], ['./driver', 'contract/'], ['./testing', 'testing/']] as const) {
+  it('exports the API, the driver contract, the test kit and the NestJS transport, each from its dist/ index', () => {
+    expect(Object.keys(pkg.exports)).toEqual(['.', './driver', './testing', './nestjs', './package.json']);
+    for (const [subpath, dir] of [['.', ''], ['./driver', 'contract/'], ['./testing', 'testing/'], ['./nestjs', 'nestjs/']] as const) {
       expect(pkg.exports[subpath], subpath).toEqual({ types: `./dist/${dir}index.d.ts`, import: `./dist/${dir}index.js`, default: `./dist/${dir}index.js` });
     }
   });
@@ -103,5 +107,47 @@ describe('package.json exports, files, license', () => {
     expect(license).toContain('TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION');
     expect(license).toContain('END OF TERMS AND CONDITIONS');
     expect(pkg.repository).toEqual({ type: 'git', url: 'git+https://github.com/tidings-js/tidings.git' });
+  });
+});
+
+describe('Node versions: package.json engines, the lock and the README agree', () => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const installation = readme.slice(readme.indexOf('## Installation'), readme.indexOf('\n## ', readme.indexOf('## Installation') + 1));
+  const optionalPeers = [...shippedPeers, INSTRUMENTATION_PEER];
+  const floor = nodeFloor([{ engines: pkg.engines }])!;
+
+  it('reads engines ranges as npm does', () => {
+    expect(accepts('>= 20.19.4 || >= 22.18.0 || >= 24.6.0', [20, 20, 2])).toBe(true);
+    expect(accepts('>= 20.19.4 || >= 22.18.0 || >= 24.6.0', [20, 19, 0])).toBe(false);
+    expect(accepts('^20.19.0 || >=22.12.0', [21, 0, 0])).toBe(false);
+    expect(accepts('>=20', [20, 0, 0])).toBe(true);
+    expect(() => accepts('node 20', [20, 0, 0])).toThrow(/cannot read/);
+    expect(nodeFloor([{ engines: { node: '>= 20.19.4 || >= 22.18.0' } }, { engines: { node: '>= 22.19.0' } }])).toEqual([22, 19, 0]);
+  });
+
+  it('npm i tidings prints no EBADENGINE on any Node its engines accept: what it installs (not the optional peers) accepts them all', () => {
+    expect(floor).toEqual([20, 0, 0]);
+    const runtime = Object.entries(LOCK.packages).filter(([path, e]) => path !== '' && !e.dev && !e.optional);
+    expect(runtime.map(([path]) => path)).toContain('node_modules/eventemitter3');
+    const nodes = [floor, [20, 19, 0], [22, 0, 0], [24, 0, 0]] as const;
+    const refused = runtime.flatMap(([path, e]) => nodes.filter((v) => e.engines?.node && !accepts(e.engines.node, v)).map((v) => `${path} refuses Node ${v.join('.')} (${e.engines!.node})`));
+    expect(refused).toEqual([]);
+  });
+
+  it('README installation has an `npm i` line for every optional peer', () => {
+    for (const peer of optionalPeers) expect(installation, peer).toMatch(new RegExp(`^npm i ${peer.replace(/[/.]/g, '\\$&')}\\s`, 'm'));
+  });
+
+  it("README's Node table gives each optional peer the oldest Node its engines and its dependencies' accept", () => {
+    expect(installation).toContain(`| tidings | | ${floor[0]} or later`);
+    for (const peer of optionalPeers) {
+      const row = installation.split('\n').find((l) => l.startsWith(`| \`${peer}\` |`));
+      expect(row, `a row for ${peer}`).toBeDefined();
+      const needs = nodeFloor(installedWith(peer).values())!;
+      const node = row!.split('|')[3]!;
+      expect(node, `${peer} needs Node ${needs.join('.')}`).toContain(`${shortVersion(needs)} or later`);
+      expect(row, peer).toContain(`\`${pkg.peerDependencies![peer]}\``);
+      expect(row, peer).toContain(`tested: ${pkg.devDependencies[peer]}`);
+    }
   });
 });

@@ -20,17 +20,25 @@ const CANARY: CodeBlock = {
 /** README's quick start is examples/quick-start.ts; test/unit/examples.test.ts runs it. */
 function isQuickStart(block: CodeBlock): boolean {
   const example = readFileSync(join(ROOT, 'examples', 'quick-start.ts'), 'utf8');
-  return block.code === example.slice(example.indexOf('import ')).replace("from '../src/index.js'", "from 'tidings'");
+  return block.code === example.slice(example.indexOf('import '));
 }
 
-/** Type-checks every block as its own module; returns `file:line: message` per error. */
-function typecheck(blocks: readonly CodeBlock[], dir: string): string[] {
+/**
+ * Type-checks every block as its own module; returns `file:line: message` per error. Blocks
+ * flagged `decorators` (```` ```ts check decorators ````, NestJS code) are checked with
+ * TypeScript's legacy decorators, as a NestJS application compiles.
+ */
+function typecheck(blocks: readonly CodeBlock[], dir: string, legacyDecorators = false): string[] {
   const names = blocks.map((_, i) => join(dir, `snippet-${i}.ts`));
   blocks.forEach((b, i) => writeFileSync(names[i], b.code));
   const fromDir = (path: string) => relative(dir, join(ROOT, path)).split('\\').join('/');
   const config = {
     extends: fromDir('tsconfig.json'),
-    compilerOptions: { noEmit: true, paths: { tidings: [fromDir('src/index.ts')], 'tidings/driver': [fromDir('src/contract/index.ts')], 'tidings/testing': [fromDir('src/testing/index.ts')] } },
+    compilerOptions: {
+      noEmit: true,
+      ...(legacyDecorators ? { experimentalDecorators: true, emitDecoratorMetadata: true } : {}),
+      paths: { tidings: [fromDir('src/index.ts')], 'tidings/driver': [fromDir('src/contract/index.ts')], 'tidings/testing': [fromDir('src/testing/index.ts')], 'tidings/nestjs': [fromDir('src/nestjs/index.ts')] },
+    },
     include: ['*.ts'],
   };
   writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(config));
@@ -50,17 +58,26 @@ describe('code blocks of README.md and docs/', () => {
   const blocks = markdownFiles().flatMap(codeBlocks);
   const checkable = blocks.filter((b) => TS_LANGS.includes(b.lang) && b.flags.includes('check'));
   let dir: string;
+  let decoratedDir: string;
   let errors: string[];
+
+  const decorated = checkable.filter((b) => b.flags.includes('decorators'));
 
   beforeAll(() => {
     mkdirSync(join(ROOT, '.tmp'), { recursive: true });
     // Inside the repository, so `typescript` and `@types/node` resolve from its node_modules.
     dir = mkdtempSync(join(ROOT, '.tmp', 'snippets-'));
-    errors = typecheck([...checkable, CANARY], dir);
+    errors = typecheck([...checkable.filter((b) => !decorated.includes(b)), CANARY], dir);
+  }, 60_000);
+
+  // A second program (its own compiler options), with its own time.
+  beforeAll(() => {
+    decoratedDir = mkdtempSync(join(ROOT, '.tmp', 'snippets-'));
+    errors.push(...typecheck(decorated, decoratedDir, true));
   }, 60_000);
 
   afterAll(() => {
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    for (const d of [dir, decoratedDir]) if (d) rmSync(d, { recursive: true, force: true });
   });
 
   it('README.md and docs/guide.md have checkable TypeScript blocks', () => {

@@ -2,6 +2,7 @@
 // produced records into shared produce requests (one per event-loop turn, or per `linger`).
 import type { Logger } from '../../core/logger.js';
 import { InvalidState } from '../../core/errors.js';
+import { topicFailureOf } from './errors.js';
 import { loadClient, type KafkaClientAdapter, type OutgoingRecord } from './client/index.js';
 import type { ResolvedKafkaOptions } from './options.js';
 
@@ -101,8 +102,11 @@ export class KafkaConnection {
           batch.forEach((q) => q.resolve());
         },
         (err: unknown) => {
-          if (this.client !== undefined) this.state = 'failing';
-          this.onError(err);
+          // A topic the broker does not know or refuses (a forged call's reply topic) is not the client failing.
+          if (topicFailureOf(err) === undefined) {
+            if (this.client !== undefined) this.state = 'failing';
+            this.onError(err);
+          }
           batch.forEach((q) => q.reject(err));
         },
       );

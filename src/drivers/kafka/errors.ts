@@ -40,16 +40,51 @@ const AUTHENTICATION_FAILURES = new Set(['KafkaJSSASLAuthenticationError', 'PLT_
  * `cause` of a NumberOfRetriesExceeded, platformatic's `errors` of a MultipleErrors); undefined
  * when nothing in it is permanent.
  */
-export function permanentFailureOf(err: unknown, depth = 0): string | undefined {
+export function permanentFailureOf(err: unknown): string | undefined {
+  return kafkaErrorIn(err, (e) => {
+    for (const id of [e.type, e.apiId]) if (typeof id === 'string' && PERMANENT_TYPES.has(id)) return id;
+    for (const code of [e.code, e.apiCode]) if (typeof code === 'number' && PERMANENT_CODES.has(code)) return String(code);
+    for (const name of [e.name, e.code]) if (typeof name === 'string' && AUTHENTICATION_FAILURES.has(name)) return 'SASL_AUTHENTICATION_FAILED';
+    return undefined;
+  });
+}
+
+/** Broker verdicts about one topic (unknown, invalid, not allowed), not about the connection: by name or number. */
+const TOPIC_TYPES = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'INVALID_TOPIC_EXCEPTION', 'TOPIC_AUTHORIZATION_FAILED']);
+const TOPIC_CODES = new Set([3, 17, 29]);
+
+/**
+ * The Kafka error name when `err` (or what it wraps) is about a topic, not the connection: a
+ * produce to a topic the broker does not know or refuses. Such a failure says nothing about the
+ * client's health (a forged call's reply topic must not mark the transport failing).
+ */
+export function topicFailureOf(err: unknown): string | undefined {
+  return kafkaErrorIn(err, (e) => {
+    for (const id of [e.type, e.apiId]) if (typeof id === 'string' && TOPIC_TYPES.has(id)) return id;
+    for (const code of [e.code, e.apiCode]) if (typeof code === 'number' && TOPIC_CODES.has(code)) return String(code);
+    return undefined;
+  });
+}
+
+interface KafkaErrorFields {
+  name?: unknown;
+  type?: unknown;
+  apiId?: unknown;
+  code?: unknown;
+  apiCode?: unknown;
+  cause?: unknown;
+  errors?: unknown;
+}
+
+/** What `match` finds on `err` or on what it wraps (kafkajs's `cause`, platformatic's `errors`), depth-first. */
+function kafkaErrorIn(err: unknown, match: (e: KafkaErrorFields) => string | undefined, depth = 0): string | undefined {
   if (err === null || typeof err !== 'object' || depth > 5) return undefined;
-  const e = err as { name?: unknown; type?: unknown; apiId?: unknown; code?: unknown; apiCode?: unknown; cause?: unknown; errors?: unknown };
-  for (const id of [e.type, e.apiId]) if (typeof id === 'string' && PERMANENT_TYPES.has(id)) return id;
-  for (const code of [e.code, e.apiCode]) if (typeof code === 'number' && PERMANENT_CODES.has(code)) return String(code);
-  for (const name of [e.name, e.code]) if (typeof name === 'string' && AUTHENTICATION_FAILURES.has(name)) return 'SASL_AUTHENTICATION_FAILED';
-  const nested = [e.cause, ...(Array.isArray(e.errors) ? e.errors : [])];
-  for (const inner of nested) {
-    const found = permanentFailureOf(inner, depth + 1);
-    if (found !== undefined) return found;
+  const e = err as KafkaErrorFields;
+  const found = match(e);
+  if (found !== undefined) return found;
+  for (const inner of [e.cause, ...(Array.isArray(e.errors) ? e.errors : [])]) {
+    const deeper = kafkaErrorIn(inner, match, depth + 1);
+    if (deeper !== undefined) return deeper;
   }
   return undefined;
 }

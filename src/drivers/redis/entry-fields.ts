@@ -1,5 +1,6 @@
 // Reads back the fields the Redis driver writes beside a body: a stream entry's `b` (body) and
-// `x` (an RPC request's deadline), and the x-* metadata the dead-letter script appends. Anyone who
+// `x` (an RPC request's deadline), an RPC request list element's deadline prefix (`x=<ms>;`), and
+// the x-* metadata the dead-letter script appends. Anyone who
 // can write to a stream can forge them, so a value tidings could not have written is malformed:
 // the entry is dead-lettered, never obeyed (a deadline no timer can hold, fields of a dead letter
 // smuggled into a live entry, a dead letter whose origin or counts are not numbers).
@@ -39,6 +40,35 @@ export function parseEntryFields(fields: readonly string[] | null, rpc: boolean,
   }
   if (body === undefined) return { ok: false, reason: `no ${BODY_FIELD} (body) field` };
   return deadline === undefined ? { ok: true, body } : { ok: true, body, deadline };
+}
+
+/** The prefix of a request list element carrying a deadline: `x=<epoch ms>;<body>`. */
+const LIST_DEADLINE = /^x=([0-9]{1,15});/;
+
+/**
+ * An RPC request as a list element: the body (oslo's envelope, a JSON object: it starts with `{`),
+ * or, for a call with a timeout, `x=<deadline>;` and the body, so that the server skips it once
+ * its caller gave up, as it does with a stream entry's `x` field.
+ */
+export function encodeListRequest(body: string, deadline: number | undefined): string {
+  return deadline === undefined ? body : `x=${deadline};${body}`;
+}
+
+/**
+ * Reads a request list element back: a body that starts with `{`, or a deadline prefix tidings
+ * could have written (a time no further ahead than a timer can wait) and the body. Anything else
+ * is malformed: set aside, never obeyed. Its `fields` are those of the same request as a stream
+ * entry (`b`, and `x` when it has a deadline), for its dead letter.
+ */
+export function parseListRequest(element: string, now: number): ParsedEntry & { readonly fields: readonly string[] } {
+  if (element.startsWith('{')) return { ok: true, body: element, fields: [BODY_FIELD, element] };
+  const m = LIST_DEADLINE.exec(element);
+  if (!m) return { ok: false, reason: `a request list element starts with neither { nor x=<deadline>;: ${quoteForLog(element.slice(0, 16))}`, fields: [BODY_FIELD, element] };
+  const deadline = Number(m[1]);
+  const body = element.slice(m[0].length);
+  const fields = [BODY_FIELD, body, DEADLINE_FIELD, m[1]];
+  if (deadline - now > MAX_TIMER_MS) return { ok: false, reason: `its deadline is ${deadline - now} ms ahead, more than any call timeout`, fields };
+  return { ok: true, body, deadline, fields };
 }
 
 /** A dead-letter entry split into what was on the stream and the metadata the script added. */

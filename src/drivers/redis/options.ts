@@ -12,9 +12,9 @@ import type { TransportURL } from '../../core/transport-url.js';
 const FIELDS = {
   /** First part of every key this driver writes; transports that should talk MUST share it (`key_prefix`). @default 'tidings' */
   keyPrefix: stringOption({ default: 'tidings', query: 'key_prefix', check: (v) => !/[{}\s]/.test(v), expected: 'a non-empty string without braces or spaces' }),
-  /** Entries one `XREADGROUP` reads, and the most unsettled notifications a listener holds (`prefetch_count`). Also caps batch sizes. @default 64 */
+  /** Entries one `XREADGROUP` reads (requests one `BLMPOP` pops), and the most unsettled notifications a listener holds (`prefetch_count`). Also caps batch sizes. @default 64 */
   prefetchCount: intOption({ default: 64, min: 1, query: 'prefetch_count' }),
-  /** How long one blocking read waits before it is issued again, ms (`block_ms`). @default 5000 */
+  /** How long one blocking read (`XREADGROUP`, `BLMPOP`) waits before it is issued again, ms (`block_ms`); `stop()` ends it at once. @default 5000 */
   blockTimeout: msOption({ default: 5000, min: 1, query: 'block_ms' }),
   /** A delivered notification's lease, ms: unsettled and not extended for this long, another member claims it (`lease_ms`). @default 30_000 */
   leaseMs: msOption({ default: 30_000, min: 10, query: 'lease_ms' }),

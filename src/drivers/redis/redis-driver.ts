@@ -1,6 +1,7 @@
-// The Redis driver: RPC and notifications on Redis Streams with consumer groups (a pool is a
-// group), leases and dead letters (redis-listener.ts), replies on a per-transport list read with
-// BLMPOP. One command connection per driver; one connection per blocking reader.
+// The Redis driver: notifications on Redis Streams with consumer groups (a pool is a group),
+// leases and dead letters (redis-listener.ts); RPC requests on lists popped with BLMPOP (fanout
+// casts in streams), replies on a per-transport list read with BLMPOP. One command connection per
+// driver; one connection per blocking reader.
 import { setMaxListeners } from 'node:events';
 import type { Socket } from 'node:net';
 import { hostname } from 'node:os';
@@ -20,10 +21,12 @@ import { abortableSleep, withRetry } from '../../core/retry.js';
 import type { Target } from '../../core/target.js';
 import { closeClient, createClient, createGroup, dropClient, runScript, type RedisClient } from './connection.js';
 import { RedisDeadLetters } from './dead-letters.js';
+import { encodeListRequest } from './entry-fields.js';
 import { toMessagingError } from './errors.js';
 import { resolveOptions, type ResolvedRedisOptions } from './options.js';
 import { RedisListener, sweepStream, type ServerRegistration, type StreamSpec } from './redis-listener.js';
-import { BODY_FIELD, DEADLINE_FIELD, DEFAULT_GROUP, poolGroup, replyKey, SERVER_GROUP, TopicKeys, topicShards } from './topology.js';
+import { SCRIPTS, type ScriptName } from './scripts/index.js';
+import { BODY_FIELD, DEFAULT_GROUP, poolGroup, replyKey, SERVER_GROUP, TopicKeys, topicShards } from './topology.js';
 
 const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true, requeue: true, pools: true, callMonitor: true, durableNotifications: true, deadLetters: true });
 
@@ -32,6 +35,13 @@ const SWEPT_MEMO_LIMIT = 10_000;
 
 /** Replies popped per BLMPOP, and the most one RPUSH pushes. */
 const REPLY_BATCH = 128;
+
+/** One command of a write: a Redis command, or one of the driver's scripts with its keys first. */
+type WriteCommand = readonly [name: string, ...args: (string | number)[]];
+
+function isScript(name: string): name is ScriptName {
+  return Object.hasOwn(SCRIPTS, name);
+}
 
 /** Fails on an aborted transaction or a failed command inside one (EXEC's reply, or a pipeline's). */
 function checkExec(results: unknown): void {
@@ -61,6 +71,8 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   private replyLoop?: Promise<void>;
   /** Streams whose default group this driver created (or found): notifications skip the declare. */
   private readonly declared = new Map<string, true | Promise<void>>();
+  /** RPC streams seen to exist (`publishRequest`): requests to them skip the script. */
+  private readonly streamsSeen = new Map<string, true>();
   /** When the notifier last swept each stream it writes (`boundBacklog`). */
   private readonly lastSwept = new Map<string, number>();
   private shardCursor = 0;
@@ -111,13 +123,14 @@ export class RedisDriver extends BaseDriver implements ReplySender {
       // collectReplies (discovery): every live server's inbox gets the call.
       return this.sendCall(topic, ctx, message, options, fanout);
     }
-    const stream = target.server ? new TopicKeys(this.options.keyPrefix, exchange, topic).serverStream(target.server) : this.nextShard(exchange, topic).topicStream;
+    const keys = target.server ? new TopicKeys(this.options.keyPrefix, exchange, topic) : this.nextShard(exchange, topic);
+    const [stream, list] = target.server ? [keys.serverStream(target.server), keys.serverList(target.server)] : [keys.topicStream, keys.topicList];
     if (!options.waitForReply) {
-      await this.publishRequest(stream, encodeRpcRequest(message, ctx, undefined, this.options.maxMessageBytes), undefined, options.retry, options.signal);
+      await this.publishRequest(stream, list, encodeRpcRequest(message, ctx, undefined, this.options.maxMessageBytes), undefined, options.retry, options.signal);
       return undefined;
     }
     const deadline = options.timeout !== undefined ? Date.now() + options.timeout : undefined;
-    return this.sendCall(topic, ctx, message, options, (body, call) => this.publishRequest(stream, body, deadline, options.retry, options.signal, call));
+    return this.sendCall(topic, ctx, message, options, (body, call) => this.publishRequest(stream, list, body, deadline, options.retry, options.signal, call));
   }
 
   /** A call: registers it, then `deliver`s the request. It resolves on its reply; a failed write retries the same body or fails the call. */
@@ -142,9 +155,9 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const body = encodeNotification(message, ctx, options.version, undefined, this.options.maxMessageBytes);
     const storeAndForward = this.options.notificationStoreAndForward;
     await this.withRetry(async () => {
-      if (!storeAndForward) return void (await this.write(['XADD', stream, 'NOMKSTREAM', '*', BODY_FIELD, body]));
+      if (!storeAndForward) return void (await this.write([['XADD', stream, 'NOMKSTREAM', '*', BODY_FIELD, body]]));
       if (this.declared.get(stream) !== true) await this.declareDefaultGroup(stream);
-      await this.write(['XADD', stream, '*', BODY_FIELD, body]);
+      await this.write([['XADD', stream, '*', BODY_FIELD, body]]);
     }, options.retry);
     if (storeAndForward && (this.options.notificationQueueMaxLength > 0 || this.options.notificationQueueTtl > 0)) this.boundBacklog(stream, keys);
   }
@@ -169,9 +182,11 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const consumer = `${this.instance}:${++this.listenerCount}`;
     const inbox = main.inbox(newHexId());
     const ownStream = main.serverStream(target.server as string);
+    // The streams are still read (senders of earlier versions write requests there); they also mark
+    // where a server ever listened, so that a request to an address without one is dropped.
     const streams: StreamSpec[] = [
-      ...shards.map((k) => ({ key: k.topicStream, topic: k, address: topicAddress(topic), createAt: '0' as const })),
-      { key: ownStream, topic: main, address: serverAddress(topic, target.server as string), createAt: '0', ownStream: true },
+      ...shards.map((k) => ({ key: k.topicStream, topic: k, address: topicAddress(topic), createAt: '0' as const, list: k.topicList })),
+      { key: ownStream, topic: main, address: serverAddress(topic, target.server as string), createAt: '0', ownStream: true, list: main.serverList(target.server as string) },
       { key: inbox, topic: main, address: fanoutAddress(topic), createAt: '0' },
     ];
     return this.startListener<RpcIncomingMessage>('rpc', streams, SERVER_GROUP, consumer, options, { servers: main.servers, inbox, serverStreams: main.serverStreams, ownStream });
@@ -361,14 +376,34 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     return p;
   }
 
-  /** XADD to an RPC stream; NOMKSTREAM: a stream no server ever created drops the request, as an unbound RabbitMQ queue does. */
-  private publishRequest(stream: string, body: string, deadline: number | undefined, retry: number | undefined, signal: AbortSignal | undefined, call?: PendingCall): Promise<void> {
-    const args: (string | number)[] = ['XADD', stream, 'NOMKSTREAM', '*', BODY_FIELD, body];
-    if (deadline !== undefined) args.push(DEADLINE_FIELD, deadline);
+  /**
+   * A request to its address's request list, kept only while the address's stream exists (a server
+   * ever listened there): else it is dropped, as an unbound RabbitMQ queue drops it. A list costs
+   * Redis about half the command time of a stream entry read in a consumer group (INFO
+   * commandstats, bench/README.md), and a request is acknowledged on
+   * receipt anyway: no lease to keep. The first request to an address goes through a script
+   * (`tidingsRequest`: EXISTS, then RPUSH); once its stream was seen, a plain RPUSH followed by
+   * EXISTS in the same round trip (a script costs Redis ~4 us more per request than both): when the
+   * stream is gone by then, the request is taken back (LREM). A server's leave and the reaping of a
+   * dead one are scripts, so the EXISTS after the RPUSH sees whether the list still has a reader.
+   */
+  private publishRequest(stream: string, list: string, body: string, deadline: number | undefined, retry: number | undefined, signal: AbortSignal | undefined, call?: PendingCall): Promise<void> {
+    const element = encodeListRequest(body, deadline);
     return this.withRetry(
       async () => {
-        const id = await this.write(args);
-        if (id === null) this.logger.debug('No server ever listened on this stream; request dropped', { stream });
+        if (this.streamsSeen.has(stream)) {
+          const [, exists] = await this.write([['RPUSH', list, element], ['EXISTS', stream]]);
+          if (Number(exists) === 1) return;
+          this.streamsSeen.delete(stream);
+          // A server that started since may have popped it already: then it runs, as if sent a moment later.
+          await this.commands().call('LREM', list, 1, element).catch((err: unknown) => this.logger.warn('Could not take back a request to an address without a server', { list, err: toMessagingError(err, 'LREM failed') }));
+          this.logger.debug('No server listens on this address any more; request dropped', { list });
+          return;
+        }
+        const [length] = await this.write([['tidingsRequest', stream, list, element]]);
+        if (length === null) return void this.logger.debug('No server ever listened on this address; request dropped', { list });
+        if (this.streamsSeen.size >= SWEPT_MEMO_LIMIT) this.streamsSeen.clear();
+        this.streamsSeen.set(stream, true);
       },
       retry,
       signal,
@@ -376,24 +411,31 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     );
   }
 
-  /** One write on the command connection; with `waitReplicas` it is followed by WAIT in the same round trip. */
-  private async write(args: (string | number)[]): Promise<unknown> {
+  /**
+   * Commands written back to back on the command connection (one round trip); each is a command,
+   * or one of the driver's scripts (its keys first). With `waitReplicas` they are followed by WAIT
+   * in the same round trip. Resolves with their results, in order; fails on the first failure.
+   */
+  private async write(commands: readonly WriteCommand[]): Promise<unknown[]> {
     const cmd = this.commands();
-    const [name, ...rest] = args as [string, ...(string | number)[]];
     const wanted = this.options.waitReplicas;
     this.coalesceWrites(cmd);
     try {
-      if (wanted === 0) return await cmd.call(name, rest);
-      const results = await cmd.pipeline().call(name, ...rest).call('WAIT', wanted, this.options.waitTimeout).exec();
-      const [[writeErr, id], [waitErr, acked]] = results as [[Error | null, unknown], [Error | null, unknown]];
-      if (writeErr) throw writeErr;
-      if (waitErr) throw waitErr;
-      if (Number(acked) < wanted) {
-        throw new MessageDeliveryFailure(`Only ${Number(acked)} of ${wanted} replicas acknowledged the write within ${this.options.waitTimeout} ms (wait_replicas); it is on the master but may be lost in a failover`, { retriable: false });
+      if (wanted === 0) return await Promise.all(commands.map(([name, ...args]) => (isScript(name) ? runScript(cmd, name, args.slice(0, SCRIPTS[name].numberOfKeys) as string[], args.slice(SCRIPTS[name].numberOfKeys)) : cmd.call(name, args))));
+      const pipeline = cmd.pipeline();
+      for (const [name, ...args] of commands) {
+        if (isScript(name)) (pipeline as unknown as Record<ScriptName, (...a: (string | number)[]) => unknown>)[name](...args);
+        else pipeline.call(name, ...args);
       }
-      return id;
+      const results = (await pipeline.call('WAIT', wanted, this.options.waitTimeout).exec()) as [Error | null, unknown][];
+      for (const [err] of results) if (err) throw err;
+      const acked = Number(results[results.length - 1][1]);
+      if (acked < wanted) {
+        throw new MessageDeliveryFailure(`Only ${acked} of ${wanted} replicas acknowledged the write within ${this.options.waitTimeout} ms (wait_replicas); it is on the master but may be lost in a failover`, { retriable: false });
+      }
+      return results.slice(0, -1).map(([, value]) => value);
     } catch (err) {
-      throw toMessagingError(err, `Could not write to ${String(rest[0])}`, cmd);
+      throw toMessagingError(err, `Could not write to ${String(commands[0][1])}`, cmd);
     }
   }
 

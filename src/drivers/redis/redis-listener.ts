@@ -1,7 +1,8 @@
 // A listener on Redis Streams, a pull source: while a poll waits, blocking XREADGROUP readers (one
 // connection each) read into the shared inbound pipeline; settling, lease extension, claims of
 // expired leases, dead letters and GC run on the driver's command connection. RPC requests are
-// read with NOACK (acknowledged on receipt).
+// acknowledged on receipt: popped from request lists with BLMPOP (what senders of this version
+// write), or read from streams with NOACK (fanout casts, and senders of earlier versions).
 import { DEAD_LETTERS_DROPPED, requeueReason } from '../../contract/dead-letters.js';
 import { InboundPollSource } from '../../contract/inbound.js';
 import type { ReceivedMessage } from '../../contract/incoming-message.js';
@@ -9,22 +10,27 @@ import type { ConsumerLag, DeliveryStats } from '../../contract/delivery-stats.j
 import type { ReplySender } from '../../contract/messages.js';
 import type { Logger } from '../../core/logger.js';
 import { closeClient, createGroup, dropClient, runScript, type RedisClient } from './connection.js';
-import { parseEntryFields } from './entry-fields.js';
+import { parseEntryFields, parseListRequest } from './entry-fields.js';
 import { isNoGroup, toMessagingError } from './errors.js';
 import type { ResolvedRedisOptions } from './options.js';
 import { hashTagOf, poolOfGroup, type TopicKeys } from './topology.js';
 
+/** The x-id of a dead letter that came from a request list, where elements have no id. */
+const LIST_ENTRY_ID = '0-0';
+
 /** How often one idle pool is reported again, ms. */
 const IDLE_POOL_REPORT_MS = 10 * 60_000;
 
-/** A delivered stream entry: what settles it, and what `unwrap()` gives. */
+/** A delivered stream entry or request list element: what settles it, and what `unwrap()` gives. */
 export interface RedisDelivery {
-  /** The stream key. */
+  /** The stream key, or the request list's key for a popped element. */
   readonly stream: string;
-  /** The entry id. */
+  /** The entry id; empty for a list element. */
   readonly id: string;
   /** How many times it was delivered, this time included. */
   readonly deliveries: number;
+  /** A list element's fields as a stream entry would have them (`b`, `x`): what its dead letter keeps. */
+  readonly fields?: readonly string[];
 }
 
 /** One stream a listener reads, with the keys of its topic shard. */
@@ -38,6 +44,8 @@ export interface StreamSpec {
   readonly createAt: string;
   /** An RPC server's own stream (`<topic>.<server>`): removed on cleanup when nobody else reads it and nothing is unread. */
   readonly ownStream?: boolean;
+  /** The request list of the same RPC address (`<topic>`, `<topic>.<server>`), popped beside the stream. */
+  readonly list?: string;
 }
 
 /** What a listener needs from its driver. */
@@ -64,7 +72,9 @@ export interface ServerRegistration {
 
 interface Reader {
   readonly client: RedisClient;
+  /** Streams read with XREADGROUP, or request lists popped with BLMPOP (`list`). */
   readonly keys: readonly string[];
+  readonly list: boolean;
   clientId?: number;
   /** True while it reads (a poll wants messages); set and cleared synchronously, so a poll never misses a reader that just stopped. */
   reading?: boolean;
@@ -120,7 +130,10 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
     private readonly limit = deps.options.prefetchCount,
   ) {
     super(kind, { logger: deps.logger, dedupWindow: deps.options.dedupWindow, stats: deps.stats, pool: poolOfGroup(group), replies: deps.replies, maxMessageBytes: deps.options.maxMessageBytes }, limit);
-    for (const s of streams) this.byKey.set(s.key, s);
+    for (const s of streams) {
+      this.byKey.set(s.key, s);
+      if (s.list !== undefined) this.byKey.set(s.list, s);
+    }
   }
 
   private get options(): ResolvedRedisOptions {
@@ -136,16 +149,21 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
     // Registered first, so that a sweep elsewhere never takes the own stream for a dead server's.
     if (this.registration) await this.register();
     await this.createGroups(this.streams);
-    // In a Cluster one XREADGROUP may only name keys of one slot: one reader per hash tag.
-    const groups = new Map<string, string[]>();
-    for (const s of this.streams) {
-      const tag = this.options.mode === 'cluster' ? hashTagOf(s.key) : '';
-      groups.set(tag, [...(groups.get(tag) ?? []), s.key]);
-    }
+    // In a Cluster one XREADGROUP or BLMPOP may only name keys of one slot: one reader per hash
+    // tag. A connection blocks on streams or on lists, never both: request lists get readers of their own.
+    const groups = new Map<string, { keys: string[]; list: boolean }>();
+    const add = (key: string, list: boolean) => {
+      const id = `${list ? 'list' : 'stream'} ${this.options.mode === 'cluster' ? hashTagOf(key) : ''}`;
+      const group = groups.get(id);
+      if (group) group.keys.push(key);
+      else groups.set(id, { keys: [key], list });
+    };
+    for (const s of this.streams) add(s.key, false);
+    for (const s of this.streams) if (s.list !== undefined) add(s.list, true);
     let n = 0;
-    for (const keys of groups.values()) {
+    for (const { keys, list } of groups.values()) {
       const client = this.deps.newReader(`${this.consumer}:${n++}`);
-      const reader: Reader = { client, keys };
+      const reader: Reader = { client, keys, list };
       if ('on' in client && this.options.mode !== 'cluster') client.on('ready', () => (reader.clientId = undefined));
       this.readers.push(reader);
     }
@@ -215,10 +233,33 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
     this.settled(d);
     const spec = this.byKey.get(d.stream);
     if (!spec) return;
+    if (d.fields) {
+      this.deadLetterElement(d, d.fields, spec, reason);
+      return;
+    }
     runScript<number>(this.deps.commands(), 'tidingsDead', [d.stream, spec.topic.deadLetters, spec.topic.errors], [this.group, this.consumer, d.id, reason, Date.now(), this.options.deadLetterMaxLen]).then(
       (dropped) => this.droppedDeadLetters(spec, Number(dropped)),
       (err: unknown) => this.logger.warn('Could not dead-letter a malformed entry', { stream: d.stream, id: d.id, err: toMessagingError(err, 'dead-letter failed') }),
     );
+  }
+
+  /**
+   * A popped request list element to the topic's dead letters, as the script does for a stream
+   * entry: its fields as a stream entry (`b`, `x`) and the metadata, with `x-stream` the stream of
+   * the same address (where a replay puts it back; servers read it). Its keys share the topic's hash tag.
+   */
+  private deadLetterElement(d: RedisDelivery, fields: readonly string[], spec: StreamSpec, reason: string): void {
+    const dead = spec.topic.deadLetters;
+    const maxLen = this.options.deadLetterMaxLen;
+    const meta = ['x-stream', spec.key, 'x-group', this.group, 'x-id', LIST_ENTRY_ID, 'x-consumer', this.consumer, 'x-deliveries', '1', 'x-error', reason, 'x-time', String(Date.now())];
+    const tx = this.deps.commands().multi().xadd(dead, '*', ...fields, ...meta);
+    if (maxLen > 0) tx.xtrim(dead, 'MAXLEN', maxLen);
+    tx.exec()
+      .then((results) => {
+        for (const [err] of results ?? []) if (err) throw err;
+        this.droppedDeadLetters(spec, maxLen > 0 ? Number(results![1][1]) : 0);
+      })
+      .catch((err: unknown) => this.logger.warn('Could not dead-letter a malformed request', { list: d.stream, err: toMessagingError(err, 'dead-letter failed') }));
   }
 
   /** `dead_letter_max_len`: the oldest dead letters a new one of `spec` pushed out of its topic's `:dead` stream, logged and counted. */
@@ -230,7 +271,7 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
   }
 
   describe(d: RedisDelivery): Record<string, unknown> {
-    return { stream: d.stream, id: d.id, group: this.group };
+    return d.fields ? { list: d.stream } : { stream: d.stream, id: d.id, group: this.group };
   }
 
   deliveries(d: RedisDelivery): number {
@@ -316,6 +357,8 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
   private async readLoop(reader: Reader): Promise<void> {
     const { blockTimeout } = this.options;
     const ids = reader.keys.map(() => '>');
+    // BLMPOP pops from the first list that has elements: the lists take turns at being first.
+    let first = 0;
     let failures = 0;
     do {
       // Notifications received and not settled count against the prefetch; settling one reads on.
@@ -324,6 +367,15 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
       try {
         if (reader.clientId === undefined && this.options.mode !== 'cluster') reader.clientId = Number(await (reader.client as { client(sub: 'ID'): Promise<number> }).client('ID'));
         if (this.stopped) break;
+        if (reader.list) {
+          const keys = reader.keys.length === 1 ? reader.keys : [...reader.keys.slice(first), ...reader.keys.slice(0, first)];
+          first = (first + 1) % reader.keys.length;
+          // Pops only what the listener takes: what it pops is handled (acknowledged on receipt).
+          const popped = (await reader.client.call('BLMPOP', [blockTimeout / 1000, keys.length, ...keys, 'LEFT', 'COUNT', count])) as [string, string[]] | null;
+          failures = 0;
+          if (popped) for (const element of popped[1]) this.onElement(popped[0], element);
+          continue;
+        }
         const args: (string | number)[] = ['GROUP', this.group, this.consumer, 'COUNT', count, 'BLOCK', blockTimeout];
         if (this.kind === 'rpc') args.push('NOACK');
         // The method, not `call`: ioredis shapes XREADGROUP replies by command name.
@@ -333,14 +385,14 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
         if (res) for (const [key, entries] of res) for (const [id, fields] of entries) this.onEntry(key, id, fields, 1);
       } catch (err) {
         if (this.stopped) break;
-        if (isNoGroup(err)) {
+        if (!reader.list && isNoGroup(err)) {
           // The stream or group was deleted under us: declare again and go on.
           this.logger.warn('Consumer group missing; creating it again', { streams: reader.keys, group: this.group });
           await this.createGroups(reader.keys.map((k) => this.byKey.get(k)!)).catch(() => undefined);
         } else {
           failures++;
           const delay = Math.min(this.options.retryInterval * 2 ** Math.min(failures - 1, 10), this.options.intervalMax);
-          this.logger.warn('Stream read failed; retrying', { streams: reader.keys, delayMs: delay, err: toMessagingError(err, 'XREADGROUP failed') });
+          this.logger.warn(reader.list ? 'Request list read failed; retrying' : 'Stream read failed; retrying', { [reader.list ? 'lists' : 'streams']: reader.keys, delayMs: delay, err: toMessagingError(err, reader.list ? 'BLMPOP failed' : 'XREADGROUP failed') });
           await this.sleep(delay);
         }
       }
@@ -375,6 +427,21 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
       return;
     }
     this.inflight.set(`${key} ${id}`, delivery);
+    this.receive(entry.body, delivery, 0);
+  }
+
+  /** A request popped from a list: handled unless malformed (set aside) or past its caller's timeout. */
+  private onElement(key: string, element: string): void {
+    const entry = parseListRequest(element, Date.now());
+    const delivery: RedisDelivery = { stream: key, id: '', deliveries: 1, fields: entry.fields };
+    if (!entry.ok) {
+      this.setAside(delivery, entry.reason);
+      return;
+    }
+    if (entry.deadline !== undefined && entry.deadline < Date.now()) {
+      this.logger.debug('Dropping an RPC request whose caller gave up (past its timeout)', { list: key });
+      return;
+    }
     this.receive(entry.body, delivery, 0);
   }
 
@@ -540,7 +607,7 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
         for (const s of this.streams) await runScript(cmd, 'tidingsRelease', [s.key], [this.group, this.consumer, this.options.leaseMs + 1]);
       } else {
         for (const s of this.streams) {
-          if (s.ownStream) await runScript(cmd, 'tidingsLeave', [s.key], [this.group, this.consumer]);
+          if (s.ownStream && s.list !== undefined) await runScript(cmd, 'tidingsLeave', [s.key, s.list], [this.group, this.consumer]);
           else await cmd.xgroup('DELCONSUMER', s.key, this.group, this.consumer).catch(() => undefined);
         }
       }

@@ -102,6 +102,20 @@ export class TopicKeys {
     return `${this.base}:rpc:${serverAddress(this.topic, server)}`;
   }
 
+  /**
+   * The request list every server of the topic pops (`<topic>`). Requests from tidings of this
+   * version go here; the stream ({@link topicStream}) is still read for older senders, and its
+   * existence says a server ever listened (a request to a topic without it is dropped).
+   */
+  get topicList(): string {
+    return `${this.base}:req:${topicAddress(this.topic)}`;
+  }
+
+  /** The request list of one named server (`<topic>.<server>`); its stream is the existence mark. */
+  serverList(server: string): string {
+    return `${this.base}:req:${serverAddress(this.topic, server)}`;
+  }
+
   /** The hash of live RPC servers: fanout inbox key -> expiry (epoch ms). */
   get servers(): string {
     return `${this.base}:servers`;

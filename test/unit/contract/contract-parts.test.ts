@@ -1,4 +1,6 @@
 // Small parts of the driver contract: DuplicateMessageChecker, StopWatch, capabilities, BaseDriver helpers.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { InvalidState, NotSupportedError } from '../../../src/core/errors.js';
 import { silentLogger } from '../../../src/core/logger.js';
@@ -10,6 +12,10 @@ import { DuplicateMessageChecker } from '../../../src/structures/dedup.js';
 import { defaultRemoteErrorRegistry } from '../../../src/contract/remote-error.js';
 import { StopWatch } from '../../../src/structures/stopwatch.js';
 import { isPriority, PRIORITIES } from '../../../src/contract/types.js';
+
+setFlagsFromString('--expose-gc');
+/** V8's full collection, without a command-line flag (a new context sees the flag set above). */
+const collectGarbage = runInNewContext('gc') as () => void;
 
 describe('DuplicateMessageChecker', () => {
   it('reports an id seen inside the window as a duplicate', () => {
@@ -135,6 +141,26 @@ describe('DuplicateMessageChecker', () => {
     d.add('one-more');
     expect(d.has('id-0')).toBe(false);
     for (const bad of [0, -1, 1.5, NaN]) expect(() => new DuplicateMessageChecker(bad)).toThrow(RangeError);
+  });
+
+  it('holds memory for the ids it has seen, not for its whole window: a thousand idle checkers take little (issue 30)', () => {
+    // Every listener and RPC server has one: a process with a thousand idle topics held a
+    // thousand full default tables, 106 KB of heap each (npm run bench:scale -- --mode topics).
+    const held = () => {
+      collectGarbage();
+      const m = process.memoryUsage();
+      return m.heapUsed + m.arrayBuffers;
+    };
+    const before = held();
+    const idle = Array.from({ length: 1000 }, () => new DuplicateMessageChecker());
+    const perChecker = (held() - before) / idle.length;
+    expect(idle.length).toBe(1000);
+    expect(perChecker).toBeLessThan(4 * 1024);
+    // A checker that has seen its window's worth of ids holds them all, and evicts in order as before.
+    const busy = new DuplicateMessageChecker(100);
+    for (let i = 0; i < 250; i++) busy.add(`id-${i}`);
+    expect(busy.has('id-149')).toBe(false);
+    expect(busy.has('id-150') && busy.has('id-249')).toBe(true);
   });
 });
 

@@ -57,8 +57,30 @@ describe('RpcClient.discover()', () => {
     const client = getRpcClient(await h.transport(), { topic: h.topic, server: 'a' });
     const found = await client.discover({ windowMs: 200 });
     expect(found.map((s) => s.server)).toEqual(['a', 'b']);
-    expect(found[0]).toEqual({ server: 'a', topic: h.topic, host: expect.any(String), pid: process.pid, inFlight: 1 });
+    expect(found[0]).toEqual({ server: 'a', topic: h.topic, host: expect.any(String), pid: process.pid, inFlight: 0 });
     expect(RPC_DISCOVER_DEFAULTS.windowMs).toBe(1000);
+  });
+
+  it('inFlight counts the requests a server is running, not the ping it answers', async () => {
+    h = createHarness();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const endpoint = { hold: async () => { started(); await held; return 'done'; } };
+    await h.server([endpoint], { server: 'busy' });
+    await h.server([endpoint], { server: 'idle' });
+    const client = getRpcClient(await h.transport(), { topic: h.topic }, { timeout: 10_000 });
+    const call = client.prepare({ server: 'busy' }).call({}, 'hold', {});
+    await running;
+    try {
+      const found = await client.discover({ windowMs: 500 });
+      expect(found.map((s) => [s.server, s.inFlight])).toEqual([['busy', 1], ['idle', 0]]);
+    } finally {
+      release();
+    }
+    await expect(call).resolves.toBe('done');
+    expect((await client.discover({ windowMs: 500 })).map((s) => s.inFlight)).toEqual([0, 0]);
   });
 
   it('an aborted discovery rejects with AbortError', async () => {

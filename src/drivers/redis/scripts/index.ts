@@ -44,6 +44,17 @@ end
 /** The scripts by command name: keys count and Lua source. */
 export const SCRIPTS = {
   /**
+   * KEYS: stream, request list. ARGV: element. An RPC request: pushed to the list when the stream
+   * of the same address exists (a server ever listened there), else dropped, as XADD NOMKSTREAM
+   * drops it; returns the list's length, or nil when dropped.
+   */
+  tidingsRequest: {
+    numberOfKeys: 2,
+    lua: `if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+return redis.call('RPUSH', KEYS[2], ARGV[1])`,
+  },
+
+  /**
    * KEYS: live-server hash. ARGV: now, body. Copies a fanout cast into every live server's inbox
    * (same hash tag as the hash); servers past their expiry are removed with their inbox. A field
    * the driver could not have written (no expiry time, or not one of this topic's inboxes) is
@@ -234,15 +245,17 @@ return idle`,
   },
 
   /**
-   * KEYS: stream. ARGV: group, consumer. An RPC server leaving the stream of its own name
-   * (`<topic>.<server>`): it leaves the group, and when no consumer is left and every entry was
-   * read, the stream goes too, so servers with unique names (one per pod) leave nothing behind.
-   * A request sent afterwards is dropped (XADD NOMKSTREAM), as one to a server that never ran.
+   * KEYS: stream, request list. ARGV: group, consumer. An RPC server leaving the stream of its own
+   * name (`<topic>.<server>`): it leaves the group, and when no consumer is left, every entry was
+   * read and the request list of that name is empty, the stream goes too, so servers with unique
+   * names (one per pod) leave nothing behind. A request sent afterwards is dropped (the stream is
+   * its list's existence mark: `tidingsRequest`, XADD NOMKSTREAM), as one to a server that never ran.
    */
   tidingsLeave: {
-    numberOfKeys: 1,
+    numberOfKeys: 2,
     lua: `if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 pcall(redis.call, 'XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
+if redis.call('LLEN', KEYS[2]) > 0 then return 0 end
 local info, last = redis.call('XINFO', 'STREAM', KEYS[1]), nil
 for i = 1, #info, 2 do
   if info[i] == 'last-generated-id' then last = info[i + 1] end
@@ -263,13 +276,14 @@ return 1`,
    * refreshed for `grace` past its expiry goes, with what nobody read in it; so do expired fanout
    * inboxes (fanout casts remove them too, but a topic may see none). A field the driver could not
    * have written (no expiry time, a key that is not one of this topic's) is dropped from its hash,
-   * the key it names left alone. Returns the streams removed.
+   * the key it names left alone. A named server's request list (`:req:` for `:rpc:`) goes with its
+   * stream. Returns the streams removed.
    */
   tidingsReap: {
     numberOfKeys: 2,
     lua: `local now, grace = tonumber(ARGV[1]), tonumber(ARGV[2])
 local base = string.sub(KEYS[2], 1, -9)
-local function gc(hash, prefix, after)
+local function gc(hash, prefix, after, list)
   local all, gone = redis.call('HGETALL', hash), {}
   for i = 1, #all, 2 do
     local key, expiry = all[i], tonumber(all[i + 1])
@@ -278,13 +292,14 @@ local function gc(hash, prefix, after)
     elseif expiry + after < now then
       redis.call('HDEL', hash, key)
       redis.call('UNLINK', key)
+      if list then redis.call('UNLINK', list .. string.sub(key, #prefix + 1)) end
       table.insert(gone, key)
     end
   end
   return gone
 end
-local gone = gc(KEYS[1], base .. ':rpc:', grace)
-gc(KEYS[2], base .. ':fanout:', 0)
+local gone = gc(KEYS[1], base .. ':rpc:', grace, base .. ':req:')
+gc(KEYS[2], base .. ':fanout:', 0, nil)
 return gone`,
   },
 
