@@ -33,7 +33,8 @@ export {
 } from './core/logger-adapters.js';
 export { NoOpSerializer, JsonPayloadSerializer, toPrimitive, type Serializer } from './core/serializer.js';
 export type { Jsonify, JsonifyResult, NotJsonSerialisable } from './core/jsonify.js';
-export { RETRY_DEFAULTS, type RetryPolicy } from './core/retry.js';
+export { RETRY_DEFAULTS, RPC_RETRY_DEFAULTS, type RetryPolicy, type RpcRetryPolicy } from './core/retry.js';
+export type { CircuitState, CircuitView, ResilienceCounts, ResilienceStats } from './contract/resilience-stats.js';
 export { RemoteErrorRegistry, defaultRemoteErrorRegistry, remoteOrigin, type FailureInfo, type RemoteOrigin } from './contract/remote-error.js';
 export { PRIORITIES, type Priority, type Context } from './contract/types.js';
 export type {

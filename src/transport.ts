@@ -7,6 +7,7 @@ import { toLogger, type LoggerLike } from './core/logger-adapters.js';
 import { TransportURL } from './core/transport-url.js';
 import { BaseDriver, type DriverModule, type TransportHealth } from './contract/base-driver.js';
 import { defaultRemoteErrorRegistry, type RemoteErrorRegistry } from './contract/remote-error.js';
+import { ResilienceStats } from './contract/resilience-stats.js';
 import { checkTransportMiddleware, type TransportMiddleware } from './middleware/middleware.js';
 import { checkInstrumentation, loadInstrumentation, type InstrumentationOptions } from './observability/instrumentation.js';
 
@@ -122,6 +123,8 @@ export class Transport {
     readonly driver: BaseDriver,
     logger: LoggerLike = silentLogger,
     middleware?: TransportMiddleware,
+    /** Counts of the clients' retries, refusals and circuit states, read by the OpenTelemetry metrics. */
+    readonly resilienceStats: ResilienceStats = new ResilienceStats(),
   ) {
     this.logger = toLogger(logger);
     this.middleware = checkTransportMiddleware(middleware);
@@ -278,8 +281,9 @@ async function createTransport(kind: TransportKind, url: string | TransportURL |
     throw new DriverLoadFailure(`The createDriver() of the driver registered for ${JSON.stringify(parsed.driver)} returned something that is not a BaseDriver (${parsed.toString()}); extend BaseDriver from tidings/driver`);
   }
   // The driver has not connected yet (drivers connect lazily): nothing to undo if this fails.
-  if (instrumentation) middleware = outermost(await loadInstrumentation(instrumentation, MESSAGING_SYSTEM[parsed.driver] ?? parsed.driver, driver, logger), middleware);
-  return new Transport(kind, driver, baseLogger, middleware);
+  const resilienceStats = new ResilienceStats();
+  if (instrumentation) middleware = outermost(await loadInstrumentation(instrumentation, MESSAGING_SYSTEM[parsed.driver] ?? parsed.driver, driver, logger, resilienceStats), middleware);
+  return new Transport(kind, driver, baseLogger, middleware, resilienceStats);
 }
 
 /** `first`'s middlewares of each kind before `then`'s. */

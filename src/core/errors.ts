@@ -195,6 +195,46 @@ export class InvalidState extends MessagingError {
   override readonly code = 'INVALID_STATE';
 }
 
+/**
+ * A client's circuit breaker for the call's target is open (`RpcClientOptions.circuitBreaker`):
+ * the call was refused at once, nothing was sent. Retriable: the same call may pass once
+ * `retryAfterMs` has gone by and a probe got through (the client's own retry policy does not
+ * retry it: failing fast is the breaker's point).
+ */
+export class CircuitOpenError extends MessagingError {
+  override readonly code = 'CIRCUIT_OPEN';
+  protected static override defaultRetriable = true;
+  constructor(
+    message: string,
+    /** The target whose circuit is open, as `topic`, `topic.server` or `exchange/topic[.server]`. */
+    readonly destination: string,
+    /** How long until the breaker lets a probe through, ms (0 when probes are already under way). */
+    readonly retryAfterMs: number,
+    options: MessagingErrorOptions = {},
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * A client's bulkhead is full (`RpcClientOptions.bulkhead`): `maxConcurrent` calls were in flight
+ * and `maxQueue` more were waiting, so the call was refused at once, nothing was sent.
+ */
+export class BulkheadFullError extends MessagingError {
+  override readonly code = 'BULKHEAD_FULL';
+  protected static override defaultRetriable = true;
+  constructor(
+    message: string,
+    /** The bulkhead's `maxConcurrent`. */
+    readonly maxConcurrent: number,
+    /** The bulkhead's `maxQueue`. */
+    readonly maxQueue: number,
+    options: MessagingErrorOptions = {},
+  ) {
+    super(message, options);
+  }
+}
+
 /** The operation was aborted through its AbortSignal. */
 export class AbortError extends MessagingError {
   override readonly code = 'ABORTED';

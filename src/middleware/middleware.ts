@@ -1,6 +1,7 @@
 // Interceptors around RPC calls, RPC dispatch, notification sends and notification handlers:
 // one hook shape and one onion runner for all four, composed once so an empty list costs nothing.
 import { InvalidArgument } from '../core/errors.js';
+import type { RpcRetryPolicy } from '../core/retry.js';
 import type { Target } from '../core/target.js';
 import type { Context, Priority } from '../contract/types.js';
 import type { RpcMeta } from '../contract/handlers.js';
@@ -48,6 +49,13 @@ export interface RpcClientInvocation<Ctx = Context> {
   timeout: number | undefined;
   /** The caller's abort signal, if any. */
   readonly signal: AbortSignal | undefined;
+  /**
+   * The call's `idempotent` option (undefined for a cast, or when the caller did not say); a
+   * middleware may set it, e.g. per method, to declare the call idempotent for the retry policy.
+   */
+  idempotent: boolean | undefined;
+  /** The call's own `retryPolicy` option, if any (false = no retries). */
+  readonly retryPolicy: RpcRetryPolicy | false | undefined;
 }
 
 /** What an RPC server middleware sees of one request. */

@@ -4,12 +4,12 @@ import { DriverLoadFailure, InvalidArgument } from '../core/errors.js';
 import { isPlainObject } from '../core/json-check.js';
 import type { Logger } from '../core/logger.js';
 import type { TransportMiddleware } from '../middleware/middleware.js';
-import type { InstrumentationOptions, ObservedDriver } from './options.js';
+import type { InstrumentationOptions, ObservedDriver, ObservedResilience } from './options.js';
 
 export * from './options.js';
 
 /** What the OpenTelemetry module builds for one transport. */
-export type InstrumentationFactory = (options: InstrumentationOptions, system: string, driver?: ObservedDriver) => Required<TransportMiddleware>;
+export type InstrumentationFactory = (options: InstrumentationOptions, system: string, driver?: ObservedDriver, resilience?: ObservedResilience) => Required<TransportMiddleware>;
 
 const KEYS: Record<keyof InstrumentationOptions, string> = {
   tracerProvider: 'getTracer',
@@ -43,12 +43,13 @@ const warned = new Set<string>();
 /**
  * Imports the OpenTelemetry module (and with it `@opentelemetry/api`) and builds the middlewares
  * for a transport whose `messaging.system` is `system`; `driver`'s delivery counters and consumer
- * lag are reported as observable instruments. When the set-up cannot give one trace across a
- * call (no propagator, no context manager), warns on `logger`, once per process per problem:
- * spans would otherwise land in separate traces without a word.
+ * lag, and the clients' retries, refusals and circuit states in `resilience`, are reported as
+ * observable instruments. When the set-up cannot give one trace across a call (no propagator, no
+ * context manager), warns on `logger`, once per process per problem: spans would otherwise land
+ * in separate traces without a word.
  * @throws DriverLoadFailure naming the package to install when `@opentelemetry/api` is missing.
  */
-export async function loadInstrumentation(options: InstrumentationOptions, system: string, driver?: ObservedDriver, logger?: Logger): Promise<Required<TransportMiddleware>> {
+export async function loadInstrumentation(options: InstrumentationOptions, system: string, driver?: ObservedDriver, logger?: Logger, resilience?: ObservedResilience): Promise<Required<TransportMiddleware>> {
   let factory: InstrumentationFactory;
   let missingSetup: (options: InstrumentationOptions) => Promise<string[]>;
   try {
@@ -63,5 +64,5 @@ export async function loadInstrumentation(options: InstrumentationOptions, syste
     for (const p of problems) warned.add(p);
     logger.warn('OpenTelemetry instrumentation is on, but spans of one call will not share a trace', { problems });
   }
-  return factory(options, system, driver);
+  return factory(options, system, driver, resilience);
 }

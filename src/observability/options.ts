@@ -1,6 +1,7 @@
 // OpenTelemetry settings of a transport and the metric names, apart from the loader
 // (instrumentation.ts) and the middlewares it loads (otel.ts), which both read them.
 import type { BaseDriver } from '../contract/base-driver.js';
+import type { ResilienceStats } from '../contract/resilience-stats.js';
 
 /** An OpenTelemetry `TracerProvider` (typed structurally, so this package's types do not need `@opentelemetry/api`). */
 export interface TracerProviderLike {
@@ -61,7 +62,16 @@ export const OTEL_METRICS = Object.freeze({
   deadLettersDropped: 'tidings.consumer.dead_letters_dropped',
   /** Gauge: messages a consumer group has not read or committed yet, where the broker tells it (Kafka, Redis). */
   consumerLag: 'tidings.consumer.lag',
+  /** Counter: RPC calls attempted again after a timeout or delivery failure (`retryPolicy`), per destination. */
+  callRetries: 'tidings.rpc.client.retries',
+  /** Counter: RPC calls refused without sending, with `tidings.rejection.reason` `circuit_open` or `bulkhead_full`. */
+  callRejections: 'tidings.rpc.client.rejections',
+  /** Gauge: the circuit state per destination, 0 closed, 1 half-open, 2 open (`circuitBreaker`). */
+  circuitState: 'tidings.rpc.client.circuit_state',
 });
 
 /** What the metrics read off a transport's driver when the meter collects. */
 export type ObservedDriver = Pick<BaseDriver, 'deliveryStats' | 'consumerLag'>;
+
+/** What the metrics read off a transport's resilience counts when the meter collects. */
+export type ObservedResilience = Pick<ResilienceStats, 'snapshot' | 'circuitStates'>;

@@ -28,7 +28,7 @@ import { RemoteError } from '../core/errors.js';
 import { isPlainObject } from '../core/json-check.js';
 import type { Target } from '../core/target.js';
 import type { Context } from '../contract/types.js';
-import { OTEL_METRICS, type InstrumentationOptions, type ObservedDriver } from './options.js';
+import { OTEL_METRICS, type InstrumentationOptions, type ObservedDriver, type ObservedResilience } from './options.js';
 import type { ListenerInvocation, ListenerMiddleware, NotifierInvocation, NotifierMiddleware, RpcClientInvocation, RpcClientMiddleware, RpcServerInvocation, RpcServerMiddleware, TransportMiddleware } from '../middleware/middleware.js';
 import { NEVER_ABORTS, NotificationResult, wireContextOf, type NotificationHandlerResult } from '../contract/handlers.js';
 
@@ -82,7 +82,7 @@ class Tally {
  * Builds the OpenTelemetry middlewares of one transport (`loadInstrumentation` imports this module).
  * `system` is the `messaging.system` value (`rabbitmq`, `redis`, `kafka`, `memory`...).
  */
-export function createOtelMiddleware(options: InstrumentationOptions, system: string, driver?: ObservedDriver): Required<TransportMiddleware> {
+export function createOtelMiddleware(options: InstrumentationOptions, system: string, driver?: ObservedDriver, resilience?: ObservedResilience): Required<TransportMiddleware> {
   const tracerProvider = (options.tracerProvider as TracerProvider | undefined) ?? trace.getTracerProvider();
   const meter: Meter = ((options.meterProvider as MeterProvider | undefined) ?? metrics.getMeterProvider()).getMeter(SCOPE);
   const o: Instruments = {
@@ -97,6 +97,7 @@ export function createOtelMiddleware(options: InstrumentationOptions, system: st
     timeouts: new Tally(meter, OTEL_METRICS.handlerTimeouts, 'Handlers given up on at their handlerTimeout'),
   };
   if (driver !== undefined) observeDriver(meter, system, driver);
+  if (resilience !== undefined) observeResilience(meter, system, resilience);
   return Object.freeze({
     rpcClient: Object.freeze([rpcClientMiddleware(o, system)]),
     rpcServer: Object.freeze([rpcServerMiddleware(o, system)]),
@@ -339,6 +340,26 @@ function observeDriver(meter: Meter, system: string, driver: ObservedDriver): vo
   meter.createObservableGauge(OTEL_METRICS.consumerLag, { description: 'Messages a consumer group has not read or committed yet' }).addCallback(async (result) => {
     const lags = (await ref.deref()?.consumerLag().catch(() => [])) ?? [];
     for (const l of lags) result.observe(l.lag, attributes(l.address, l.pool));
+  });
+}
+
+const CIRCUIT_STATE_VALUE = { closed: 0, 'half-open': 1, open: 2 } as const;
+
+/** The clients' retries, refusals and circuit states, read when the meter collects (nothing is added per call). */
+function observeResilience(meter: Meter, system: string, stats: ObservedResilience): void {
+  const ref = new WeakRef(stats);
+  const attributes = (destination: string): Attributes => ({ 'messaging.system': system, 'messaging.destination.name': destination });
+  meter.createObservableCounter(OTEL_METRICS.callRetries, { description: 'RPC calls attempted again after a timeout or delivery failure' }).addCallback((result) => {
+    for (const c of ref.deref()?.snapshot() ?? []) if (c.retries > 0) result.observe(c.retries, attributes(c.destination));
+  });
+  meter.createObservableCounter(OTEL_METRICS.callRejections, { description: 'RPC calls refused without sending by an open circuit or a full bulkhead' }).addCallback((result) => {
+    for (const c of ref.deref()?.snapshot() ?? []) {
+      if (c.circuitRejections > 0) result.observe(c.circuitRejections, { ...attributes(c.destination), 'tidings.rejection.reason': 'circuit_open' });
+      if (c.bulkheadRejections > 0) result.observe(c.bulkheadRejections, { ...attributes(c.destination), 'tidings.rejection.reason': 'bulkhead_full' });
+    }
+  });
+  meter.createObservableGauge(OTEL_METRICS.circuitState, { description: 'Circuit state per destination: 0 closed, 1 half-open, 2 open' }).addCallback((result) => {
+    for (const c of ref.deref()?.circuitStates() ?? []) result.observe(CIRCUIT_STATE_VALUE[c.state], attributes(c.destination));
   });
 }
 

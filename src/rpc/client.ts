@@ -1,7 +1,7 @@
 // The RPC client (oslo RPCClient / _CallContext): validates everything locally, builds the
 // `{method, args, namespace?, version?}` message and hands it to the driver.
 import { InvalidArgument, RPCVersionCapError } from '../core/errors.js';
-import { throwIfAborted } from '../core/retry.js';
+import { resolveRpcRetryPolicy, throwIfAborted, type ResolvedRpcRetryPolicy, type RpcRetryPolicy } from '../core/retry.js';
 import { checkPositiveMs, checkRetry } from '../core/checks.js';
 import { NoOpSerializer, type Serializer } from '../core/serializer.js';
 import { checkVersion, Target, validateSendTarget, versionIsCompatible, type TargetInit } from '../core/target.js';
@@ -15,6 +15,11 @@ import { checkMiddleware, composeMiddleware, middlewareFor, type Chain, type Rpc
 import { validateWith } from '../core/schema.js';
 import { contractMethod, isRpcContract, type RpcContract, type RpcContractApi } from './contract.js';
 import { discoverServers, pingServer, RPC_DISCOVER_DEFAULTS, type DiscoveredServer, type RpcDiscoverOptions, type RpcPingOptions } from './discovery.js';
+import type { EventEmitter } from 'eventemitter3';
+import type { RpcBulkheadOptions, RpcBulkheadState } from './bulkhead.js';
+import type { RpcCircuitBreakerOptions } from './circuit-breaker.js';
+import { ClientResilience, destinationOf, retryPolicyOfCall, type RpcClientEvents } from './resilience.js';
+import { waitForServersOf, watchServersOf, type RpcWaitForServersOptions, type RpcWatchServersOptions, type ServerWatch } from './server-watch.js';
 
 /** Options of `getRpcClient()`. */
 export interface RpcClientOptions {
@@ -36,6 +41,24 @@ export interface RpcClientOptions {
    * the result schema's output, or rejects with InvalidArgument naming `result`). @default undefined
    */
   contract?: RpcContract<any>;
+  /**
+   * Retries of calls the caller declares idempotent (`idempotentMethods`, or a call's
+   * `idempotent: true`) after a timeout or delivery failure, never after an error the server
+   * replied with. Each attempt is a new request (a new `_unique_id` and `_msg_id`): see
+   * README "Client resilience". Kept by `prepare()`. @default undefined (no retries)
+   */
+  retryPolicy?: RpcRetryPolicy;
+  /**
+   * A circuit breaker per target: calls to a target that stopped answering are refused at once
+   * with CircuitOpenError until a probe gets through. `true` = the defaults. Shared with the
+   * clients `prepare()`d from this one. @default undefined (none)
+   */
+  circuitBreaker?: boolean | RpcCircuitBreakerOptions;
+  /**
+   * At most `maxConcurrent` calls in flight, `maxQueue` more waiting, BulkheadFullError past that.
+   * `true` = the defaults. Shared with the clients `prepare()`d from this one. @default undefined (none)
+   */
+  bulkhead?: boolean | RpcBulkheadOptions;
 }
 
 /** Defaults of RpcClientOptions. */
@@ -66,14 +89,24 @@ export interface RpcPrepareOptions {
   versionCap?: string | null;
   /** Call-monitor window, ms; `null` = none. */
   callMonitorTimeout?: number | null;
+  /** Retry policy of calls; `null` = none. */
+  retryPolicy?: RpcRetryPolicy | null;
+  /** A circuit breaker of the new client's own (not shared with this one); `null` = none. */
+  circuitBreaker?: boolean | RpcCircuitBreakerOptions | null;
+  /** A bulkhead of the new client's own (not shared with this one); `null` = none. */
+  bulkhead?: boolean | RpcBulkheadOptions | null;
 }
 
 /** Per-call options: the last argument of `RpcClient.call()`. */
 export interface RpcCallOptions {
   /** Aborts the wait for the reply (rejects with AbortError). */
   signal?: AbortSignal;
-  /** This call's reply deadline, ms; overrides the client's `timeout`. */
+  /** This call's reply deadline, ms; overrides the client's `timeout` (each attempt gets it whole). */
   timeout?: number;
+  /** Declares this call idempotent (it may run twice): retried per the retry policy; false = never retried. @default whether `idempotentMethods` lists the method */
+  idempotent?: boolean;
+  /** This call's retry policy instead of the client's; false = no retries. */
+  retryPolicy?: RpcRetryPolicy | false;
 }
 
 /** Per-cast options: the last argument of `RpcClient.cast()`. */
@@ -98,6 +131,15 @@ interface ResolvedOptions {
   serializer: Serializer<any>;
   middleware: readonly RpcClientMiddleware<any>[];
   contract?: RpcContract;
+  retryPolicy?: RpcRetryPolicy;
+  circuitBreaker?: boolean | RpcCircuitBreakerOptions;
+  bulkhead?: boolean | RpcBulkheadOptions;
+}
+
+/** What a call carries about its retries, through the middlewares. */
+interface RetryChoice {
+  idempotent: boolean | undefined;
+  retryPolicy: RpcRetryPolicy | false | undefined;
 }
 
 const TARGET_KEYS = ['exchange', 'topic', 'server', 'fanout', 'namespace', 'version'] as const;
@@ -112,6 +154,10 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
   private readonly options: ResolvedOptions;
   /** The operation behind the transport's and this client's middlewares; undefined when there are none. */
   private readonly chain?: Chain<RpcClientInvocation<any>, unknown>;
+  /** The client's retry policy, checked; undefined = none. */
+  private readonly retryPolicy?: ResolvedRpcRetryPolicy;
+  /** Breakers, bulkhead and events; undefined until one of them is configured or asked for. */
+  private resilience?: ClientResilience;
 
   /** Prefer `getRpcClient()`. Throws InvalidArgument/NotSupportedError for bad options. */
   constructor(
@@ -119,10 +165,14 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
     readonly transport: Transport,
     target: Target | TargetInit,
     options: RpcClientOptions = {},
+    /** @internal A `prepare()`d client's share of its parent's breakers, bulkhead and events. */
+    shared?: ClientResilience,
   ) {
     if (!transport || typeof transport !== 'object' || !transport.driver) throw new InvalidArgument('transport', 'a Transport from getRpcTransport()', transport);
     this.target = Target.from(target);
     this.options = resolveOptions(options);
+    if (this.options.retryPolicy !== undefined) this.retryPolicy = resolveRpcRetryPolicy('retryPolicy', this.options.retryPolicy);
+    this.resilience = shared ?? this.newResilience();
     if (this.target.fanout) transport.driver.requireFeatures({ fanout: true });
     if (this.options.callMonitorTimeout !== undefined) transport.driver.requireFeatures({ callMonitor: true });
     this.chain = composeMiddleware(middlewareFor(transport, 'rpcClient', this.options.middleware), (inv) => this.invoke(inv));
@@ -145,6 +195,29 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
     return this.options.callMonitorTimeout;
   }
 
+  /**
+   * Typed events of the client's resilience features: `retry`, `circuitOpened`,
+   * `circuitHalfOpened`, `circuitClosed`, `bulkheadFull`. Shared with the clients `prepare()`d
+   * from this one (and from them) after it was first read or a feature was configured.
+   */
+  get events(): EventEmitter<RpcClientEvents> {
+    return (this.resilience ??= this.newResilience(true)!).events;
+  }
+
+  /** The client's bulkhead: calls in flight and waiting; undefined without one. */
+  get bulkhead(): RpcBulkheadState | undefined {
+    return this.resilience?.bulkhead;
+  }
+
+  /** The state of the target's circuit breaker; undefined without one. */
+  get circuitState(): 'closed' | 'open' | 'half-open' | undefined {
+    return this.resilience?.breaker(destinationOf(this.target))?.state;
+  }
+
+  private newResilience(always = false): ClientResilience | undefined {
+    return ClientResilience.create(this.transport, this.options, always);
+  }
+
   /** A client with some target fields or options replaced; the rest is inherited. */
   prepare(overrides: RpcPrepareOptions): RpcClient<Api, Ctx> {
     if (!isPlainObject(overrides)) throw new InvalidArgument('overrides', 'an object', overrides);
@@ -157,7 +230,9 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
       if (value === null) delete into[key];
       else into[key] = value;
     }
-    return new RpcClient<Api, Ctx>(this.transport, target as TargetInit, options as RpcClientOptions);
+    const own = overrides.circuitBreaker !== undefined || overrides.bulkhead !== undefined;
+    if (!own) this.resilience ??= this.newResilience();
+    return new RpcClient<Api, Ctx>(this.transport, target as TargetInit, options as RpcClientOptions, own ? undefined : this.resilience);
   }
 
   /** oslo `can_send_version`: is `version` (default: the target's) within the version cap? */
@@ -173,11 +248,13 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
   async call<M extends RpcMethodName<Api>>(ctx: Ctx, method: M, ...rest: CallRest<Api, M, RpcCallOptions>): Promise<RpcResult<Api, M>> {
     const [args, callOptions = {}] = rest as [unknown, RpcCallOptions?];
     const timeout = callOptions.timeout === undefined ? this.options.timeout : checkPositiveMs('timeout', callOptions.timeout);
+    const { idempotent, retryPolicy } = callOptions;
+    if (idempotent !== undefined && typeof idempotent !== 'boolean') throw new InvalidArgument('idempotent', 'a boolean', idempotent);
     if (this.chain) {
       checkMethodAndArgs(method, args);
-      return (await this.chain({ kind: 'call', target: this.target, method, ctx, args, timeout, signal: callOptions.signal })) as RpcResult<Api, M>;
+      return (await this.chain({ kind: 'call', target: this.target, method, ctx, args, timeout, signal: callOptions.signal, idempotent, retryPolicy })) as RpcResult<Api, M>;
     }
-    return (await this.sendCall(ctx, method, args, timeout, callOptions.signal)) as RpcResult<Api, M>;
+    return (await this.sendCall(ctx, method, args, timeout, callOptions.signal, idempotent === undefined && retryPolicy === undefined ? undefined : { idempotent, retryPolicy })) as RpcResult<Api, M>;
   }
 
   /** Sends `method` without waiting for a result; resolves once the broker accepted it. */
@@ -185,19 +262,20 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
     const [args, castOptions = {}] = rest as [unknown, RpcCastOptions?];
     if (this.chain) {
       checkMethodAndArgs(method, args);
-      await this.chain({ kind: 'cast', target: this.target, method, ctx, args, timeout: undefined, signal: castOptions.signal });
+      await this.chain({ kind: 'cast', target: this.target, method, ctx, args, timeout: undefined, signal: castOptions.signal, idempotent: undefined, retryPolicy: undefined });
       return;
     }
     await this.sendCast(ctx, method, args, castOptions.signal);
   }
 
-  private async sendCall(ctx: Ctx, method: unknown, args: unknown, timeout: number, signal: AbortSignal | undefined): Promise<unknown> {
+  private async sendCall(ctx: Ctx, method: unknown, args: unknown, timeout: number, signal: AbortSignal | undefined, choice: RetryChoice | undefined): Promise<unknown> {
     const schemas = this.options.contract && typeof method === 'string' ? contractMethod(this.options.contract, method) : undefined;
     if (schemas?.args) await validateWith(schemas.args, args, 'args');
+    const policy = choice === undefined && this.retryPolicy === undefined ? undefined : this.policyFor(method as string, choice);
     const prepared = this.prepareSend(ctx, method, args, true);
     throwIfAborted(signal);
     const sendOptions = { waitForReply: true, timeout, callMonitorTimeout: this.options.callMonitorTimeout, retry: this.options.retry, signal };
-    const result = await traceRpc('call', this, this.sendPrepared, prepared, sendOptions, this.traceContext);
+    const result = policy === undefined && this.resilience === undefined ? await traceRpc('call', this, this.sendPrepared, prepared, sendOptions, this.traceContext) : await this.sendResilient(prepared, sendOptions, policy);
     const value = this.options.serializer.deserializeEntity(ctx, result);
     return schemas?.result ? validateWith(schemas.result, value, 'result') : value;
   }
@@ -211,10 +289,44 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
     await traceRpc('cast', this, this.sendPrepared, prepared, sendOptions, this.traceContext);
   }
 
+  /**
+   * A call through the retry policy, the breaker and the bulkhead. Each attempt is a new request:
+   * the driver encodes a new `_unique_id` and registers a new `_msg_id` (README "Client
+   * resilience"). Apart from sendCall, whose usual path then builds no closure.
+   */
+  private sendResilient(prepared: PreparedSend, sendOptions: SendOptions, policy: ResolvedRpcRetryPolicy | undefined): Promise<unknown> {
+    const attempt = () => traceRpc('call', this, this.sendPrepared, prepared, sendOptions, this.traceContext);
+    return (this.resilience ??= this.newResilience(true)!).run(this.target, prepared.message.method, policy, sendOptions.signal, attempt);
+  }
+
   /** The innermost step of the middleware chain: the invocation as the middlewares left it. */
   private invoke(inv: RpcClientInvocation<any>): Promise<unknown> {
     if (inv.kind === 'cast') return this.sendCast(inv.ctx, inv.method, inv.args, inv.signal);
-    return this.sendCall(inv.ctx, inv.method, inv.args, checkPositiveMs('timeout', inv.timeout), inv.signal);
+    const choice = inv.idempotent === undefined && inv.retryPolicy === undefined ? undefined : { idempotent: inv.idempotent, retryPolicy: inv.retryPolicy };
+    return this.sendCall(inv.ctx, inv.method, inv.args, checkPositiveMs('timeout', inv.timeout), inv.signal, choice);
+  }
+
+  /** The retry policy of one call: the call's or the client's, when the call is idempotent. */
+  private policyFor(method: string, choice: RetryChoice | undefined): ResolvedRpcRetryPolicy | undefined {
+    return retryPolicyOfCall(this.retryPolicy, method, choice?.idempotent, choice?.retryPolicy);
+  }
+
+  /**
+   * Resolves, with the servers found, once at least `options.count` servers of the target's
+   * topic (only the target's server, when it names one) answer the ping; polls `discover()`
+   * until then. Rejects with MessagingTimeout after `options.timeoutMs` saying how many answered,
+   * AbortError when `options.signal` aborts. For start-up ordering.
+   */
+  waitForServers(options: RpcWaitForServersOptions = {}): Promise<DiscoveredServer[]> {
+    return waitForServersOf(this, options);
+  }
+
+  /**
+   * Watches the servers of the target's topic (polling `discover()`): `joined` and `left` events
+   * and the current list, for dashboards. Stop it with `stop()` (or `using`).
+   */
+  watchServers(options: RpcWatchServersOptions = {}): ServerWatch {
+    return watchServersOf(this, options);
   }
 
   /**
@@ -282,7 +394,8 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
   }
 }
 
-const EMPTY_OPTIONS: Record<keyof RpcClientOptions, true> = { timeout: true, retry: true, versionCap: true, callMonitorTimeout: true, serializer: true, middleware: true, contract: true };
+const EMPTY_OPTIONS: Record<keyof RpcClientOptions, true> = { timeout: true, retry: true, versionCap: true, callMonitorTimeout: true, serializer: true, middleware: true, contract: true, retryPolicy: true, circuitBreaker: true, bulkhead: true };
+
 
 function checkMethodAndArgs(method: unknown, args: unknown): asserts args is Record<string, unknown> | undefined {
   if (typeof method !== 'string' || method.length === 0) throw new InvalidArgument('method', 'a non-empty string', method);
@@ -302,6 +415,9 @@ function resolveOptions(options: RpcClientOptions): ResolvedOptions {
     resolved.versionCap = options.versionCap;
   }
   if (options.callMonitorTimeout !== undefined) resolved.callMonitorTimeout = checkPositiveMs('callMonitorTimeout', options.callMonitorTimeout);
+  if (options.retryPolicy !== undefined) resolved.retryPolicy = options.retryPolicy;
+  if (options.circuitBreaker !== undefined) resolved.circuitBreaker = options.circuitBreaker;
+  if (options.bulkhead !== undefined) resolved.bulkhead = options.bulkhead;
   if (options.contract !== undefined) {
     if (!isRpcContract(options.contract)) throw new InvalidArgument('contract', 'a contract from defineRpcContract()', options.contract);
     resolved.contract = options.contract;
@@ -327,4 +443,13 @@ export function getRpcClient<C extends RpcContract<any>, Ctx = Context>(
 export function getRpcClient<Api = UntypedApi, Ctx = Context>(transport: Transport, target: Target | TargetInit, options?: RpcClientOptions): RpcClient<Api, Ctx>;
 export function getRpcClient<Api = UntypedApi, Ctx = Context>(transport: Transport, target: Target | TargetInit, options: RpcClientOptions = {}): RpcClient<Api, Ctx> {
   return new RpcClient<Api, Ctx>(transport, target, options);
+}
+
+/**
+ * `waitForServers(transport, target, {count, timeoutMs})`: resolves once `count` servers of the
+ * target's topic answer the ping (see `RpcClient.waitForServers()`), e.g. before a process
+ * starts calling them.
+ */
+export function waitForServers(transport: Transport, target: Target | TargetInit, options: RpcWaitForServersOptions = {}): Promise<DiscoveredServer[]> {
+  return new RpcClient(transport, target).waitForServers(options);
 }

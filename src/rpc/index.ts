@@ -1,6 +1,17 @@
 // The RPC façade: client, server, dispatcher, access policies and endpoint types, as the package
 // exports them (src/index.ts re-exports all of it).
-export { getRpcClient, RpcClient, RPC_CLIENT_DEFAULTS, type RpcClientOptions, type RpcPrepareOptions, type RpcCallOptions, type RpcCastOptions } from './client.js';
+export { getRpcClient, RpcClient, RPC_CLIENT_DEFAULTS, waitForServers, type RpcClientOptions, type RpcPrepareOptions, type RpcCallOptions, type RpcCastOptions } from './client.js';
+export { isUnansweredCall, type RpcClientEvents, type RpcRetryInfo, type RpcBulkheadFullInfo } from './resilience.js';
+export { RPC_CIRCUIT_BREAKER_DEFAULTS, type RpcCircuitBreakerOptions, type CircuitTransition } from './circuit-breaker.js';
+export { RPC_BULKHEAD_DEFAULTS, type RpcBulkheadOptions, type RpcBulkheadState } from './bulkhead.js';
+export {
+  RPC_WAIT_FOR_SERVERS_DEFAULTS,
+  RPC_WATCH_SERVERS_DEFAULTS,
+  type RpcWaitForServersOptions,
+  type RpcWatchServersOptions,
+  type ServerWatch,
+  type ServerWatchEvents,
+} from './server-watch.js';
 export { getRpcServer, RpcServer, RPC_SERVER_DEFAULTS, type RpcServerOptions, type RpcServerEvents, type RpcDispatchInfo, type RpcHandlerTimeoutInfo } from './server.js';
 export { RPC_DISCOVER_DEFAULTS, type RpcPingOptions, type RpcDiscoverOptions, type DiscoveredServer } from './discovery.js';
 export { RpcDispatcher, type RpcDispatcherOptions, type DispatchOutcome } from './dispatcher.js';

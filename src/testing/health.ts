@@ -1,5 +1,6 @@
-// Conformance: health and discovery: `transport.health()`, `RpcClient.ping()` and `discover()`,
-// the fanout call whose replies the seam collects for a window (`collectReplies`).
+// Conformance: health and discovery: `transport.health()`, `RpcClient.ping()`, `discover()` and
+// `waitForServers()` on it, the fanout call whose replies the seam collects for a window
+// (`collectReplies`), and a client retry reaching a server that started after the first attempt.
 import { describe, expect, it } from 'vitest';
 import { getRpcClient, InvalidArgument, NotSupportedError, Target } from '../index.js';
 import type { CollectedReply } from '../contract/pending-replies.js';
@@ -61,6 +62,23 @@ export function healthTests(env: ConformanceEnv): void {
         ]);
         // Nobody on a topic: an empty list once the window passed, not a timeout.
         await expect(getRpcClient(t, { topic: env.name('topic') }).discover({ windowMs: env.ms(300) })).resolves.toEqual([]);
+      });
+
+      it('waitForServers() resolves once servers started later answer; a retried idempotent call reaches a server started after its first attempt', async () => {
+        const t = await env.rpcTransport();
+        const topic = env.name('topic');
+        const client = getRpcClient(t, { topic }, { timeout: env.ms(1500), retryPolicy: { attempts: 40, delayMs: env.ms(100), jitter: 0, idempotentMethods: ['who'] } });
+        const waiting = client.waitForServers({ count: 2, timeoutMs: env.ms(20_000), windowMs: env.ms(500), intervalMs: 50 });
+        await startServer(env, t, topic, 's2', [{ who: () => 's2' }]);
+        await startServer(env, t, topic, 's1', [{ who: () => 's1' }]);
+        expect((await waiting).map((s) => s.server)).toEqual(['s1', 's2']);
+        // A topic nobody serves yet: the call times out, is retried as a new request, and the
+        // server started at the first retry answers one of them.
+        const later = env.name('topic');
+        const retried = client.prepare({ topic: later });
+        const started = new Promise<void>((resolve) => retried.events.once('retry', () => void startServer(env, t, later, 'late', [{ who: () => 'late' }]).then(() => resolve())));
+        await expect(retried.call({}, 'who', {})).resolves.toBe('late');
+        await started;
       });
 
       it('a fanout call with collectReplies gathers one reply per server, failures included', async () => {

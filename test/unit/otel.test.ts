@@ -35,6 +35,27 @@ describe('OpenTelemetry instrumentation (memory://)', () => {
     await assertRpcTrace(o, route());
   });
 
+  it('reports client retries, calls refused by an open circuit or a full bulkhead, and circuit states', async () => {
+    o = createOtelHarness();
+    const url = `memory:///${uniqueName('t-otel')}`;
+    const t = await getRpcTransport(url, { instrumentation: o.instrumentation });
+    transports.push(t);
+    const topic = uniqueName('topic');
+    const client = getRpcClient(t, { topic }, { timeout: 100, retryPolicy: { delayMs: 1, jitter: 0, attempts: 2, idempotentMethods: ['get'] }, circuitBreaker: { maxFailures: 2, halfOpenAfterMs: 60_000 } });
+    await expect(client.call({}, 'get', {})).rejects.toThrow(/No reply/);
+    await expect(client.call({}, 'get', {})).rejects.toThrow(/circuit/);
+    const where = { 'messaging.destination.name': topic };
+    expect(await o.total(OTEL_METRICS.callRetries, where)).toBe(1);
+    expect(await o.total(OTEL_METRICS.callRejections, { ...where, 'tidings.rejection.reason': 'circuit_open' })).toBe(1);
+    expect(await o.points(OTEL_METRICS.circuitState)).toEqual([{ attributes: { 'messaging.system': 'memory', ...where }, value: 2 }]);
+    const bulk = getRpcClient(t, { topic }, { timeout: 5000, bulkhead: { maxConcurrent: 1, maxQueue: 0 } });
+    const pending = bulk.call({}, 'get', {}).catch(() => undefined);
+    await expect(bulk.call({}, 'get', {})).rejects.toThrow(/bulkhead is full/);
+    expect(await o.total(OTEL_METRICS.callRejections, { ...where, 'tidings.rejection.reason': 'bulkhead_full' })).toBe(1);
+    await t.cleanup();
+    await pending;
+  });
+
   it('traces notifier -> listener (parent) and batch listener (links), and counts requeues', async () => {
     o = createOtelHarness();
     await assertNotifyTrace(o, route());
