@@ -72,6 +72,7 @@ export {
   BATCH_NOTIFICATION_LISTENER_DEFAULTS,
   NotificationResult,
   NotificationFilter,
+  eventMetadataOf,
   eventTypeGlob,
   type NotificationEventHandler,
   type NotificationEventOptions,

@@ -12,6 +12,7 @@ import {
   NotificationResult,
   PRIORITIES,
   Target,
+  eventMetadataOf,
   eventTypeGlob,
   expectedExceptions,
   getBatchNotificationListener,
@@ -303,7 +304,7 @@ export class ServerTidings extends Server<ServerEvents, 'connected' | 'disconnec
     const endpoint: Record<string, unknown> = { filterRule: new NotificationFilter({ eventType: eventTypeGlob(e.pattern) }) };
     for (const priority of priorities) {
       endpoint[priority] = (items: NotificationBatchItem<Context>[]) =>
-        this.runEvent(e.handler, items.map((i) => i.payload), new TidingsContext<NotificationEventMetadata>([items[0].ctx, eventMetadata(items[0]), e.pattern, items]));
+        this.runEvent(e.handler, items.map((i) => i.payload), new TidingsContext<NotificationEventMetadata>([items[0].ctx, eventMetadataOf(items[0]), e.pattern, items]));
     }
     return endpoint;
   }
@@ -356,23 +357,6 @@ export class ServerTidings extends Server<ServerEvents, 'connected' | 'disconnec
 /** The typed events of a server or listener, for subscribing by a name NestJS passes as a string. */
 function eventsOf(part: RpcServer | NotificationListener): { on(event: string, callback: (...args: any[]) => void): unknown } {
   return part.events as unknown as { on(event: string, callback: (...args: any[]) => void): unknown };
-}
-
-/** The `on()`-style metadata of a batch item. */
-function eventMetadata(item: NotificationBatchItem<Context>): NotificationEventMetadata {
-  const m = item.metadata;
-  return {
-    message_id: m.message_id,
-    timestamp: m.timestamp,
-    messageId: m.messageId,
-    priority: m.priority,
-    redelivered: m.redelivered,
-    deliveryCount: m.deliveryCount,
-    signal: m.signal,
-    unwrap: () => m.unwrap(),
-    eventType: item.eventType,
-    publisherId: item.publisherId,
-  };
 }
 
 /** The extras of a handler, checked: a plain object with known keys only (a typo fails at `listen()`, naming it). */

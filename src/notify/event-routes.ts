@@ -85,8 +85,13 @@ export async function runEventRoute(route: EventRoute, item: NotificationBatchIt
       return undefined; // HANDLED
     }
   }
+  return route.handler(item.ctx, payload, eventMetadataOf(item));
+}
+
+/** The metadata an `on()` handler gets, for one notification of a batch (its event type and publisher included). */
+export function eventMetadataOf(item: NotificationBatchItem<unknown>): NotificationEventMetadata {
   const m = item.metadata;
-  const metadata: NotificationEventMetadata = {
+  return {
     message_id: m.message_id,
     timestamp: m.timestamp,
     messageId: m.messageId,
@@ -98,5 +103,4 @@ export async function runEventRoute(route: EventRoute, item: NotificationBatchIt
     eventType: item.eventType,
     publisherId: item.publisherId,
   };
-  return route.handler(item.ctx, payload, metadata);
 }

@@ -32,7 +32,7 @@ export {
   type HandlerFailure,
 } from './dispatcher.js';
 export { type CheckedEndpoints, type HasPriorityMethod, type MissingPriorityMethod } from './endpoint-check.js';
-export { eventTypeGlob, type NotificationEventHandler, type NotificationEventOptions, type NotificationEventMetadata } from './event-routes.js';
+export { eventMetadataOf, eventTypeGlob, type NotificationEventHandler, type NotificationEventOptions, type NotificationEventMetadata } from './event-routes.js';
 export { NotificationFilter, type NotificationFilterInit, type FilterPattern, type FilterPatternMap } from './filter.js';
 export {
   NOTIFY_CHANNELS,
