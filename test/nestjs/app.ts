@@ -55,6 +55,25 @@ export class OutOfStockFilter implements RpcExceptionFilter<OutOfStock> {
   }
 }
 
+/**
+ * The RPC handlers the broker and Python tests share (`add` with the caller's user, `take` with
+ * a domain error mapped by OutOfStockFilter): their controllers extend it, NestJS finds inherited
+ * handlers.
+ */
+export abstract class ShopRpc {
+  @MessagePattern('add')
+  add(@Payload() { a, b }: { a: number; b: number }, @Ctx() ctx: TidingsContext) {
+    return { sum: a + b, user: ctx.getContext().user_id };
+  }
+
+  @MessagePattern('take')
+  @UseFilters(OutOfStockFilter)
+  take(@Payload('qty') qty: number) {
+    if (qty > 3) throw new OutOfStock(`only 3 left, ${qty} asked`);
+    return qty;
+  }
+}
+
 /** Lets every error through as itself (so callers get its class), instead of "Internal server error". */
 @Catch()
 export class PassThroughFilter implements RpcExceptionFilter {

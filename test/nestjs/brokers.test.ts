@@ -3,9 +3,9 @@
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Controller, Inject, Module, UseFilters } from '@nestjs/common';
+import { Controller, Inject, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Ctx, EventPattern, MessagePattern, Payload, RpcException, type ClientProxy } from '@nestjs/microservices';
+import { Ctx, EventPattern, Payload, RpcException, type ClientProxy } from '@nestjs/microservices';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
 import type { NotificationEventMetadata } from '../../src/index.js';
 import { TidingsContext, ServerTidings, TidingsRecord } from '../../src/nestjs/index.js';
@@ -14,7 +14,7 @@ import { RABBIT_URL, REDIS_URL, requireRabbitMQ, requireRedis } from '../support
 import { SHORT_GROUP_QUERY, startKafkaMock, type KafkaTestBroker } from '../support/kafka-broker.js';
 import { deleteQueues, notificationQueues, rpcQueues } from '../interop/support/amqp-admin.js';
 import { deleteRedisKeys } from '../support/redis-keys.js';
-import { CALC, OutOfStock, OutOfStockFilter, startCaller } from './app.js';
+import { CALC, ShopRpc, startCaller } from './app.js';
 
 // Pools are named queues (RabbitMQ) and consumer groups (Redis, Kafka): unique per run.
 const run = randomUUID().slice(0, 8);
@@ -23,19 +23,9 @@ const AUDIT = `nest-audit-${run}`;
 const GOT = 'GOT';
 
 @Controller()
-class ShopController {
-  constructor(@Inject(GOT) private readonly got: Array<{ pool: string; id: unknown; eventType?: string }>) {}
-
-  @MessagePattern('add')
-  add(@Payload() { a, b }: { a: number; b: number }, @Ctx() ctx: TidingsContext) {
-    return { sum: a + b, user: ctx.getContext().user_id };
-  }
-
-  @MessagePattern('take')
-  @UseFilters(OutOfStockFilter)
-  take(@Payload('qty') qty: number) {
-    if (qty > 3) throw new OutOfStock(`only 3 left, ${qty} asked`);
-    return qty;
+class ShopController extends ShopRpc {
+  constructor(@Inject(GOT) private readonly got: Array<{ pool: string; id: unknown; eventType?: string }>) {
+    super();
   }
 
   @EventPattern('order.placed', { pool: BILLING })

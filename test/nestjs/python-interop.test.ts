@@ -4,9 +4,9 @@
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Controller, Inject, Module, UseFilters, type INestApplicationContext, type INestMicroservice } from '@nestjs/common';
+import { Controller, Inject, Module, type INestApplicationContext, type INestMicroservice } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Ctx, EventPattern, MessagePattern, Payload, type ClientProxy } from '@nestjs/microservices';
+import { Ctx, EventPattern, Payload, type ClientProxy } from '@nestjs/microservices';
 import { firstValueFrom, lastValueFrom } from 'rxjs';
 import { MessagingTimeout, RemoteError, UnsupportedVersion, type NotificationEventMetadata } from '../../src/index.js';
 import { ServerTidings, TidingsContext, TidingsRecord } from '../../src/nestjs/index.js';
@@ -14,7 +14,7 @@ import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { RABBIT_URL, requireRabbitMQ } from '../support/brokers.js';
 import { deleteQueues, notificationQueues, rpcQueues } from '../interop/support/amqp-admin.js';
 import { PyClient, PyProcess, requireOsloMessaging, startPy } from '../interop/support/python.js';
-import { CALC, CALC_CAST, OutOfStock, OutOfStockFilter, startCaller } from './app.js';
+import { CALC, CALC_CAST, ShopRpc, startCaller } from './app.js';
 
 // Pool queues are named after the pool (oslo): unique per run, so no other run shares them.
 const run = randomUUID().slice(0, 8);
@@ -31,19 +31,9 @@ interface Received {
 }
 
 @Controller()
-class InventoryController {
-  constructor(@Inject(RECEIVED) private readonly received: Received[]) {}
-
-  @MessagePattern('add')
-  add(@Payload() { a, b }: { a: number; b: number }, @Ctx() ctx: TidingsContext) {
-    return { sum: a + b, user: ctx.getContext().user_id };
-  }
-
-  @MessagePattern('take')
-  @UseFilters(OutOfStockFilter)
-  take(@Payload('qty') qty: number) {
-    if (qty > 3) throw new OutOfStock(`only 3 left, ${qty} asked`);
-    return qty;
+class InventoryController extends ShopRpc {
+  constructor(@Inject(RECEIVED) private readonly received: Received[]) {
+    super();
   }
 
   @EventPattern('compute.instance.create.end', { pool: BILLING })
