@@ -70,6 +70,17 @@ export class CloseOnce {
 }
 
 /**
+ * Resolves when every one of `work` has settled (fulfilled or rejected) or after `ms`, whichever
+ * is first. Never rejects: for a cleanup that gives what is still running a bounded time.
+ * @internal
+ */
+export async function settledWithin(work: Iterable<Promise<unknown>>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.allSettled(work), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
+/**
  * Resolves when `graceful` does within `deadlineMs`. Otherwise awaits `release()` (which must
  * not throw) and rejects with MessagingTimeout built from `describe()`. `graceful` rejecting
  * rejects at once, with its error.

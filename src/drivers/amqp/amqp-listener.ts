@@ -11,6 +11,7 @@ import type { ReceivedMessage } from '../../contract/incoming-message.js';
 import type { NotificationMessage, ReplySender } from '../../contract/messages.js';
 import type { DeadLetterReason, DeliveryStats } from '../../contract/delivery-stats.js';
 import type { Logger } from '../../core/logger.js';
+import { settledWithin } from '../../core/lifecycle.js';
 import { withRetry } from '../../core/retry.js';
 import { AckBatcher } from './ack-batcher.js';
 import { keepingEncoding, readBody } from './compression.js';
@@ -114,7 +115,7 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     await this.stop();
     // Handlers still running may acknowledge on this channel: give them shutdownTimeout.
     if (this.channel) await this.notifications?.whenSettled(this.options.shutdownTimeout);
-    if (this.republishing.size > 0) await waitBounded(Promise.allSettled(this.republishing), this.options.shutdownTimeout);
+    if (this.republishing.size > 0) await settledWithin(this.republishing, this.options.shutdownTimeout);
     const ch = this.channel;
     if (ch) {
       for (const spec of this.specs) {
@@ -462,11 +463,6 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
   }
 }
 
-/** Resolves when `p` settles or after `ms`, whichever is first. */
-function waitBounded(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([p, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]).then(() => clearTimeout(timer));
-}
 
 /** amqplib throws synchronously on a closed channel; an ack that cannot be sent is not fatal. */
 function safely(fn: () => void): boolean {

@@ -2,6 +2,7 @@
 // produced records into shared produce requests (one per event-loop turn, or per `linger`).
 import type { Logger } from '../../core/logger.js';
 import { InvalidState } from '../../core/errors.js';
+import { settledWithin } from '../../core/lifecycle.js';
 import { topicFailureOf } from './errors.js';
 import { loadClient, type KafkaClientAdapter, type OutgoingRecord } from './client/index.js';
 import type { ResolvedKafkaOptions } from './options.js';
@@ -118,11 +119,7 @@ export class KafkaConnection {
   async close(timeoutMs: number): Promise<void> {
     if (this.queue.length > 0) this.flush();
     this.closed = true;
-    if (this.inFlight.size > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.allSettled([...this.inFlight]), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
-      clearTimeout(timer);
-    }
+    if (this.inFlight.size > 0) await settledWithin(this.inFlight, timeoutMs);
     const client = this.client;
     this.client = undefined;
     await client?.then((c) => c.close()).catch((err: unknown) => this.logger.debug('Closing the Kafka client failed', { err }));

@@ -15,6 +15,7 @@ import type { Context, DriverMessage } from '../../contract/types.js';
 import { encodeRpcRequest } from '../../contract/wire.js';
 import { MessageDeliveryFailure, MessagingError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
+import { settledWithin } from '../../core/lifecycle.js';
 import { retryAfterFirst, withRetry } from '../../core/retry.js';
 import type { Target } from '../../core/target.js';
 import { partitionKey, type IncomingRecord, type KafkaConsumerHandle, type KafkaReaderHandle, type OutgoingRecord } from './client/index.js';
@@ -142,10 +143,7 @@ export class KafkaRpc implements ReplySender {
    * `timeoutMs`, whichever is first (a stopping server, a closing transport). Never rejects.
    */
   async repliesSettled(timeoutMs: number): Promise<void> {
-    if (this.replying.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all([...this.replying]), new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
-    clearTimeout(timer);
+    if (this.replying.size > 0) await settledWithin(this.replying, timeoutMs);
   }
 
   /**
