@@ -36,8 +36,8 @@ class SlowFirst extends BaseSequencer {
       const i = SLOW_FIRST.findIndex((path) => f.moduleId.endsWith(path));
       return i < 0 ? SLOW_FIRST.length : i;
     };
-    const at = new Map(sorted.map((f, i) => [f, i]));
-    return sorted.sort((a, b) => group(a) - group(b) || rank(a) - rank(b) || at.get(a)! - at.get(b)!);
+    // Array sort is stable: files of one rank keep vitest's order.
+    return sorted.sort((a, b) => group(a) - group(b) || rank(a) - rank(b));
   }
 }
 
