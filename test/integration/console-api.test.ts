@@ -92,7 +92,7 @@ describe.each(BROKERS)('console API on $name', (broker) => {
     const server = getRpcServer(transport, new Target({ topic: rpcTopic, server: `${prefix}-s1` }), [{ echo: (_c: unknown, args: unknown) => args, boom: () => { throw new Error('boom'); } }]);
     await server.start();
     closers.push(() => server.close());
-    const common = { port: 0, topics: [rpcTopic], notificationTopics: [topic], pools: ['billing'], expectedServers: { [rpcTopic]: 2 }, refreshMs: 500, token: TOKEN };
+    const common = { port: 0, topics: [rpcTopic], notificationTopics: [topic, `${prefix}-lag`], pools: ['billing', 'lagpool'], expectedServers: { [rpcTopic]: 2 }, refreshMs: 500, token: TOKEN };
     writable = await startConsole(transport, { ...common, allowWrite: true });
     readOnly = await startConsole(transport, common);
     http = new ConsoleHttp(writable.url);
@@ -110,7 +110,7 @@ describe.each(BROKERS)('console API on $name', (broker) => {
   it('overview, health and topics describe the transport without its password', async () => {
     const overview = await http.get('/api/overview');
     expect(overview.status).toBe(200);
-    expect(overview.json).toMatchObject({ driver: broker.name, writable: true, topics: [rpcTopic], notificationTopics: [topic], refreshMs: 500, version: expect.any(String) });
+    expect(overview.json).toMatchObject({ driver: broker.name, writable: true, topics: [rpcTopic], notificationTopics: [topic, `${prefix}-lag`], refreshMs: 500, version: expect.any(String) });
     expect(overview.json.url).toContain('***');
     expect(Object.keys(overview.json.inspection).sort()).toEqual(['backlog', 'consumers', 'listsPools', 'listsTopics']);
     expect((await readOnlyHttp.get('/api/overview')).json.writable).toBe(false);
@@ -152,18 +152,60 @@ describe.each(BROKERS)('console API on $name', (broker) => {
     expect((await http.get('/api/servers?topic=a%20b')).status).toBe(400);
   }, 30_000);
 
-  it('pools answer with the pools or 501, and history keeps samples of the configured topics only', async () => {
-    const pools = await http.get(`/api/pools?topic=${topic}`);
-    const canInspect = typeof (transport.driver as unknown as { inspectPools?: unknown }).inspectPools === 'function';
-    expect(pools.status).toBe(canInspect ? 200 : 501);
-    if (canInspect) expect(pools.json).toMatchObject({ topic, pools: expect.any(Array), at: expect.any(Number) });
-    else expect(pools.json.error).toMatch(/cannot inspect/);
-    const history = await http.get(`/api/pools/history?topic=${topic}`);
+  it('pools show a pool, its consumer and a backlog the test made (or 501 where the driver cannot tell); history samples them', async () => {
+    const lagTopic = `${prefix}-lag`;
+    const inspection = (await http.get('/api/overview')).json.inspection as Record<string, boolean>;
+    const canInspect = Object.values(inspection).some(Boolean);
+    const none = await http.get(`/api/pools?topic=${lagTopic}`);
+    if (!canInspect) {
+      expect(none.status).toBe(501);
+      expect(none.json.error).toMatch(/cannot inspect/);
+    } else {
+      // Nothing exists yet: nothing is listed, and nothing is created by looking.
+      expect([none.status, none.json.pools]).toEqual([200, []]);
+    }
+    const handledLag: number[] = [];
+    const listener = getNotificationListener(transport, [new Target({ topic: lagTopic })], [{ info: (_c: unknown, _p: string, _e: string, payload: { n: number }) => void handledLag.push(payload.n) }], { pool: 'lagpool' });
+    await listener.start();
+    const notifier = new Notifier(transport, { publisherId: 'console.test', driver: 'messagingv2', topics: [lagTopic] });
+    await notifier.info({}, 'lag.event', { n: 0 });
+    await waitFor(() => handledLag.length === 1, { timeoutMs: 20_000, message: 'the lag listener working' });
+    const poolOf = async () => {
+      const r = await http.get(`/api/pools?topic=${lagTopic}`);
+      expect(r.status).toBe(200);
+      expect(r.json).toMatchObject({ topic: lagTopic, at: expect.any(Number) });
+      return (r.json.pools as Array<Record<string, unknown>>).find((p) => p.address === `${lagTopic}.info` && p.pool === 'lagpool');
+    };
+    if (canInspect) {
+      const live = await waitFor(poolOf, { timeoutMs: 10_000, message: 'lagpool on /api/pools' });
+      expect(live.isDefault).toBe(false);
+      if (inspection.consumers) expect(live.consumers).toBe(1);
+    }
+    // Stop consuming, make a backlog of 3, then drain it.
+    await listener.stop();
+    await listener.wait();
+    for (let n = 1; n <= 3; n++) await notifier.info({}, 'lag.event', { n });
+    if (canInspect && inspection.backlog) {
+      await waitFor(async () => (await poolOf())?.backlog === 3, { timeoutMs: 10_000, message: 'a backlog of 3 on /api/pools' });
+      const sampled = await waitFor(
+        async () => {
+          const r = await http.get(`/api/pools/history?topic=${lagTopic}`);
+          return (r.json.samples as Array<Record<string, unknown>>).find((s) => s.pool === 'lagpool' && s.backlog === 3);
+        },
+        { timeoutMs: 10_000, message: 'the backlog in /api/pools/history' },
+      );
+      expect(sampled).toMatchObject({ at: expect.any(Number), address: `${lagTopic}.info`, consumers: 0 });
+    }
+    await listener.start();
+    await waitFor(() => handledLag.length === 4, { timeoutMs: 20_000, message: 'the backlog drained' });
+    if (canInspect && inspection.backlog) await waitFor(async () => (await poolOf())?.backlog === 0, { timeoutMs: 10_000, message: 'backlog 0 after the drain' });
+    await listener.close();
+    const history = await http.get(`/api/pools/history?topic=${lagTopic}`);
     expect(history.status).toBe(200);
-    expect(history.json).toMatchObject({ topic, samples: expect.any(Array) });
+    expect(history.json).toMatchObject({ topic: lagTopic, samples: expect.any(Array) });
     expect((await http.get(`/api/pools/history?topic=${prefix}-other`)).status).toBe(404);
     expect((await http.get('/api/pools')).status).toBe(400);
-  });
+  }, 60_000);
 
   it('traffic counts calls, casts, notifications and errors, but not the console\'s own discover and pings', async () => {
     const counting = await startConsole(transport, { port: 0, topics: [rpcTopic], token: TOKEN });
