@@ -1,6 +1,7 @@
 // The console's JSON API (startConsole, docs/console.md) on memory://, RabbitMQ, Redis and Kafka
-// (the mock cluster): every endpoint, a server the test starts is listed, a poison notification becomes a dead letter that
-// is listed (with its error), shown (its body), replayed once and purged; every guard refuses what
+// (the mock cluster): every endpoint, a server the test starts is listed, a pool's backlog and
+// its drain are shown, a poison notification becomes a dead letter that is listed (with its
+// error), shown (its body), replayed once and purged; every guard refuses what
 // it must (read-only, token, origin, content type, body size, limits, Host); and no response, of
 // any endpoint, carries the URL's password or the token.
 import { randomUUID } from 'node:crypto';
