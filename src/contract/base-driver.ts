@@ -498,7 +498,9 @@ export abstract class BaseDriver {
 
   /**
    * What `inspectPools` and `listRpcTopics` can tell on this driver. MUST be true to what they do:
-   * a field is true only when every answer fills it in. Never connects, never throws.
+   * a field is true only when the answers fill it in (a single row MAY leave `backlog` out where
+   * the broker cannot tell at that moment, e.g. Redis' lag after deletions), and false when they
+   * never do. Never connects, never throws.
    * @default every field false (the driver cannot inspect)
    */
   inspection(): Inspection {

@@ -64,8 +64,11 @@ export const NO_INSPECTION: Inspection = Object.freeze({ listsTopics: false, lis
 
 /** A PoolQuery with its defaults applied and its fields checked. */
 export interface ResolvedPoolQuery {
+  /** The notification topic. */
   readonly topic: string;
+  /** The exchange: the query's, else the transport's control exchange. */
   readonly exchange: string;
+  /** The priorities looked at, without duplicates, in the query's order (else PRIORITIES). */
   readonly priorities: readonly Priority[];
   /** The addresses `<topic>.<priority>`, one per priority, in the order of `priorities`. */
   readonly addresses: readonly string[];

@@ -3,7 +3,7 @@
 // its own), dead letters after maxDeliveries, malformed records committed past, per-key order,
 // oslo's record format, the handover of partitions whose previous owner committed late.
 import { randomUUID } from 'node:crypto';
-import { AssignerProtocol, type PartitionAssigner } from 'kafkajs';
+import { AssignerProtocol, Kafka, logLevel, type PartitionAssigner } from 'kafkajs';
 import { describe, expect, it } from 'vitest';
 import {
   createMemoryLogger,
@@ -406,5 +406,32 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
     const fromOslo = got.find((g) => g.id === id)!;
     expect(fromOslo.ctx).toMatchObject({ user: 'u2' });
     expect(fromOslo.payload).toEqual({ b: 2 });
+  });
+
+  it('inspectPools: the default group shows once it committed, with high watermark minus committed as backlog; a missing topic is neither reported nor created', async () => {
+    const u = url();
+    const group = /consumer_group=([^&]+)/.exec(u)![1];
+    const t = await transport(u);
+    const [topic, missing] = [uniqueName('t'), uniqueName('t')];
+    expect(t.driver.inspection()).toEqual({ listsTopics: true, listsPools: false, consumers: false, backlog: true });
+    expect(await t.driver.inspectPools({ topic: missing, pools: ['p'] })).toEqual([]);
+    const admin = new Kafka({ brokers: kafka.broker.brokers, logLevel: logLevel.NOTHING }).admin();
+    await admin.connect();
+    closers.push(() => admin.disconnect());
+    expect((await admin.listTopics()).filter((name) => name.startsWith(missing))).toEqual([]);
+
+    const n = notifier(t, topic);
+    await n.info({}, 'ev', { id: 0 });
+    // The topic exists, but the group has no position on it yet: it is not known to exist.
+    expect(await t.driver.inspectPools({ topic, priorities: ['info'] })).toEqual([]);
+    const seen: number[] = [];
+    const l = getNotificationListener(t, [new Target({ topic })], [{ info: (_c: Context, _p: unknown, _e: string, payload: { id: number }) => void seen.push(payload.id) }]);
+    await l.start();
+    await waitFor(() => seen.length === 1, { timeoutMs: 20_000, message: 'the first notification' });
+    await waitFor(async () => (await t.driver.inspectPools({ topic, priorities: ['info'] }))[0]?.backlog === 0, { timeoutMs: 20_000, message: 'the group committed it' });
+    await l.stop();
+    await l.wait();
+    for (let id = 1; id <= 3; id++) await n.info({}, 'ev', { id });
+    expect(await t.driver.inspectPools({ topic, priorities: ['info', 'error'] })).toEqual([{ address: `${topic}.info`, pool: group, isDefault: true, backlog: 3 }]);
   });
 });

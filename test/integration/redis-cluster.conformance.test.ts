@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runConformanceSuite } from 'tidings/testing';
 
 import type { RedisDriver } from '../../src/drivers/redis/index.js';
-import { replyKey, topicShards } from '../../src/drivers/redis/topology.js';
+import { replyKey, topicShards, TopicKeys } from '../../src/drivers/redis/topology.js';
 import { getRpcClient } from '../../src/rpc/client.js';
 import { getRpcServer } from '../../src/rpc/server.js';
 import { Target } from '../../src/core/target.js';
@@ -87,6 +87,8 @@ describe('redis cluster: ?shards=3 spreads a hot topic over every master', () =>
     expect([...ports].sort()).toEqual([...masters].sort());
     const perMaster = await cluster!.countKeysPerMaster(`${prefix}:*`);
     for (const port of masters) expect(perMaster.get(port)).toBeGreaterThan(0);
+    // Pool inspection sums the default group over the three shards (XINFO GROUPS on each master).
+    expect(await d.inspectPools({ topic, priorities: ['info', 'error'] })).toEqual([{ address: `${topic}.info`, pool: 'default', isDefault: true, consumers: 0, backlog: total, unacked: 0 }]);
 
     const listenerT = await getNotificationTransport(url);
     transports.push(listenerT);
@@ -98,6 +100,7 @@ describe('redis cluster: ?shards=3 spreads a hot topic over every master', () =>
       return true;
     }, { timeoutMs: 10_000, message: 'every shard acknowledged' });
     expect([...seen.values()].filter((n) => n !== 1)).toEqual([]);
+    expect(await d.inspectPools({ topic, priorities: ['info'] })).toEqual([{ address: `${topic}.info`, pool: 'default', isDefault: true, consumers: expect.any(Number), backlog: 0, unacked: 0 }]);
     await l.cleanup();
   });
 
@@ -112,8 +115,30 @@ describe('redis cluster: ?shards=3 spreads a hot topic over every master', () =>
     const client = getRpcClient(clientT, { topic }, { timeout: 10_000 });
     const results = await Promise.all(Array.from({ length: 30 }, (_, i) => client.call({}, 'echo', { i })));
     expect(results).toEqual(Array.from({ length: 30 }, (_, i) => ({ i })));
+    // The topic's three shard streams are on three masters: SCAN on every master finds it, once.
+    expect((await clientT.driver.listRpcTopics())?.filter((t) => t === topic)).toEqual([topic]);
+    expect(await clientT.driver.listRpcTopics('other-exchange')).toEqual([]);
     await server.stop();
     await server.wait();
+  });
+
+  it('listRpcTopics finds topics on every master (a SCAN on each), once each', async () => {
+    const prefix = `${PREFIX}-scan`;
+    const url = `${cluster!.url}&key_prefix=${prefix}`;
+    // One topic whose RPC stream lives on each master.
+    const byMaster = new Map<number, string>();
+    for (let i = 0; i < 200 && byMaster.size < 3; i++) {
+      const topic = uniqueName('scan');
+      const port = await cluster!.masterPortForKey(new TopicKeys(prefix, 'openstack', topic).topicStream);
+      if (!byMaster.has(port)) byMaster.set(port, topic);
+    }
+    expect(byMaster.size).toBe(3);
+    const t = await getRpcTransport(url);
+    transports.push(t);
+    const servers = [...byMaster.values()].map((topic) => getRpcServer(t, new Target({ topic, server: 's1' }), [{}]));
+    for (const s of servers) await s.start();
+    expect(await t.driver.listRpcTopics()).toEqual([...byMaster.values()].sort());
+    for (const s of servers) await s.stop().then(() => s.wait());
   });
 
   it('wait_replicas=1 on the cluster: each send waits for its master\'s replica, and they all arrive', async () => {

@@ -274,6 +274,7 @@ export class MemoryBroker {
     if (!this.queues.has(name)) this.queues.set(name, new MemoryQueue(name));
   }
 
+  /** True when an exchange of that name was declared. */
   hasExchange(name: string): boolean {
     return this.exchanges.has(name);
   }
