@@ -20,13 +20,14 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-/** True when Chromium is installed (the tests say so and skip when it is not). */
-export function hasChromium(): boolean {
-  return existsSync(CHROMIUM);
+/** Throws (failing the suite, never skipping it) when Chromium is not installed. */
+export function requireChromium(): void {
+  if (!existsSync(CHROMIUM)) throw new Error(`Chromium is not at ${CHROMIUM}. Install it with \`apt-get install -y chromium\` (.ci/run does), or set TIDINGS_CHROMIUM.`);
 }
 
 /** Starts headless Chromium with a fresh profile in a temporary folder. */
 export async function launchChromium(viewport = { width: 1200, height: 800 }): Promise<Browser> {
+  requireChromium();
   const profile = mkdtempSync(join(tmpdir(), 'tidings-chromium-'));
   const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS, viewport });
   return {
