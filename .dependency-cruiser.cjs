@@ -2,7 +2,8 @@
 // an import may only point down a floor or stay inside its folder, and no module may reach
 // itself again through its imports (static, dynamic or type-only). From the ground up:
 //   core, structures, contract, drivers/* and middleware, observability, transport.ts,
-//   server, rpc and notify, index.ts, then testing, cli and nestjs at the top (side by side).
+//   server, rpc and notify, index.ts, then testing, nestjs and console (side by side), and cli
+//   at the top (it mounts the console).
 // Only src/nestjs (tidings/nestjs) imports NestJS and rxjs: the core never loads them.
 // ESLint's no-restricted-imports (eslint.config.js) says the same per file, as you type.
 
@@ -19,12 +20,13 @@ const F = {
   facades: '^src/(rpc|notify)/',
   index: '^src/index\\.ts$',
   testing: '^src/testing/',
-  cli: '^src/cli/',
   nestjs: '^src/nestjs/',
+  console: '^src/console/',
+  cli: '^src/cli/',
 };
-const ORDER = ['core', 'structures', 'contract', 'drivers', 'middleware', 'observability', 'transport', 'server', 'facades', 'index', 'testing', 'cli', 'nestjs'];
+const ORDER = ['core', 'structures', 'contract', 'drivers', 'middleware', 'observability', 'transport', 'server', 'facades', 'index', 'testing', 'nestjs', 'console', 'cli'];
 // Floors that share one storey and must not import each other.
-const SAME_STOREY = { drivers: ['middleware'], middleware: ['drivers'], testing: ['cli', 'nestjs'], cli: ['nestjs'], nestjs: ['testing', 'cli'] };
+const SAME_STOREY = { drivers: ['middleware'], middleware: ['drivers'], testing: ['nestjs', 'console'], nestjs: ['testing', 'console'], console: ['testing', 'nestjs'], cli: ['testing', 'nestjs'] };
 
 /** One rule per floor: nothing above it (and nothing beside it on its storey). */
 const upward = ORDER.map((name, i) => {

@@ -56,6 +56,10 @@ export default tseslint.config(
   },
   { files: ['src/transport.ts', 'src/cli/**/*.ts'], rules: restrict([], '') },
   {
+    files: ['src/console/**/*.ts'],
+    rules: restrict(['**/drivers/**', '**/cli/**', '**/server/**', 'amqplib', 'ioredis', 'kafkajs'], 'src/console (tidings/console) works through the public API, the transport, the façades and the driver contract; never a driver, never the CLI.'),
+  },
+  {
     files: ['src/nestjs/**/*.ts'],
     rules: restrict(['../*', '!../index.js', '../../*', 'amqplib', 'ioredis', 'kafkajs'], 'tidings/nestjs is built on the public API (src/index.ts), as a user would build it.', [TEST_KIT], null),
   },

@@ -2,6 +2,7 @@
 // stderr line and an exit status (see EXIT in common.ts). main.ts is the process entry.
 import { readFileSync } from 'node:fs';
 import { callCommand, castCommand } from './call.js';
+import { consoleCommand } from './console.js';
 import { EXIT, OutputClosed, describeFailure, type CliIO, type Command } from './common.js';
 import { deadLettersCommand } from './dead-letters.js';
 import { demoCommand } from './demo.js';
@@ -10,7 +11,7 @@ import { notifyCommand } from './notify.js';
 import { processIO } from './process-io.js';
 import { serveCommand } from './serve.js';
 
-export const COMMANDS: readonly Command[] = [callCommand, castCommand, notifyCommand, listenCommand, serveCommand, deadLettersCommand, demoCommand];
+export const COMMANDS: readonly Command[] = [callCommand, castCommand, notifyCommand, listenCommand, serveCommand, deadLettersCommand, consoleCommand, demoCommand];
 
 const TOP_HELP = `Usage: tidings <command> [options]
 
