@@ -5,7 +5,7 @@
 // shows no Replay button and refuses the page's own replay request; the lag chart and the pool
 // row show a backlog the test built up, then its drain. Needs `npm run build` (dist/console-ui).
 import { randomUUID } from 'node:crypto';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startConsole, type ConsoleHandle } from '../../src/console/index.js';
 import { Target } from '../../src/core/target.js';
@@ -21,7 +21,7 @@ import { deleteRedisKeys } from '../support/redis-keys.js';
 
 const ID = randomUUID().slice(0, 8);
 const PREFIX = `tdconsole-${ID}`;
-const WAIT = { timeout: 20_000, interval: 100 };
+const WAIT = { timeout: 10_000, interval: 100 };
 
 let browser: Browser | undefined;
 const pages: Page[] = [];
@@ -65,6 +65,9 @@ async function open(url: string, route: string): Promise<Page> {
   await page.goto(`${url}#/${route}`);
   return page;
 }
+
+/** An attribute of the element, or null while it is not there (short, for expect.poll). */
+const attr = (locator: Locator, name: string) => locator.getAttribute(name, { timeout: 250 }).catch(() => null);
 
 /** Records what a pool listener handles; its handler throws while `poisoned` holds the event type. */
 function poolEndpoint() {
@@ -144,10 +147,10 @@ describe.each(BROKERS)('console in Chromium on $name', ({ url, options }) => {
     const pools = await open(writable.url, 'pools');
     const poolRow = pools.locator(`[data-testid="pool-row"][data-pool="${pool}"]`);
     const chart = pools.getByTestId('lag-chart');
-    await expect.poll(() => poolRow.getAttribute('data-backlog'), WAIT).toBe('0');
+    await expect.poll(() => attr(poolRow, 'data-backlog'), WAIT).toBe('0');
     for (let i = 0; i < 5; i++) await notifier.info({}, 'lag', { i });
-    await expect.poll(() => poolRow.getAttribute('data-backlog'), WAIT).toBe('5');
-    await expect.poll(() => chart.getAttribute('data-latest'), WAIT).toBe('5');
+    await expect.poll(() => attr(poolRow, 'data-backlog'), WAIT).toBe('5');
+    await expect.poll(() => attr(chart, 'data-latest'), WAIT).toBe('5');
     expect(Number(await chart.getAttribute('data-points'))).toBeGreaterThan(1);
     expect(await chart.locator('canvas').count()).toBe(1);
 
@@ -155,8 +158,8 @@ describe.each(BROKERS)('console in Chromium on $name', ({ url, options }) => {
     await listener.start();
     closers.push(listener);
     await expect.poll(() => state.handled.filter((e) => e === 'lag').length, WAIT).toBe(5);
-    await expect.poll(() => poolRow.getAttribute('data-backlog'), WAIT).toBe('0');
-    await expect.poll(() => chart.getAttribute('data-latest'), WAIT).toBe('0');
+    await expect.poll(() => attr(poolRow, 'data-backlog'), WAIT).toBe('0');
+    await expect.poll(() => attr(chart, 'data-latest'), WAIT).toBe('0');
     // Still exactly one replayed delivery, after everything else was handled.
     expect(state.handled.filter((e) => e === 'poison')).toHaveLength(1);
   }, 60_000);
