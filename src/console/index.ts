@@ -4,4 +4,5 @@ export { startConsole, type ConsoleHandle } from './server.js';
 export { CONSOLE_DEFAULTS, CONSOLE_TOKEN_ENV, type ConsoleOptions } from './options.js';
 export { MAX_DEAD_LETTER_LIMIT } from './api.js';
 export { TRAFFIC_BUCKET_MS, type TrafficBucket, type TrafficView } from './traffic.js';
-export type { Inspection, PoolQuery, PoolView, PoolSample } from './inspect.js';
+export type { PoolSample } from './inspect.js';
+export type { Inspection, PoolQuery, PoolView } from '../contract/inspection.js';

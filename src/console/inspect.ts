@@ -1,71 +1,33 @@
 // What the console asks a driver about its pools and topics (BaseDriver.inspection(),
-// inspectPools(), listRpcTopics()), through one accessor that treats a driver without the
-// methods as one that can tell nothing; and the sampler behind the lag chart's history.
+// inspectPools(), listRpcTopics()), and the sampler behind the lag chart's history.
 import { NotSupportedError, type Logger, type Transport } from '../index.js';
+import type { BaseDriver } from '../contract/base-driver.js';
+import { NO_INSPECTION, type Inspection, type PoolQuery, type PoolView } from '../contract/inspection.js';
 
-/** Which notification pools to look at (BaseDriver.inspectPools). */
-export interface PoolQuery {
-  readonly topic: string;
-  readonly exchange?: string;
-  readonly priorities?: readonly string[];
-  readonly pools?: readonly string[];
-}
-
-/** One pool of one address, as a driver sees it; undefined counts = the driver cannot tell. */
-export interface PoolView {
-  readonly address: string;
-  readonly pool: string;
-  readonly isDefault: boolean;
-  readonly consumers?: number;
-  readonly backlog?: number;
-  readonly unacked?: number;
-}
-
-/** What a driver can tell, so pages can say "cannot know". */
-export interface Inspection {
-  readonly listsTopics: boolean;
-  readonly listsPools: boolean;
-  readonly consumers: boolean;
-  readonly backlog: boolean;
-}
-
-const NOTHING: Inspection = Object.freeze({ listsTopics: false, listsPools: false, consumers: false, backlog: false });
-
-/** The inspection methods as a driver may have them (a driver of one's own may lack them). */
-interface InspectingDriver {
-  readonly name: string;
-  inspection?(): Inspection;
-  inspectPools?(query: PoolQuery): Promise<PoolView[]>;
-  listRpcTopics?(exchange?: string): Promise<string[] | undefined>;
-}
-
-/** The transport's driver seen through the inspection methods. */
+/** The transport's driver seen through its inspection methods (BaseDriver.inspection, inspectPools, listRpcTopics). */
 export class DriverInspector {
-  private readonly driver: InspectingDriver;
+  private readonly driver: BaseDriver;
 
   constructor(transport: Transport) {
-    this.driver = transport.driver as unknown as InspectingDriver;
+    this.driver = transport.driver;
   }
 
-  /** What the driver can tell; all false for a driver without `inspection()`. */
+  /** What the driver can tell; all false when a driver's own inspection() breaks its contract and throws. */
   inspection(): Inspection {
-    if (typeof this.driver.inspection !== 'function') return NOTHING;
     try {
-      return { ...NOTHING, ...this.driver.inspection() };
+      return { ...NO_INSPECTION, ...this.driver.inspection() };
     } catch {
-      return NOTHING;
+      return NO_INSPECTION;
     }
   }
 
   /** The pools of `query`. @throws NotSupportedError when the driver cannot inspect pools. */
-  async inspectPools(query: PoolQuery): Promise<PoolView[]> {
-    if (typeof this.driver.inspectPools !== 'function') throw new NotSupportedError(`The ${this.driver.name} driver cannot inspect notification pools`);
+  inspectPools(query: PoolQuery): Promise<PoolView[]> {
     return this.driver.inspectPools(query);
   }
 
   /** The RPC topics the broker knows of; undefined when it cannot list them. */
-  async listRpcTopics(exchange?: string): Promise<string[] | undefined> {
-    if (typeof this.driver.listRpcTopics !== 'function') return undefined;
+  listRpcTopics(exchange?: string): Promise<string[] | undefined> {
     return this.driver.listRpcTopics(exchange);
   }
 }

@@ -9,6 +9,7 @@ import { requireCapability, type DriverCapabilities } from './capabilities.js';
 import type { DeadLetterStore } from './dead-letters.js';
 import { DeliveryStats, type ConsumerLag, type LagSource } from './delivery-stats.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from './incoming-message.js';
+import { NO_INSPECTION, type Inspection, type PoolQuery, type PoolView } from './inspection.js';
 import type { Listener } from './listener.js';
 import { PendingReplies, type CallRegistry, type PendingCall } from './pending-replies.js';
 import type { PollStyleListener } from './poll-style-listener.js';
@@ -493,6 +494,38 @@ export abstract class BaseDriver {
   /** Registers a listener for {@link consumerLag} until it is closed. */
   protected reportLag(source: LagSource): void {
     this.lagSources.add(source);
+  }
+
+  /**
+   * What `inspectPools` and `listRpcTopics` can tell on this driver. MUST be true to what they do:
+   * a field is true only when every answer fills it in. Never connects, never throws.
+   * @default every field false (the driver cannot inspect)
+   */
+  inspection(): Inspection {
+    return NO_INSPECTION;
+  }
+
+  /**
+   * The notification pools of `query.topic` on its exchange, one `PoolView` per address and pool:
+   * the default pool and every named pool where the broker lists them, else the default pool and
+   * `query.pools`. An address or pool that does not exist MUST be left out. It MUST NOT create,
+   * change or consume anything on the broker (no declare, no group join, no topic auto-creation),
+   * and MUST NOT log payloads. Rejects with InvalidArgument for a bad query, InvalidState after
+   * `cleanup()`, a MessagingError when the broker fails.
+   * @default rejects with NotSupportedError naming the driver
+   */
+  inspectPools(_query: PoolQuery): Promise<PoolView[]> {
+    return Promise.reject(new NotSupportedError(`The ${this.name} driver cannot inspect notification pools`));
+  }
+
+  /**
+   * The RPC topics served (or once served) on `exchange` (default: the control exchange), sorted,
+   * without duplicates, where the broker can list them; undefined where it cannot. It MUST NOT
+   * create anything and SHOULD bound its work (a SCAN with COUNT, not KEYS).
+   * @default resolves with undefined
+   */
+  async listRpcTopics(_exchange?: string): Promise<string[] | undefined> {
+    return undefined;
   }
 
   /** The exchange a target resolves to. */

@@ -21,3 +21,4 @@ export * from './options.js';
 export * from './push-listener.js';
 export * from './dead-letters.js';
 export * from './delivery-stats.js';
+export * from './inspection.js';

@@ -35,6 +35,13 @@ export class Fifo<T> {
     return item;
   }
 
+  /** How many items match `predicate`, without taking any (O(n)). */
+  count(predicate: (item: T) => boolean): number {
+    let n = 0;
+    for (let i = this.head; i < this.items.length; i++) if (predicate(this.items[i] as T)) n++;
+    return n;
+  }
+
   /** Takes every item at once, front first. */
   drain(): T[] {
     const out = this.items.slice(this.head) as T[];

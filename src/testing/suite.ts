@@ -8,6 +8,7 @@ import { deadLetterTests } from './dead-letters.js';
 import { deliveryTests } from './delivery.js';
 import { handlerTimeoutTests } from './handler-timeout.js';
 import { healthTests } from './health.js';
+import { inspectionTests } from './inspection.js';
 import { CONFORMANCE_PARTS, testTimeoutOf, useConformanceEnv, type ConformanceEnv, type ConformancePart, type ConformanceSubject } from './harness.js';
 import { lifecycleTests } from './lifecycle.js';
 import { malformedTests } from './malformed.js';
@@ -36,7 +37,10 @@ const PARTS: Record<ConformancePart, (env: ConformanceEnv) => void> = {
   malformed: malformedTests,
   'reply-address': replyAddressTests,
   contract: contractTests,
-  health: healthTests,
+  health(env) {
+    healthTests(env);
+    inspectionTests(env);
+  },
   wire: wireFeatureTests,
   delivery: deliveryTests,
   'handler-timeout': handlerTimeoutTests,

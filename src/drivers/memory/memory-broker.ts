@@ -108,6 +108,13 @@ export class MemoryConsumer {
     this.queue.giveBack(messages, true);
   }
 
+  /** @internal Unacknowledged messages published under `routingKey`. */
+  unackedFor(routingKey: string): number {
+    let n = 0;
+    for (const m of this.unacked.values()) if (m.routingKey === routingKey) n++;
+    return n;
+  }
+
   /** @internal */
   hasCapacity(): boolean {
     return this.noAck || this.prefetch <= 0 || this.unacked.size < this.prefetch;
@@ -146,6 +153,14 @@ export class MemoryQueue {
   stats(): QueueStats {
     const unacked = this.consumers.reduce((n, c) => n + c.unackedCount, 0);
     return { ready: this.ready.size, unacked, consumers: this.consumers.length, rejected: this.rejected, requeued: this.requeued };
+  }
+
+  /** Ready and unacknowledged messages that were published under `routingKey` (pool inspection). */
+  countsFor(routingKey: string): { ready: number; unacked: number; consumers: number } {
+    const match = (m: StoredMessage) => m.routingKey === routingKey;
+    const ready = this.ready.count(match) + this.givenBack.filter(match).length;
+    const unacked = this.consumers.reduce((n, c) => n + c.unackedFor(routingKey), 0);
+    return { ready, unacked, consumers: this.consumers.length };
   }
 
   enqueue(message: StoredMessage): void {
@@ -257,6 +272,28 @@ export class MemoryBroker {
   /** Declares a queue; re-declaring an existing one is a no-op. */
   declareQueue(name: string): void {
     if (!this.queues.has(name)) this.queues.set(name, new MemoryQueue(name));
+  }
+
+  hasExchange(name: string): boolean {
+    return this.exchanges.has(name);
+  }
+
+  /** The queues bound to `exchange` under `routingKey` (every bound queue of a fanout exchange); none for an unknown exchange. */
+  boundQueues(exchange: string, routingKey: string): string[] {
+    const ex = this.exchanges.get(exchange);
+    return [...(ex?.bindings.get(ex.fanout ? '' : routingKey) ?? [])].map((q) => q.name);
+  }
+
+  /** The routing keys of `exchange` with at least one queue bound; none for an unknown or fanout exchange. */
+  routingKeys(exchange: string): string[] {
+    const ex = this.exchanges.get(exchange);
+    if (!ex || ex.fanout) return [];
+    return [...ex.bindings].filter(([, queues]) => queues.size > 0).map(([key]) => key);
+  }
+
+  /** Counters of the messages in `queue` published under `routingKey`, or undefined when the queue does not exist. */
+  queueCountsFor(queue: string, routingKey: string): { ready: number; unacked: number; consumers: number } | undefined {
+    return this.queues.get(queue)?.countsFor(routingKey);
   }
 
   hasQueue(name: string): boolean {

@@ -7,6 +7,7 @@ import type { DeadLetterStore } from '../../contract/dead-letters.js';
 import { newHexId } from '../../contract/envelope.js';
 import type { ListenerKind, Subscriptions } from '../../contract/inbound.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
+import { resolvePoolQuery, type Inspection, type PoolQuery, type PoolView } from '../../contract/inspection.js';
 import type { Listener } from '../../contract/listener.js';
 import type { ReplySender } from '../../contract/messages.js';
 import type { Context, DriverMessage } from '../../contract/types.js';
@@ -14,6 +15,7 @@ import { encodeNotification, encodeRpcRequest } from '../../contract/wire.js';
 import type { LogFields } from '../../core/logger.js';
 import type { Target } from '../../core/target.js';
 import { MemoryDeadLetters } from './dead-letters.js';
+import { inspectMemoryPools, listMemoryRpcTopics, MEMORY_INSPECTION } from './inspection.js';
 import { getMemoryBroker, type MemoryBroker } from './memory-broker.js';
 import { MemoryListener } from './memory-listener.js';
 import { resolveMemoryOptions, type MemoryDriverOptions } from './options.js';
@@ -79,6 +81,23 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
   /** The dead letters of this virtual host: notifications requeued `maxDeliveries` times and malformed messages (dead-letters.ts). */
   override deadLetters(): DeadLetterStore {
     return new MemoryDeadLetters(this.broker);
+  }
+
+  /** memory:// sees every queue and message of its broker: it tells everything (inspection.ts). */
+  override inspection(): Inspection {
+    return MEMORY_INSPECTION;
+  }
+
+  /** Every pool bound to each address, with exact per-address counts; creates nothing. */
+  override async inspectPools(query: PoolQuery): Promise<PoolView[]> {
+    this.assertOpen();
+    return inspectMemoryPools(this.broker, resolvePoolQuery(query, this.defaultExchange));
+  }
+
+  /** The RPC topics of `exchange` on this broker (those whose servers ever listened). */
+  override async listRpcTopics(exchange?: string): Promise<string[]> {
+    this.assertOpen();
+    return listMemoryRpcTopics(this.broker, exchange ?? this.defaultExchange);
   }
 
   protected async close(): Promise<void> {
