@@ -31,6 +31,9 @@ const billing = getNotificationListener(
 );
 await billing.start();
 const auditEndpoint = { info: () => undefined };
+// A listener without a pool: the default pool (oslo's `<topic>.<priority>` queue) keeps up.
+const plain = getNotificationListener(transport, [new Target({ topic: 'notifications' })], [auditEndpoint]);
+await plain.start();
 const away = getNotificationListener(transport, [new Target({ topic: 'notifications' })], [auditEndpoint], { pool: 'audit' });
 await away.start();
 await away.close();
@@ -62,6 +65,7 @@ try {
   await browser.close();
   await console_.close();
   await billing.close();
+  await plain.close();
   await server.close();
   await transport.cleanup();
 }

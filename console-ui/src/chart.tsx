@@ -35,7 +35,7 @@ export function Chart({ testid, x, series, yLabel, latest, height = 220 }: Chart
       series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: COLOURS[i % COLOURS.length], width: 2, spanGaps: false }))],
       axes: [{}, { label: yLabel }],
       scales: { y: { range: (_u, min, max) => [0, Math.max(max ?? 0, min ?? 0, 1)] } },
-      legend: { show: true },
+      legend: { show: true, live: false },
     };
     const chart = new uPlot(options, data, el);
     plot.current = chart;

@@ -5,13 +5,13 @@ import { Chart } from '../chart.js';
 import { usePoll } from '../poll.js';
 import { ErrorNote, Note, Num, type PageProps } from '../widgets.js';
 
-/** Lines of the chart from the history: x in seconds, one series per `address pool`, null where unknown. */
+/** Lines of the chart from the history: x in seconds, one series per pool of an address, null where unknown. */
 export function lagSeries(samples: readonly PoolSample[]): { x: number[]; series: { label: string; values: (number | null)[] }[]; latest: number | null } {
   const times = [...new Set(samples.map((s) => s.at))].sort((a, b) => a - b);
   const index = new Map(times.map((t, i) => [t, i]));
   const lines = new Map<string, (number | null)[]>();
   for (const s of samples) {
-    const label = `${s.address} ${s.pool}`;
+    const label = s.pool === s.address ? `${s.pool} (default)` : `${s.pool} on ${s.address}`;
     let values = lines.get(label);
     if (!values) lines.set(label, (values = times.map(() => null)));
     values[index.get(s.at)!] = s.backlog ?? null;
