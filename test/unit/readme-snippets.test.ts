@@ -37,7 +37,7 @@ function typecheck(blocks: readonly CodeBlock[], dir: string, legacyDecorators =
     compilerOptions: {
       noEmit: true,
       ...(legacyDecorators ? { experimentalDecorators: true, emitDecoratorMetadata: true } : {}),
-      paths: { tidings: [fromDir('src/index.ts')], 'tidings/driver': [fromDir('src/contract/index.ts')], 'tidings/testing': [fromDir('src/testing/index.ts')], 'tidings/nestjs': [fromDir('src/nestjs/index.ts')] },
+      paths: { tidings: [fromDir('src/index.ts')], 'tidings/driver': [fromDir('src/contract/index.ts')], 'tidings/testing': [fromDir('src/testing/index.ts')], 'tidings/nestjs': [fromDir('src/nestjs/index.ts')], 'tidings/console': [fromDir('src/console/index.ts')] },
     },
     include: ['*.ts'],
   };
