@@ -34,10 +34,15 @@ export class DriverInspector {
 
 /** One sample of one pool, for the lag chart. */
 export interface PoolSample {
+  /** When it was taken, epoch ms. */
   readonly at: number;
+  /** The address, `<topic>.<priority>`. */
   readonly address: string;
+  /** The pool as PoolView names it. */
   readonly pool: string;
+  /** Messages waiting; null = the driver cannot tell. */
   readonly backlog: number | null;
+  /** Consumers attached; null = the driver cannot tell. */
   readonly consumers: number | null;
 }
 

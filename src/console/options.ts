@@ -32,8 +32,11 @@ export interface ConsoleOptions {
 
 /** Defaults of {@link ConsoleOptions}. */
 export const CONSOLE_DEFAULTS = Object.freeze({
+  /** TCP port. */
   port: 8640,
+  /** Interface: loopback only. */
   host: '127.0.0.1',
+  /** Page refresh and pool sampling interval, ms. */
   refreshMs: 2000,
   /** How long pool samples and traffic buckets are kept, ms. */
   historyMs: 10 * 60_000,

@@ -18,8 +18,11 @@ export interface TrafficBucket {
   readonly notifications: number;
   /** Failed calls and casts (client and server side), failed notification sends and requeued notifications. */
   readonly errors: number;
+  /** Median latency of the bucket's timed operations (call round trips, dispatches, notification sends and dispatches), ms. */
   readonly p50: number | null;
+  /** 90th percentile latency, ms. */
   readonly p90: number | null;
+  /** 99th percentile latency, ms. */
   readonly p99: number | null;
 }
 
@@ -27,6 +30,7 @@ export interface TrafficBucket {
 export interface TrafficView {
   /** When recording began, epoch ms. */
   readonly since: number;
+  /** Width of a bucket, ms (TRAFFIC_BUCKET_MS). */
   readonly bucketMs: number;
   /** Oldest first; buckets without traffic are left out. */
   readonly buckets: TrafficBucket[];

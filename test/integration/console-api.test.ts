@@ -92,7 +92,7 @@ describe.each(BROKERS)('console API on $name', (broker) => {
     const server = getRpcServer(transport, new Target({ topic: rpcTopic, server: `${prefix}-s1` }), [{ echo: (_c: unknown, args: unknown) => args, boom: () => { throw new Error('boom'); } }]);
     await server.start();
     closers.push(() => server.close());
-    const common = { port: 0, topics: [rpcTopic], notificationTopics: [topic, `${prefix}-lag`], pools: ['billing', 'lagpool'], expectedServers: { [rpcTopic]: 2 }, refreshMs: 500, token: TOKEN };
+    const common = { port: 0, topics: [rpcTopic], notificationTopics: [topic, `${prefix}-lag`], pools: [`${prefix}-billing`, `${prefix}-lagpool`], expectedServers: { [rpcTopic]: 2 }, refreshMs: 500, token: TOKEN };
     writable = await startConsole(transport, { ...common, allowWrite: true });
     readOnly = await startConsole(transport, common);
     http = new ConsoleHttp(writable.url);
@@ -162,10 +162,10 @@ describe.each(BROKERS)('console API on $name', (broker) => {
       expect(none.json.error).toMatch(/cannot inspect/);
     } else {
       // Nothing exists yet: nothing is listed, and nothing is created by looking.
-      expect([none.status, none.json.pools]).toEqual([200, []]);
+      expect([none.status, none.json.pools], JSON.stringify(none.json)).toEqual([200, []]);
     }
     const handledLag: number[] = [];
-    const listener = getNotificationListener(transport, [new Target({ topic: lagTopic })], [{ info: (_c: unknown, _p: string, _e: string, payload: { n: number }) => void handledLag.push(payload.n) }], { pool: 'lagpool' });
+    const listener = getNotificationListener(transport, [new Target({ topic: lagTopic })], [{ info: (_c: unknown, _p: string, _e: string, payload: { n: number }) => void handledLag.push(payload.n) }], { pool: `${prefix}-lagpool` });
     await listener.start();
     const notifier = new Notifier(transport, { publisherId: 'console.test', driver: 'messagingv2', topics: [lagTopic] });
     await notifier.info({}, 'lag.event', { n: 0 });
@@ -174,10 +174,10 @@ describe.each(BROKERS)('console API on $name', (broker) => {
       const r = await http.get(`/api/pools?topic=${lagTopic}`);
       expect(r.status).toBe(200);
       expect(r.json).toMatchObject({ topic: lagTopic, at: expect.any(Number) });
-      return (r.json.pools as Array<Record<string, unknown>>).find((p) => p.address === `${lagTopic}.info` && p.pool === 'lagpool');
+      return (r.json.pools as Array<Record<string, unknown>>).find((p) => p.pool === `${prefix}-lagpool` && String(p.address).startsWith(`${lagTopic}.`));
     };
     if (canInspect) {
-      const live = await waitFor(poolOf, { timeoutMs: 10_000, message: 'lagpool on /api/pools' });
+      const live = await waitFor(poolOf, { timeoutMs: 10_000, message: 'the lag pool on /api/pools' });
       expect(live.isDefault).toBe(false);
       if (inspection.consumers) expect(live.consumers).toBe(1);
     }
@@ -190,11 +190,11 @@ describe.each(BROKERS)('console API on $name', (broker) => {
       const sampled = await waitFor(
         async () => {
           const r = await http.get(`/api/pools/history?topic=${lagTopic}`);
-          return (r.json.samples as Array<Record<string, unknown>>).find((s) => s.pool === 'lagpool' && s.backlog === 3);
+          return (r.json.samples as Array<Record<string, unknown>>).find((s) => s.pool === `${prefix}-lagpool` && s.backlog === 3);
         },
         { timeoutMs: 10_000, message: 'the backlog in /api/pools/history' },
       );
-      expect(sampled).toMatchObject({ at: expect.any(Number), address: `${lagTopic}.info`, consumers: 0 });
+      expect(sampled).toMatchObject({ at: expect.any(Number), address: expect.stringMatching(new RegExp(`^${lagTopic}\\.`)), consumers: inspection.consumers ? 0 : null });
     }
     await listener.start();
     await waitFor(() => handledLag.length === 4, { timeoutMs: 20_000, message: 'the backlog drained' });
@@ -255,7 +255,7 @@ describe.each(BROKERS)('console API on $name', (broker) => {
           },
         },
       ],
-      { pool: 'billing', allowRequeue: true },
+      { pool: `${prefix}-billing`, allowRequeue: true },
     );
     await listener.start();
     closers.push(() => listener.close());

@@ -78,9 +78,9 @@ describe('package.json exports, files, license', () => {
     }
   });
 
-  it('exports the API, the driver contract, the test kit and the NestJS transport, each from its dist/ index', () => {
-    expect(Object.keys(pkg.exports)).toEqual(['.', './driver', './testing', './nestjs', './package.json']);
-    for (const [subpath, dir] of [['.', ''], ['./driver', 'contract/'], ['./testing', 'testing/'], ['./nestjs', 'nestjs/']] as const) {
+  it('exports the API, the driver contract, the test kit, the NestJS transport and the console, each from its dist/ index', () => {
+    expect(Object.keys(pkg.exports)).toEqual(['.', './driver', './testing', './nestjs', './console', './package.json']);
+    for (const [subpath, dir] of [['.', ''], ['./driver', 'contract/'], ['./testing', 'testing/'], ['./nestjs', 'nestjs/'], ['./console', 'console/']] as const) {
       expect(pkg.exports[subpath], subpath).toEqual({ types: `./dist/${dir}index.d.ts`, import: `./dist/${dir}index.js`, default: `./dist/${dir}index.js` });
     }
   });

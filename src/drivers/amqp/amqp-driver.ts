@@ -13,6 +13,7 @@ import type { PendingCall } from '../../contract/pending-replies.js';
 import { encodeNotification, encodeRpcRequest } from '../../contract/wire.js';
 import type { Subscriptions } from '../../contract/inbound.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
+import { resolvePoolQuery, type Inspection, type PoolQuery, type PoolView } from '../../contract/inspection.js';
 import type { Listener } from '../../contract/listener.js';
 import type { Context, DriverMessage } from '../../contract/types.js';
 import { AbortError, InvalidState, MessageDeliveryFailure, MessageUndeliverable, MessagingError } from '../../core/errors.js';
@@ -20,6 +21,7 @@ import type { Target } from '../../core/target.js';
 import { abortableSleep, retryAfterFirst } from '../../core/retry.js';
 import { AmqpListener } from './amqp-listener.js';
 import { AmqpDeadLetters } from './dead-letters.js';
+import { AMQP_INSPECTION, inspectAmqpPools, withQueueProbe } from './inspection.js';
 import { AmqpConnection, type DriverEventEmitter } from './connection.js';
 import { resolveOptions, type ResolvedAmqpOptions } from './options.js';
 import { Publisher, type PublishOptions } from './publisher.js';
@@ -191,6 +193,19 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
   /** The notifications listeners set aside in `<address>.dlq` queues (dead-letters.ts). */
   override deadLetters(): DeadLetterStore {
     return new AmqpDeadLetters({ conn: this.conn, publisher: this.publisher, logger: this.logger.child({ deadLetters: true }) });
+  }
+
+  /** Consumers and ready messages of known queues; no listing without the management API (inspection.ts). */
+  override inspection(): Inspection {
+    return AMQP_INSPECTION;
+  }
+
+  /** The default queue of each address and the queue of each pool of `query.pools`, by passive declares on channels of its own. */
+  override async inspectPools(query: PoolQuery): Promise<PoolView[]> {
+    this.assertOpen();
+    const resolved = resolvePoolQuery(query, this.defaultExchange);
+    const model = await this.conn.ensureOpen();
+    return withQueueProbe(model, this.logger, (probe) => inspectAmqpPools(probe, resolved, this.options));
   }
 
   protected override cleanupStarted(): void {

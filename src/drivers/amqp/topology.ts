@@ -226,6 +226,15 @@ export function perTopicPoolQueueName(pool: string, address: string): string {
 }
 
 /**
+ * The queue a notification listener of `pool` (undefined: the default pool) consumes for `address`:
+ * the address's own queue without a pool; with one the queue named exactly the pool (oslo: one
+ * queue for every address of the pool), or with `poolQueuePerTopic` perTopicPoolQueueName.
+ */
+export function notificationQueueFor(address: string, pool: string | undefined, o: Pick<TopologyOptions, 'poolQueuePerTopic'>): string {
+  return pool !== undefined && o.poolQueuePerTopic ? perTopicPoolQueueName(pool, address) : notificationQueueName(address, pool);
+}
+
+/**
  * Notification subscriptions: one queue per `<topic>.<priority>` without a pool; with a pool one
  * queue named exactly the pool, bound once per pair (oslo), or with `poolQueuePerTopic` one
  * queue per pair (perTopicPoolQueueName). Queues sharing a name get one consumer.
@@ -233,7 +242,7 @@ export function perTopicPoolQueueName(pool: string, address: string): string {
 export function notificationSpecs(pairs: ReadonlyArray<{ exchange: string; routingKey: string }>, pool: string | undefined, o: TopologyOptions): ConsumerSpec[] {
   const byQueue = new Map<string, BindingDecl[]>();
   for (const { exchange, routingKey } of pairs) {
-    const name = pool !== undefined && o.poolQueuePerTopic ? perTopicPoolQueueName(pool, routingKey) : notificationQueueName(routingKey, pool);
+    const name = notificationQueueFor(routingKey, pool, o);
     const list = byQueue.get(name) ?? [];
     if (!list.some((b) => b.exchange.name === exchange && b.routingKey === routingKey)) list.push({ exchange: topicExchange(exchange, o), routingKey });
     byQueue.set(name, list);

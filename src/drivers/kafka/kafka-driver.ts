@@ -6,6 +6,7 @@ import { BaseDriver, type ConnectionState, type DriverInit, type ListenOptions, 
 import type { DriverCapabilities } from '../../contract/capabilities.js';
 import type { DeadLetterStore } from '../../contract/dead-letters.js';
 import type { IncomingMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
+import { resolvePoolQuery, type Inspection, type PoolQuery, type PoolView } from '../../contract/inspection.js';
 import type { Listener } from '../../contract/listener.js';
 import type { Context, DriverMessage } from '../../contract/types.js';
 import { encodeNotification } from '../../contract/wire.js';
@@ -14,6 +15,7 @@ import { retryAfterFirst } from '../../core/retry.js';
 import type { Target } from '../../core/target.js';
 import { KafkaConnection } from './connection.js';
 import { KafkaDeadLetters } from './dead-letters.js';
+import { inspectKafkaPools, KAFKA_INSPECTION, listKafkaRpcTopics } from './inspection.js';
 import { KafkaNotificationListener } from './kafka-listener.js';
 import { KafkaRpc, KafkaRpcServer } from './kafka-rpc.js';
 import { resolveOptions, type ResolvedKafkaOptions } from './options.js';
@@ -92,6 +94,24 @@ export class KafkaDriver extends BaseDriver {
   /** The records of `<address>.dlq`, with removal markers (dead-letters.ts). */
   override deadLetters(): DeadLetterStore {
     return new KafkaDeadLetters({ vhost: this.options.vhost, conn: this.conn, logger: this.logger.child({ deadLetters: true }) });
+  }
+
+  /** Topics and named groups' backlogs; groups are not listed and their members not told (inspection.ts). */
+  override inspection(): Inspection {
+    return KAFKA_INSPECTION;
+  }
+
+  /** The default group and `query.pools` on each address's topic, where they committed offsets; creates nothing. */
+  override async inspectPools(query: PoolQuery): Promise<PoolView[]> {
+    this.assertOpen();
+    const resolved = resolvePoolQuery(query, this.defaultExchange);
+    return inspectKafkaPools(await this.conn.getClient(), resolved, this.options);
+  }
+
+  /** The topics RPC servers made (request and fanout topics); Kafka has no exchanges, so `exchange` is not used. */
+  override async listRpcTopics(_exchange?: string): Promise<string[]> {
+    this.assertOpen();
+    return listKafkaRpcTopics(await this.conn.getClient(), this.options.vhost);
   }
 
   protected override cleanupStarted(): void {

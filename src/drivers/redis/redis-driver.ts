@@ -11,6 +11,7 @@ import { fanoutAddress, newReplyAddress, notificationAddress, serverAddress, top
 import { decodeBody, newHexId } from '../../contract/envelope.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
 import type { DeadLetterStore } from '../../contract/dead-letters.js';
+import { resolvePoolQuery, type Inspection, type PoolQuery, type PoolView } from '../../contract/inspection.js';
 import type { Listener } from '../../contract/listener.js';
 import type { ReplySender } from '../../contract/messages.js';
 import type { PendingCall } from '../../contract/pending-replies.js';
@@ -21,6 +22,7 @@ import { abortableSleep, withRetry } from '../../core/retry.js';
 import type { Target } from '../../core/target.js';
 import { closeClient, createClient, createGroup, dropClient, runScript, type RedisClient } from './connection.js';
 import { RedisDeadLetters } from './dead-letters.js';
+import { inspectRedisPools, listRedisRpcTopics, REDIS_INSPECTION } from './inspection.js';
 import { encodeListRequest } from './entry-fields.js';
 import { toMessagingError } from './errors.js';
 import { resolveOptions, type ResolvedRedisOptions } from './options.js';
@@ -213,6 +215,23 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   /** The `:dead` streams of this driver's key prefix: list, replay and purge by address (dead-letters.ts). */
   override deadLetters(): DeadLetterStore {
     return new RedisDeadLetters({ keyPrefix: this.options.keyPrefix, shards: this.options.shards, defaultExchange: this.defaultExchange, commands: () => this.commands() });
+  }
+
+  /** Every pool (group) with its consumers, lag and pending entries; RPC topics by SCAN (inspection.ts). */
+  override inspection(): Inspection {
+    return REDIS_INSPECTION;
+  }
+
+  /** XINFO GROUPS on the notification streams of each address (every shard); creates nothing. */
+  override async inspectPools(query: PoolQuery): Promise<PoolView[]> {
+    this.assertOpen();
+    return inspectRedisPools(this.commands(), resolvePoolQuery(query, this.defaultExchange), this.options.keyPrefix, this.options.shards);
+  }
+
+  /** The topics whose RPC servers ever listened on `exchange` under this key prefix (SCAN, every master of a Cluster). */
+  override async listRpcTopics(exchange?: string): Promise<string[]> {
+    this.assertOpen();
+    return listRedisRpcTopics(this.commands(), this.options.keyPrefix, exchange ?? this.defaultExchange);
   }
 
   protected override cleanupStarted(): void {

@@ -172,5 +172,30 @@ export function hashTagOf(key: string): string {
 
 /** Every key of a prefix, for tools and tests: `SCAN MATCH` pattern. */
 export function keyPattern(prefix: string): string {
-  return `${prefix.replace(/[*?[\]\\]/g, (c) => `\\${c}`)}:*`;
+  return `${globLiteral(prefix)}:*`;
+}
+
+/** Escapes Redis glob characters so that a name matches only itself in a SCAN MATCH pattern. */
+function globLiteral(name: string): string {
+  return name.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+}
+
+/** The SCAN MATCH pattern of every RPC stream (`TopicKeys.topicStream`, `serverStream`) of `exchange`. */
+export function rpcStreamPattern(prefix: string, exchange: string): string {
+  return `${globLiteral(prefix)}:{${globLiteral(exchange)}:*}:rpc:*`;
+}
+
+/**
+ * The topic whose shared RPC stream `key` is (`TopicKeys.topicStream` of any shard), or undefined
+ * for any other key (a named server's stream, another exchange's).
+ */
+export function rpcTopicOfStream(prefix: string, exchange: string, key: string): string | undefined {
+  const start = `${prefix}:{${exchange}:`;
+  if (!key.startsWith(start)) return undefined;
+  const rest = key.slice(start.length);
+  const cut = rest.indexOf('}:rpc:');
+  if (cut < 0) return undefined;
+  const tagTopic = rest.slice(0, cut);
+  const topic = rest.slice(cut + '}:rpc:'.length);
+  return topic !== '' && (tagTopic === topicAddress(topic) || tagTopic.startsWith(`${topicAddress(topic)}#`)) ? topic : undefined;
 }

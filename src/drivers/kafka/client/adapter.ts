@@ -115,6 +115,14 @@ export interface KafkaClientAdapter {
    */
   groupLag(groupId: string, topics: readonly string[]): Promise<Map<string, number>>;
   /**
+   * As `groupLag`, but only the topics on which `groupId` has committed an offset (on any
+   * partition): where the group has a position, for pool inspection. Reads only: it MUST NOT
+   * create a topic or join the group.
+   */
+  groupBacklog(groupId: string, topics: readonly string[]): Promise<Map<string, number>>;
+  /** Every topic of the cluster (a metadata request for all topics: it creates none). */
+  listTopics(): Promise<string[]>;
+  /**
    * The offsets `groupId` has committed on `partitions` (topic to partition numbers), by
    * `topic\0partition`; a partition without a committed offset is left out. Numbers, as the
    * listener tracks offsets (see ../offset-tracker.ts).

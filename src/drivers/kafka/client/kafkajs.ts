@@ -147,7 +147,25 @@ class KafkajsClient implements KafkaClientAdapter {
     for (const t of missing) this.known.add(t);
   }
 
-  async groupLag(groupId: string, topics: readonly string[]): Promise<Map<string, number>> {
+  groupLag(groupId: string, topics: readonly string[]): Promise<Map<string, number>> {
+    return this.offsetsBehind(groupId, topics, false);
+  }
+
+  groupBacklog(groupId: string, topics: readonly string[]): Promise<Map<string, number>> {
+    return this.offsetsBehind(groupId, topics, true);
+  }
+
+  async listTopics(): Promise<string[]> {
+    const admin = await this.getAdmin();
+    try {
+      return await admin.listTopics();
+    } catch (err) {
+      throw toMessagingError(err, 'Could not list the topics');
+    }
+  }
+
+  /** groupLag, or with `committedOnly` only the topics where the group committed an offset. */
+  private async offsetsBehind(groupId: string, topics: readonly string[], committedOnly: boolean): Promise<Map<string, number>> {
     const admin = await this.getAdmin();
     const lag = new Map<string, number>();
     try {
@@ -157,6 +175,7 @@ class KafkajsClient implements KafkaClientAdapter {
       const committed = await admin.fetchOffsets({ groupId, topics: present });
       for (const topic of present) {
         const positions = new Map(committed.find((c) => c.topic === topic)?.partitions.map((p) => [p.partition, BigInt(p.offset)]));
+        if (committedOnly && ![...positions.values()].some((o) => o >= 0n)) continue;
         let sum = 0;
         for (const o of await admin.fetchTopicOffsets(topic)) sum += partitionLag(BigInt(o.low), BigInt(o.high), positions.get(o.partition));
         lag.set(topic, sum);

@@ -135,7 +135,24 @@ class PlatformaticClient implements KafkaClientAdapter {
     for (const t of missing) this.known.add(t);
   }
 
-  async groupLag(groupId: string, topics: readonly string[]): Promise<Map<string, number>> {
+  groupLag(groupId: string, topics: readonly string[]): Promise<Map<string, number>> {
+    return this.offsetsBehind(groupId, topics, false);
+  }
+
+  groupBacklog(groupId: string, topics: readonly string[]): Promise<Map<string, number>> {
+    return this.offsetsBehind(groupId, topics, true);
+  }
+
+  async listTopics(): Promise<string[]> {
+    try {
+      return await this.getAdmin().listTopics();
+    } catch (err) {
+      throw platformaticError(err, 'Could not list the topics');
+    }
+  }
+
+  /** groupLag, or with `committedOnly` only the topics where the group committed an offset. */
+  private async offsetsBehind(groupId: string, topics: readonly string[], committedOnly: boolean): Promise<Map<string, number>> {
     const admin = this.getAdmin();
     const lag = new Map<string, number>();
     try {
@@ -150,6 +167,7 @@ class PlatformaticClient implements KafkaClientAdapter {
       for (const topic of present) {
         const starts = new Map(low.find((t) => t.name === topic)?.partitions.map((p) => [p.partitionIndex, p.offset]));
         const positions = new Map(group?.topics.find((t) => t.name === topic)?.partitions.map((p) => [p.partitionIndex, p.committedOffset]));
+        if (committedOnly && ![...positions.values()].some((o) => o >= 0n)) continue;
         let sum = 0;
         for (const p of high.find((t) => t.name === topic)?.partitions ?? []) sum += partitionLag(starts.get(p.partitionIndex) ?? 0n, p.offset, positions.get(p.partitionIndex));
         lag.set(topic, sum);
