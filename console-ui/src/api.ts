@@ -54,6 +54,8 @@ export interface PoolView {
   readonly consumers?: number;
   readonly backlog?: number;
   readonly unacked?: number;
+  /** One queue for every address of the topic (RabbitMQ's oslo-named pool queue), reported once. */
+  readonly shared?: boolean;
 }
 
 export interface PoolSample {

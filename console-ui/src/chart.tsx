@@ -6,7 +6,10 @@ import uPlot from 'uplot';
 const COLOURS = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#4b5563'];
 
 export interface ChartProps {
-  /** The data-testid of the container (tests read data-points and data-latest from it). */
+  /**
+   * The data-testid of the container. Tests read from it data-points (the number of x values)
+   * and data-latest (JSON: each series' label and its last value).
+   */
   readonly testid: string;
   /** Epoch seconds, ascending. */
   readonly x: readonly number[];
@@ -14,12 +17,10 @@ export interface ChartProps {
   readonly series: readonly { readonly label: string; readonly values: readonly (number | null)[] }[];
   /** What the y axis counts, e.g. "messages". */
   readonly yLabel: string;
-  /** The number shown in data-latest (e.g. the total backlog of the last sample). */
-  readonly latest?: number | null;
   readonly height?: number;
 }
 
-export function Chart({ testid, x, series, yLabel, latest, height = 220 }: ChartProps) {
+export function Chart({ testid, x, series, yLabel, height = 220 }: ChartProps) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const shape = series.map((s) => s.label).join('\u0000');
@@ -52,5 +53,6 @@ export function Chart({ testid, x, series, yLabel, latest, height = 220 }: Chart
     plot.current?.setData(data);
   });
 
-  return <div class="chart" ref={box} data-testid={testid} data-points={x.length} data-latest={latest ?? ''} />;
+  const latest = Object.fromEntries(series.map((s) => [s.label, s.values.length > 0 ? s.values[s.values.length - 1] : null]));
+  return <div class="chart" ref={box} data-testid={testid} data-points={x.length} data-latest={JSON.stringify(latest)} />;
 }

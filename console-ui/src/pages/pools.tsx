@@ -6,7 +6,7 @@ import { usePoll } from '../poll.js';
 import { ErrorNote, Note, Num, type PageProps } from '../widgets.js';
 
 /** Lines of the chart from the history: x in seconds, one series per pool of an address, null where unknown. */
-export function lagSeries(samples: readonly PoolSample[]): { x: number[]; series: { label: string; values: (number | null)[] }[]; latest: number | null } {
+export function lagSeries(samples: readonly PoolSample[]): { x: number[]; series: { label: string; values: (number | null)[] }[] } {
   const times = [...new Set(samples.map((s) => s.at))].sort((a, b) => a - b);
   const index = new Map(times.map((t, i) => [t, i]));
   const lines = new Map<string, (number | null)[]>();
@@ -17,9 +17,7 @@ export function lagSeries(samples: readonly PoolSample[]): { x: number[]; series
     values[index.get(s.at)!] = s.backlog ?? null;
   }
   const series = [...lines].map(([label, values]) => ({ label, values }));
-  const last = times.length - 1;
-  const known = series.map((s) => s.values[last]).filter((v): v is number => typeof v === 'number');
-  return { x: times.map((t) => t / 1000), series, latest: known.length > 0 ? known.reduce((a, b) => a + b, 0) : null };
+  return { x: times.map((t) => t / 1000), series };
 }
 
 function cannot(inspection: Inspection, driver: string): string[] {
@@ -64,7 +62,10 @@ function TopicPools({ topic, overview }: { topic: string; overview: PageProps['o
             )}
             {pools.data.pools.map((p) => (
               <tr key={`${p.address} ${p.pool}`} data-testid="pool-row" data-address={p.address} data-pool={p.pool} data-backlog={p.backlog ?? ''}>
-                <td>{p.address}</td>
+                <td>
+                  {p.shared ? `${topic}.*` : p.address}
+                  {p.shared && <span class="muted"> (one queue for every priority)</span>}
+                </td>
                 <td>
                   {p.pool}
                   {p.isDefault && <span class="muted"> (default)</span>}
@@ -85,7 +86,7 @@ function TopicPools({ topic, overview }: { topic: string; overview: PageProps['o
       )}
       <h4>Backlog, last minutes</h4>
       {history.error && <ErrorNote error={history.error} />}
-      <Chart testid="lag-chart" x={lag.x} series={lag.series} yLabel="messages waiting" latest={lag.latest} />
+      <Chart testid="lag-chart" x={lag.x} series={lag.series} yLabel="messages waiting" />
     </section>
   );
 }

@@ -10,7 +10,6 @@ const KINDS = ['calls', 'casts', 'notifications', 'errors'] as const;
 export function TrafficPage({ overview }: PageProps) {
   const { data, error } = usePoll(() => get<Traffic>('traffic'), overview.refreshMs, []);
   const buckets = data?.buckets ?? [];
-  const last = buckets[buckets.length - 1];
   const recent = buckets.slice(-10).reverse();
   return (
     <>
@@ -30,7 +29,6 @@ export function TrafficPage({ overview }: PageProps) {
         x={buckets.map((b) => b.at / 1000)}
         series={KINDS.map((k) => ({ label: k, values: buckets.map((b) => b[k]) }))}
         yLabel="messages per interval"
-        latest={last ? KINDS.reduce((sum, k) => sum + last[k], 0) : null}
       />
       <h3>Latency (ms), latest intervals</h3>
       <table>
