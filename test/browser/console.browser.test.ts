@@ -21,7 +21,7 @@ import { deleteRedisKeys } from '../support/redis-keys.js';
 
 const ID = randomUUID().slice(0, 8);
 const PREFIX = `tdconsole-${ID}`;
-const WAIT = { timeout: 10_000, interval: 100 };
+const WAIT = { timeout: 20_000, interval: 100 };
 
 let browser: Browser | undefined;
 const pages: Page[] = [];
@@ -168,5 +168,5 @@ describe.each(BROKERS)('console in Chromium on $name', ({ url, options }) => {
     await expect.poll(() => chartLatest(chart, pool), WAIT).toBe(0);
     // Still exactly one replayed delivery, after everything else was handled.
     expect(state.handled.filter((e) => e === 'poison')).toHaveLength(1);
-  }, 60_000);
+  }, 90_000);
 });
