@@ -3,7 +3,8 @@
 // after max_deliveries is on the dead-letters page with its error; Replay (token typed into the
 // page, confirmed) puts it back and the now healthy listener handles it once; a read-only console
 // shows no Replay button and refuses the page's own replay request; the lag chart and the pool
-// row show a backlog the test built up, then its drain. Needs `npm run build` (dist/console-ui).
+// row show a backlog the test built up, then its drain; health and traffic render. Needs
+// `npm run build` (dist/console-ui). About 10 s per broker: not in vitest.config's slow-first list.
 import { randomUUID } from 'node:crypto';
 import type { Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -117,6 +118,11 @@ describe.each(BROKERS)('console in Chromium on $name', ({ url, options }) => {
     const servers = await open(writable.url, 'servers');
     await servers.getByTestId('server-row').filter({ hasText: serverName }).waitFor({ timeout: WAIT.timeout });
     await servers.getByText('expected 1, see 1').waitFor({ timeout: WAIT.timeout });
+    // Health and traffic through the navigation: connected, and a traffic chart drawn.
+    await servers.getByTestId('nav-health').click();
+    await expect.poll(() => attr(servers.getByTestId('health-connected'), 'data-value'), WAIT).toBe('true');
+    await servers.getByTestId('nav-traffic').click();
+    await servers.getByTestId('traffic-chart').locator('canvas').waitFor({ timeout: WAIT.timeout });
 
     // A poison notification: three failed deliveries, then a dead letter with the handler's error.
     state.poisoned.add('poison');
