@@ -105,3 +105,55 @@ describe('RabbitMQ pools: one pool name on two topics', () => {
     }
   });
 });
+
+describe('RabbitMQ pool inspection (passive declares)', () => {
+  /** A listener in `pool` on `topic` (info and error), stopped at once: the queues stay, nobody consumes. */
+  async function idlePool(t: Transport, topic: string, pool: string): Promise<void> {
+    const l = getNotificationListener(t, [new Target({ topic })], [{ info: () => undefined, error: () => undefined }], { pool });
+    await l.start();
+    await l.stop();
+    await l.wait();
+  }
+
+  async function sendError(t: Transport, topic: string): Promise<void> {
+    await new Notifier(t, { publisherId: 'pools', driver: 'messagingv2', topics: [topic] }).error({}, 'ev', { topic, id: 0 });
+  }
+
+  it("oslo's naming: the pool's one queue is reported once, shared, with the messages of every address; the default queues per address", async () => {
+    const t = await transport();
+    const [topic, pool] = [name('topic'), name('pool')];
+    await idlePool(t, topic, pool);
+    await send(t, topic, 2);
+    await sendError(t, topic);
+    const views = await t.driver.inspectPools({ topic, priorities: ['info', 'error'], pools: [pool] });
+    expect(views).toEqual([
+      { address: `${topic}.info`, pool: `${topic}.info`, isDefault: true, consumers: 0, backlog: 2 },
+      { address: `${topic}.info`, pool, isDefault: false, consumers: 0, backlog: 3, shared: true },
+      { address: `${topic}.error`, pool: `${topic}.error`, isDefault: true, consumers: 0, backlog: 1 },
+    ]);
+  });
+
+  it('pool_queue_per_topic: one row per address for the pool, from its <pool>:<address> queue', async () => {
+    const t = await transport('?pool_queue_per_topic=true');
+    const [topic, pool] = [name('topic'), name('pool')];
+    await idlePool(t, topic, pool);
+    await send(t, topic, 2);
+    await sendError(t, topic);
+    const views = await t.driver.inspectPools({ topic, priorities: ['info', 'error'], pools: [pool] });
+    expect(views.filter((v) => !v.isDefault)).toEqual([
+      { address: `${topic}.info`, pool, isDefault: false, consumers: 0, backlog: 2 },
+      { address: `${topic}.error`, pool, isDefault: false, consumers: 0, backlog: 1 },
+    ]);
+  });
+
+  it('a topic and a pool that do not exist: nothing reported, no queue declared, and the transport keeps working', async () => {
+    const t = await transport();
+    const [topic, pool] = [name('topic'), name('pool')];
+    expect(await t.driver.inspectPools({ topic, pools: [pool] })).toEqual([]);
+    for (const queue of [`${topic}.info`, `${topic}.audit`, pool]) expect(await queueExists(queue), queue).toBe(false);
+    expect(t.driver.inspection()).toEqual({ listsTopics: false, listsPools: false, consumers: true, backlog: true });
+    expect(await t.driver.listRpcTopics()).toBeUndefined();
+    await send(t, topic, 1);
+    expect(await t.driver.inspectPools({ topic, priorities: ['info'], pools: [pool] })).toEqual([{ address: `${topic}.info`, pool: `${topic}.info`, isDefault: true, consumers: 0, backlog: 1 }]);
+  });
+});

@@ -18,6 +18,17 @@ describe('Fifo', () => {
     expect(q.size).toBe(0);
   });
 
+  it('counts the items held that match, without taking them (taken and put-back items included right)', () => {
+    const q = new Fifo<number>();
+    for (let i = 0; i < 10; i++) q.push(i);
+    q.shift();
+    q.shift();
+    q.unshift(100);
+    expect(q.count((n) => n % 2 === 0)).toBe(5);
+    expect(q.count(() => true)).toBe(q.size);
+    expect(q.size).toBe(9);
+  });
+
   it('keeps order across compaction of a long-running queue that never empties', () => {
     const q = new Fifo<number>();
     const taken: number[] = [];
