@@ -3,6 +3,10 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 
+/** Steps of the time axis, in seconds. */
+const TIME_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600];
+const clock = (seconds: number) => new Date(seconds * 1000).toLocaleTimeString(undefined, { hour12: false });
+
 const COLOURS = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#4b5563'];
 
 export interface ChartProps {
@@ -34,7 +38,8 @@ export function Chart({ testid, x, series, yLabel, height = 220 }: ChartProps) {
       width: Math.max(el.clientWidth, 300),
       height,
       series: [{}, ...series.map((s, i) => ({ label: s.label, stroke: COLOURS[i % COLOURS.length], width: 2, spanGaps: false }))],
-      axes: [{}, { label: yLabel }],
+      // Whole seconds at least, shown as local HH:MM:SS (the charts span seconds to minutes).
+      axes: [{ incrs: TIME_STEPS, values: (_u, splits) => splits.map(clock) }, { label: yLabel }],
       scales: { y: { range: (_u, min, max) => [0, Math.max(max ?? 0, min ?? 0, 1)] } },
       legend: { show: true, live: false },
     };
