@@ -25,9 +25,12 @@ function Body({ address, id }: { address: string; id: string }) {
   );
 }
 
+/** The body indented; an oslo envelope's `oslo.message` (JSON in a string) is shown decoded. */
 function pretty(text: string): string {
   try {
-    return JSON.stringify(JSON.parse(text), null, 2);
+    const body = JSON.parse(text);
+    if (body && typeof body['oslo.message'] === 'string') body['oslo.message'] = JSON.parse(body['oslo.message']);
+    return JSON.stringify(body, null, 2);
   } catch {
     return text;
   }

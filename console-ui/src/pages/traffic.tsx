@@ -30,7 +30,7 @@ export function TrafficPage({ overview }: PageProps) {
         series={KINDS.map((k) => ({ label: k, values: buckets.map((b) => b[k]) }))}
         yLabel="messages per interval"
       />
-      <h3>Latency (ms), latest intervals</h3>
+      <h3>Latest intervals (latency in ms)</h3>
       <table>
         <thead>
           <tr>
