@@ -36,7 +36,12 @@ beforeAll(async () => {
   await requireRedis();
   browser = await launchChromium();
 }, 60_000);
-afterEach(async () => {
+/** On a failure, what the API answered at that moment (set by the test). */
+let diagnose: (() => Promise<string>) | undefined;
+
+afterEach(async (ctx) => {
+  if (ctx.task.result?.state === 'fail' && diagnose) process.stderr.write(`console API at the failure:\n${await diagnose().catch(String)}\n`);
+  diagnose = undefined;
   for (const p of pages.splice(0)) await p.close();
   expect(pageErrors.splice(0), 'errors in the pages').toEqual([]);
   for (const c of consoles.splice(0)) await c.close();
@@ -113,6 +118,11 @@ describe.each(BROKERS)('console in Chromium on $name', ({ url, options }) => {
     consoles.push(writable);
     const readOnly = await startConsole(transport, common);
     consoles.push(readOnly);
+    diagnose = async () => {
+      const paths = [`servers?topic=${rpcTopic}`, `dead-letters?address=${address}`, `pools?topic=${topic}`];
+      const answers = await Promise.all(paths.map(async (p) => `${p}: ${await (await fetch(`${writable.url.replace(/\/$/, '')}/api/${p}`)).text()}`));
+      return answers.join('\n');
+    };
 
     // Servers: the test's RPC server, with "expected 1, see 1".
     const servers = await open(writable.url, 'servers');
@@ -135,6 +145,8 @@ describe.each(BROKERS)('console in Chromium on $name', ({ url, options }) => {
     await seen.getByTestId('dead-letter-row').filter({ hasText: error }).waitFor({ timeout: WAIT.timeout });
     expect(await seen.getByTestId('replay-button').count()).toBe(0);
     expect(await seen.getByTestId('token-input').count()).toBe(0);
+    await seen.getByTestId('body-button').click();
+    await seen.locator('pre.body').filter({ hasText: '"event_type": "poison"' }).waitFor({ timeout: WAIT.timeout });
     const refused = await seen.evaluate(async (a) => {
       const res = await fetch('api/dead-letters/replay', { method: 'POST', headers: { 'content-type': 'application/json', 'x-tidings-token': 'x'.repeat(64) }, body: JSON.stringify({ address: a, all: true }) });
       return res.status;
