@@ -1,5 +1,6 @@
 // `tidings console`: the web console (src/console) over a transport opened from --url, until
 // SIGINT/SIGTERM; then the server and the transport are closed.
+import { randomBytes } from 'node:crypto';
 import { TransportURL, type Transport } from '../index.js';
 import { startConsole, type ConsoleOptions } from '../console/index.js';
 import { COMMON_HELP, EXIT, EXIT_HELP, openTransport, parseCommandLine, parsePositiveInt, resolveUrl, shutdownRequested, UsageError, warnIfInProcess, type CliIO, type Command } from './common.js';
@@ -96,7 +97,9 @@ export const consoleCommand: Command = {
     try {
       transport = await openTransport('rpc', url, values.verbose);
       warnIfInProcess(url, 'the console sees only this process\'s own servers, pools and dead letters', io);
-      const handle = await startConsole(transport, { ...options, token: options.allowWrite ? io.env.TIDINGS_CONSOLE_TOKEN : undefined });
+      // Read-only, no request can use a token: $TIDINGS_CONSOLE_TOKEN is not even read then.
+      const token = options.allowWrite ? io.env.TIDINGS_CONSOLE_TOKEN : randomBytes(32).toString('hex');
+      const handle = await startConsole(transport, { ...options, token });
       io.err(`console on ${handle.url} for ${transport.url}${options.allowWrite ? '' : ' (read-only; --allow-write enables replay and purge)'}`);
       if (handle.token !== undefined) io.err(`token (X-Tidings-Token): ${handle.token}`);
       const signal = await shutdown.promise;

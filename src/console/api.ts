@@ -13,6 +13,8 @@ export const MAX_DEAD_LETTER_LIMIT = 1000;
 const NAME = /^[\w.:-]{1,255}$/;
 /** How long discover() collects replies, ms. */
 const DISCOVER_WINDOW_MS = 1000;
+/** Shortest ping deadline, ms (Kafka's first directed request to a server may take a second or two). */
+const PING_TIMEOUT_MS = 3000;
 
 /** What the endpoints work on. */
 export interface ApiDeps {
@@ -110,8 +112,12 @@ export class ConsoleApi {
     const address = requireName(query, 'address');
     const id = query.get('id');
     if (id === null || id === '' || id.length > 200) throw new HttpError(400, 'Missing or bad id');
-    const [letter] = await this.store().list({ address, exchange: optionalName(query, 'exchange'), ids: [id], limit: 1 });
-    if (letter === undefined) throw new HttpError(404, 'No dead letter with this id at this address');
+    const notFound = new HttpError(404, 'No dead letter with this id at this address');
+    const [letter] = await this.store()
+      .list({ address, exchange: optionalName(query, 'exchange'), ids: [id], limit: 1 })
+      // An id this driver never gives out (Kafka's are partition:offset) names no dead letter either.
+      .catch((err: unknown) => Promise.reject(err instanceof InvalidArgument && err.field === 'ids' ? notFound : err));
+    if (letter === undefined) throw notFound;
     return { id: letter.id, body: letter.body };
   }
 
@@ -130,7 +136,8 @@ export class ConsoleApi {
   private async discoverRound(topic: string): Promise<unknown> {
     const client = this.client(topic);
     const found = await client.discover({ windowMs: DISCOVER_WINDOW_MS });
-    const timeout = Math.max(500, Math.min(this.deps.options.refreshMs, 5000));
+    // A server that answered discover() a moment ago answers a ping at once unless it is busy or gone.
+    const timeout = Math.max(PING_TIMEOUT_MS, Math.min(this.deps.options.refreshMs, 5000));
     const servers: ServerRow[] = await Promise.all(
       found.map(async (s) => {
         let pingMs: number | null = null;
