@@ -85,8 +85,8 @@ describe('package.json exports, files, license', () => {
     }
   });
 
-  it('packs dist, src (for source maps), the docs README.md links to (not the generated docs/api), examples/, README.md and LICENSE only', () => {
-    expect([...pkg.files].sort()).toEqual(['LICENSE', 'README.md', 'dist', 'docs/*.md', 'examples', 'src']);
+  it('packs dist, src (for source maps), the docs README.md links to (not the generated docs/api) with the console screenshot, examples/, README.md and LICENSE only', () => {
+    expect([...pkg.files].sort()).toEqual(['LICENSE', 'README.md', 'dist', 'docs/*.md', 'docs/console.png', 'examples', 'src']);
     const shipped = selectedBy(pkg.files);
     expect(shipped).toEqual(expect.arrayContaining(['docs/guide.md', 'docs/writing-a-driver.md', 'docs/drivers.md', 'docs/design.md', 'examples/quick-start.ts']));
     expect(shipped.filter((p) => p.startsWith('docs/api/'))).toEqual([]);
