@@ -1,13 +1,12 @@
 // The console's JSON API as the page sees it (the shapes src/console serves), and the two ways
 // to call it: a GET that throws ApiError on a non-2xx answer, and a write with the token.
 
-/** What the driver can tell; the pages say "cannot know" where a flag is false. */
-export interface Inspection {
-  readonly listsTopics: boolean;
-  readonly listsPools: boolean;
-  readonly consumers: boolean;
-  readonly backlog: boolean;
-}
+import type { Inspection, PoolView, TrafficView } from '../../src/console/views.js';
+
+export type { Inspection, PoolView };
+export type { TrafficBucket } from '../../src/console/views.js';
+/** What `GET /api/traffic` returns. */
+export type Traffic = TrafficView;
 
 export interface Overview {
   readonly driver: string;
@@ -47,17 +46,6 @@ export interface Servers {
   readonly at: number;
 }
 
-export interface PoolView {
-  readonly address: string;
-  readonly pool: string;
-  readonly isDefault: boolean;
-  readonly consumers?: number;
-  readonly backlog?: number;
-  readonly unacked?: number;
-  /** One queue for every address of the topic (RabbitMQ's oslo-named pool queue), reported once. */
-  readonly shared?: boolean;
-}
-
 export interface PoolSample {
   readonly at: number;
   readonly address: string;
@@ -74,23 +62,6 @@ export interface DeadLetterRow {
   readonly consumer?: string;
   readonly deadAt: string;
   readonly deliveries: number;
-}
-
-export interface TrafficBucket {
-  readonly at: number;
-  readonly calls: number;
-  readonly casts: number;
-  readonly notifications: number;
-  readonly errors: number;
-  readonly p50: number | null;
-  readonly p90: number | null;
-  readonly p99: number | null;
-}
-
-export interface Traffic {
-  readonly since: number;
-  readonly bucketMs: number;
-  readonly buckets: TrafficBucket[];
 }
 
 /** A non-2xx answer: the status and the API's `{ error }` message. */

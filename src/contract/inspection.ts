@@ -1,8 +1,6 @@
 // Pool inspection: what a driver can tell about the notification pools of a topic (consumers,
 // backlog) and the RPC topics of an exchange, for the console and tools. Read-only by contract.
-import { InvalidArgument } from '../core/errors.js';
-import { notificationAddress } from './addressing.js';
-import { isPriority, PRIORITIES, type Priority } from './types.js';
+// Types only (and one frozen constant), without imports: the console's page bundle shares them.
 
 /** Which notification pools `BaseDriver.inspectPools` looks at. */
 export interface PoolQuery {
@@ -61,32 +59,3 @@ export interface Inspection {
 
 /** The inspection of a driver that cannot inspect anything (BaseDriver's default). */
 export const NO_INSPECTION: Inspection = Object.freeze({ listsTopics: false, listsPools: false, consumers: false, backlog: false });
-
-/** A PoolQuery with its defaults applied and its fields checked. */
-export interface ResolvedPoolQuery {
-  /** The notification topic. */
-  readonly topic: string;
-  /** The exchange: the query's, else the transport's control exchange. */
-  readonly exchange: string;
-  /** The priorities looked at, without duplicates, in the query's order (else PRIORITIES). */
-  readonly priorities: readonly Priority[];
-  /** The addresses `<topic>.<priority>`, one per priority, in the order of `priorities`. */
-  readonly addresses: readonly string[];
-  /** The named pools, without duplicates. */
-  readonly pools: readonly string[];
-}
-
-/**
- * Applies the defaults of a PoolQuery and checks it: a non-empty topic, known priorities, non-empty
- * pool names; throws InvalidArgument naming the field otherwise.
- */
-export function resolvePoolQuery(query: PoolQuery, defaultExchange: string): ResolvedPoolQuery {
-  if (query === null || typeof query !== 'object') throw new InvalidArgument('query', 'a PoolQuery object', query);
-  const { topic, exchange, priorities, pools } = query;
-  if (typeof topic !== 'string' || topic === '') throw new InvalidArgument('topic', 'a non-empty string', topic);
-  if (exchange !== undefined && (typeof exchange !== 'string' || exchange === '')) throw new InvalidArgument('exchange', 'a non-empty string', exchange);
-  if (priorities !== undefined && (!Array.isArray(priorities) || !priorities.every(isPriority))) throw new InvalidArgument('priorities', `an array of ${PRIORITIES.join(', ')}`, priorities);
-  if (pools !== undefined && (!Array.isArray(pools) || !pools.every((p) => typeof p === 'string' && p !== ''))) throw new InvalidArgument('pools', 'an array of non-empty strings', pools);
-  const chosen = [...new Set((priorities as readonly Priority[] | undefined) ?? PRIORITIES)];
-  return { topic, exchange: exchange ?? defaultExchange, priorities: chosen, addresses: chosen.map((p) => notificationAddress(topic, p)), pools: [...new Set(pools ?? [])] };
-}

@@ -3,7 +3,8 @@
 // queue answers 404 and closes the channel, so the probe uses channels of its own and never
 // declares, binds or consumes anything.
 import type { Channel, ChannelModel } from 'amqplib';
-import type { Inspection, PoolView, ResolvedPoolQuery } from '../../contract/inspection.js';
+import type { ResolvedPoolQuery } from '../../contract/addressing.js';
+import type { Inspection, PoolView } from '../../contract/inspection.js';
 import type { Logger } from '../../core/logger.js';
 import { isNotFound, toMessagingError } from './errors.js';
 import { notificationQueueFor } from './topology.js';

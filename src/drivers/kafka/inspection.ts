@@ -2,7 +2,8 @@
 // committed offsets. Groups are not listed (ListGroups/DescribeGroups are optional for a broker and
 // librdkafka's mock cluster has neither): the default group and the query's pools are looked up by
 // name, and consumers cannot be told. Reads only: no topic is created, no group joined.
-import type { Inspection, PoolView, ResolvedPoolQuery } from '../../contract/inspection.js';
+import type { ResolvedPoolQuery } from '../../contract/addressing.js';
+import type { Inspection, PoolView } from '../../contract/inspection.js';
 import type { KafkaClientAdapter } from './client/adapter.js';
 import { fanoutTopic, notificationTopic, requestTopic } from './topology.js';
 

@@ -6,7 +6,8 @@ import { BaseDriver, type ConnectionState, type DriverInit, type ListenOptions, 
 import type { DriverCapabilities } from '../../contract/capabilities.js';
 import type { DeadLetterStore } from '../../contract/dead-letters.js';
 import type { IncomingMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
-import { resolvePoolQuery, type Inspection, type PoolQuery, type PoolView } from '../../contract/inspection.js';
+import { resolvePoolQuery } from '../../contract/addressing.js';
+import { type Inspection, type PoolQuery, type PoolView } from '../../contract/inspection.js';
 import type { Listener } from '../../contract/listener.js';
 import type { Context, DriverMessage } from '../../contract/types.js';
 import { encodeNotification } from '../../contract/wire.js';

@@ -1,7 +1,8 @@
 // Pool inspection on the in-process broker: it sees every binding, queue and message, so it
 // tells everything (topics, every pool, consumers, per-address backlog), and creates nothing.
 import { fanoutAddress, notificationQueueName } from '../../contract/addressing.js';
-import type { Inspection, PoolView, ResolvedPoolQuery } from '../../contract/inspection.js';
+import type { ResolvedPoolQuery } from '../../contract/addressing.js';
+import type { Inspection, PoolView } from '../../contract/inspection.js';
 import type { MemoryBroker } from './memory-broker.js';
 
 /** What memory:// can tell: everything. */

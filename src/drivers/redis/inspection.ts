@@ -1,7 +1,8 @@
 // Pool inspection on Redis: XINFO GROUPS on the notification streams of an address (every shard)
 // lists every pool with its consumers, lag and pending entries; SCAN over the RPC stream keys
 // lists the RPC topics. Reads only: nothing is created.
-import type { Inspection, PoolView, ResolvedPoolQuery } from '../../contract/inspection.js';
+import type { ResolvedPoolQuery } from '../../contract/addressing.js';
+import type { Inspection, PoolView } from '../../contract/inspection.js';
 import type { RedisClient } from './connection.js';
 import { toMessagingError } from './errors.js';
 import { DEFAULT_GROUP, poolOfGroup, rpcStreamPattern, rpcTopicOfStream, topicShards } from './topology.js';

@@ -11,7 +11,8 @@ import { fanoutAddress, newReplyAddress, notificationAddress, serverAddress, top
 import { decodeBody, newHexId } from '../../contract/envelope.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
 import type { DeadLetterStore } from '../../contract/dead-letters.js';
-import { resolvePoolQuery, type Inspection, type PoolQuery, type PoolView } from '../../contract/inspection.js';
+import { resolvePoolQuery } from '../../contract/addressing.js';
+import { type Inspection, type PoolQuery, type PoolView } from '../../contract/inspection.js';
 import type { Listener } from '../../contract/listener.js';
 import type { ReplySender } from '../../contract/messages.js';
 import type { PendingCall } from '../../contract/pending-replies.js';

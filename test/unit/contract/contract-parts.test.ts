@@ -8,6 +8,7 @@ import { Target } from '../../../src/core/target.js';
 import { TransportURL } from '../../../src/core/transport-url.js';
 import { BaseDriver } from '../../../src/contract/base-driver.js';
 import { requireCapability, type DriverCapabilities } from '../../../src/contract/capabilities.js';
+import { NO_INSPECTION } from '../../../src/contract/inspection.js';
 import { DuplicateMessageChecker } from '../../../src/structures/dedup.js';
 import { defaultRemoteErrorRegistry } from '../../../src/contract/remote-error.js';
 import { StopWatch } from '../../../src/structures/stopwatch.js';
@@ -292,5 +293,16 @@ describe('priorities', () => {
     expect(isPriority('info')).toBe(true);
     expect(isPriority('INFO')).toBe(false);
     expect(isPriority(3)).toBe(false);
+  });
+});
+
+describe('BaseDriver inspection defaults', () => {
+  it('tells nothing: inspection() all false, inspectPools rejects with NotSupportedError naming the driver, listRpcTopics resolves undefined', async () => {
+    const d = new TestDriver(ALL);
+    expect(d.inspection()).toEqual({ listsTopics: false, listsPools: false, consumers: false, backlog: false });
+    expect(d.inspection()).toBe(NO_INSPECTION);
+    await expect(d.inspectPools({ topic: 't' })).rejects.toThrow(NotSupportedError);
+    await expect(d.inspectPools({ topic: 't' })).rejects.toThrow(/test driver/);
+    await expect(d.listRpcTopics()).resolves.toBeUndefined();
   });
 });

@@ -1,52 +1,17 @@
 // Pool inspection in the contract: BaseDriver's defaults (a driver that cannot inspect says so),
 // the query's defaults and checks, and the pure name rules the drivers list RPC topics by.
 import { describe, expect, it } from 'vitest';
-import { InvalidArgument, NotSupportedError } from '../../../src/core/errors.js';
-import { createMemoryLogger } from '../../../src/core/logger.js';
-import { TransportURL } from '../../../src/core/transport-url.js';
-import { BaseDriver } from '../../../src/contract/base-driver.js';
-import { NO_INSPECTION, resolvePoolQuery } from '../../../src/contract/inspection.js';
+import { InvalidArgument } from '../../../src/core/errors.js';
+import { resolvePoolQuery } from '../../../src/contract/addressing.js';
+import { NO_INSPECTION } from '../../../src/contract/inspection.js';
 import * as contract from '../../../src/contract/index.js';
 import { PRIORITIES } from '../../../src/contract/types.js';
-import { defaultRemoteErrorRegistry } from '../../../src/contract/remote-error.js';
 import type { KafkaClientAdapter } from '../../../src/drivers/kafka/client/adapter.js';
 import { listKafkaRpcTopics } from '../../../src/drivers/kafka/inspection.js';
 import { rpcStreamPattern, rpcTopicOfStream, TopicKeys } from '../../../src/drivers/redis/topology.js';
 
-class BareDriver extends BaseDriver {
-  readonly name = 'bare';
-  readonly capabilities = Object.freeze({ rpc: false, fanout: false, requeue: false, pools: false, callMonitor: false, durableNotifications: false });
-  constructor() {
-    super({ url: TransportURL.parse('bare://h/'), defaultExchange: 'openstack', allowedRemoteExmods: [], remoteErrors: defaultRemoteErrorRegistry, logger: createMemoryLogger(), options: {} });
-  }
-  protected doSend(): Promise<never> {
-    return Promise.reject(new Error('unused'));
-  }
-  protected doSendNotification(): Promise<void> {
-    return Promise.resolve();
-  }
-  protected doListen(): Promise<never> {
-    return Promise.reject(new Error('unused'));
-  }
-  protected doListenForNotifications(): Promise<never> {
-    return Promise.reject(new Error('unused'));
-  }
-  protected close(): Promise<void> {
-    return Promise.resolve();
-  }
-}
-
-describe('BaseDriver inspection defaults', () => {
-  it('tells nothing: inspection() all false, inspectPools rejects with NotSupportedError naming the driver, listRpcTopics resolves undefined', async () => {
-    const d = new BareDriver();
-    expect(d.inspection()).toEqual({ listsTopics: false, listsPools: false, consumers: false, backlog: false });
-    expect(d.inspection()).toBe(NO_INSPECTION);
-    await expect(d.inspectPools({ topic: 't' })).rejects.toThrow(NotSupportedError);
-    await expect(d.inspectPools({ topic: 't' })).rejects.toThrow(/bare driver/);
-    await expect(d.listRpcTopics()).resolves.toBeUndefined();
-  });
-
-  it('is part of tidings/driver', () => {
+describe('inspection in tidings/driver', () => {
+  it('is exported', () => {
     expect(contract.resolvePoolQuery).toBe(resolvePoolQuery);
     expect(contract.NO_INSPECTION).toBe(NO_INSPECTION);
   });
