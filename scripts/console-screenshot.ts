@@ -2,13 +2,14 @@
 // console on an embedded memory:// broker with an RPC server, a notification pool whose backlog
 // grows while its listener is away and drains when it is back, a dead letter and some traffic,
 // then has headless Chromium photograph the pools page. Run after `npm run build` (the script
-// does): the console serves dist/console-ui.
+// does): the console serves dist/console-ui. $CONSOLE_SCREENSHOT writes the PNG elsewhere (the
+// browser test that runs this script does, so the picture's recipe cannot rot).
 import { fileURLToPath } from 'node:url';
 import { startConsole } from '../src/console/index.js';
 import { getNotificationListener, getNotificationTransport, getRpcClient, getRpcServer, Notifier, Target } from '../src/index.js';
 import { launchChromium } from '../test/support/browser.js';
 
-const OUT = fileURLToPath(new URL('../docs/console.png', import.meta.url));
+const OUT = process.env.CONSOLE_SCREENSHOT || fileURLToPath(new URL('../docs/console.png', import.meta.url));
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const transport = await getNotificationTransport('memory:///console-demo?max_deliveries=3');
