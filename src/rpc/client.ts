@@ -1,140 +1,33 @@
 // The RPC client (oslo RPCClient / _CallContext): validates everything locally, builds the
-// `{method, args, namespace?, version?}` message and hands it to the driver.
+// `{method, args, namespace?, version?}` message and hands it to the driver. Its options: client-options.ts.
 import { InvalidArgument, RPCVersionCapError } from '../core/errors.js';
 import { resolveRpcRetryPolicy, throwIfAborted, type ResolvedRpcRetryPolicy, type RpcRetryPolicy } from '../core/retry.js';
-import { checkPositiveMs, checkRetry } from '../core/checks.js';
-import { NoOpSerializer, type Serializer } from '../core/serializer.js';
-import { checkVersion, Target, validateSendTarget, versionIsCompatible, type TargetInit } from '../core/target.js';
+import { checkPositiveMs } from '../core/checks.js';
+import { Target, validateSendTarget, versionIsCompatible, type TargetInit } from '../core/target.js';
 import type { Transport } from '../transport.js';
 import type { SendOptions } from '../contract/base-driver.js';
 import type { Context, DriverMessage } from '../contract/types.js';
 import type { RpcArgs, RpcMethodName, RpcResult, UntypedApi } from './endpoint.js';
 import { traceRpc, type RpcTraceContext } from './instrumentation.js';
 import { assertJsonSafe, isPlainObject } from '../core/json-check.js';
-import { checkMiddleware, composeMiddleware, middlewareFor, type Chain, type RpcClientInvocation, type RpcClientMiddleware } from '../middleware/middleware.js';
+import { composeMiddleware, middlewareFor, type Chain, type RpcClientInvocation } from '../middleware/middleware.js';
 import { validateWith } from '../core/schema.js';
-import { contractMethod, isRpcContract, type RpcContract, type RpcContractApi } from './contract.js';
+import { contractMethod, type RpcContract, type RpcContractApi } from './contract.js';
 import { discoverServers, pingServer, RPC_DISCOVER_DEFAULTS, type DiscoveredServer, type RpcDiscoverOptions, type RpcPingOptions } from './discovery.js';
 import type { EventEmitter } from 'eventemitter3';
-import type { RpcBulkheadOptions, RpcBulkheadState } from './bulkhead.js';
-import type { RpcCircuitBreakerOptions } from './circuit-breaker.js';
+import type { RpcBulkheadState } from './bulkhead.js';
+import { EMPTY_OPTIONS, resolveOptions, type ResolvedOptions, type RpcCallOptions, type RpcCastOptions, type RpcClientOptions, type RpcPrepareOptions } from './client-options.js';
 import { ClientResilience, destinationOf, retryPolicyOfCall, type RpcClientEvents } from './resilience.js';
 import { waitForServersOf, watchServersOf, type RpcWaitForServersOptions, type RpcWatchServersOptions, type ServerWatch } from './server-watch.js';
 
-/** Options of `getRpcClient()`. */
-export interface RpcClientOptions {
-  /** Reply deadline of `call`, ms (oslo `rpc_response_timeout`). @default 60000 */
-  timeout?: number;
-  /** Connection retries per send: undefined or -1 = forever, 0 = none, N = N retries. @default undefined */
-  retry?: number;
-  /** Highest version this client may send (`major.minor`); needs a target version. @default undefined */
-  versionCap?: string;
-  /** Call-monitor window, ms: servers heartbeat long calls; a call fails when a window passes silently. @default undefined */
-  callMonitorTimeout?: number;
-  /** Context/entity hooks. @default new NoOpSerializer() */
-  serializer?: Serializer<any>;
-  /** Interceptors around each `call`/`cast`, inside the transport's `middleware.rpcClient`; kept by `prepare()`. @default [] */
-  middleware?: readonly RpcClientMiddleware<any>[];
-  /**
-   * Schemas from `defineRpcContract()`: types the client, checks args before sending (a bad
-   * one rejects with InvalidArgument, nothing sent) and checks results (the call resolves with
-   * the result schema's output, or rejects with InvalidArgument naming `result`). @default undefined
-   */
-  contract?: RpcContract<any>;
-  /**
-   * Retries of calls the caller declares idempotent (`idempotentMethods`, or a call's
-   * `idempotent: true`) after a timeout or delivery failure, never after an error the server
-   * replied with. Each attempt is a new request (a new `_unique_id` and `_msg_id`): see
-   * README "Client resilience". Kept by `prepare()`. @default undefined (no retries)
-   */
-  retryPolicy?: RpcRetryPolicy;
-  /**
-   * A circuit breaker per target: calls to a target that stopped answering are refused at once
-   * with CircuitOpenError until a probe gets through. `true` = the defaults. Shared with the
-   * clients `prepare()`d from this one. @default undefined (none)
-   */
-  circuitBreaker?: boolean | RpcCircuitBreakerOptions;
-  /**
-   * At most `maxConcurrent` calls in flight, `maxQueue` more waiting, BulkheadFullError past that.
-   * `true` = the defaults. Shared with the clients `prepare()`d from this one. @default undefined (none)
-   */
-  bulkhead?: boolean | RpcBulkheadOptions;
-}
+export { RPC_CLIENT_DEFAULTS, type RpcCallOptions, type RpcCastOptions, type RpcClientOptions, type RpcPrepareOptions } from './client-options.js';
 
-/** Defaults of RpcClientOptions. */
-export const RPC_CLIENT_DEFAULTS = Object.freeze({
-  /** Reply deadline of `call`, ms (oslo `rpc_response_timeout`, 60 s). */
-  timeout: 60_000,
-});
-
-/** `prepare()` overrides: target fields and client options. Undefined = inherited; `null` clears. */
-export interface RpcPrepareOptions {
-  /** Target exchange; `null` = the transport's control exchange. */
-  exchange?: string | null;
-  /** Target topic. */
-  topic?: string;
-  /** Target server; `null` = any server of the topic. */
-  server?: string | null;
-  /** Cast to every server of the topic (`call` refuses it). */
-  fanout?: boolean;
-  /** Target namespace; `null` = the default namespace. */
-  namespace?: string | null;
-  /** Target version; `null` = none (the server assumes 1.0). */
-  version?: string | null;
-  /** Reply deadline of `call`, ms. */
-  timeout?: number;
-  /** Connection retries per send; `null` = forever. */
-  retry?: number | null;
-  /** Highest version this client may send; `null` = no cap. */
-  versionCap?: string | null;
-  /** Call-monitor window, ms; `null` = none. */
-  callMonitorTimeout?: number | null;
-  /** Retry policy of calls; `null` = none. */
-  retryPolicy?: RpcRetryPolicy | null;
-  /** A circuit breaker of the new client's own (not shared with this one); `null` = none. */
-  circuitBreaker?: boolean | RpcCircuitBreakerOptions | null;
-  /** A bulkhead of the new client's own (not shared with this one); `null` = none. */
-  bulkhead?: boolean | RpcBulkheadOptions | null;
-}
-
-/** Per-call options: the last argument of `RpcClient.call()`. */
-export interface RpcCallOptions {
-  /** Aborts the wait for the reply (rejects with AbortError). */
-  signal?: AbortSignal;
-  /** This call's reply deadline, ms; overrides the client's `timeout` (each attempt gets it whole). */
-  timeout?: number;
-  /** Declares this call idempotent (it may run twice): retried per the retry policy; false = never retried. @default whether `idempotentMethods` lists the method */
-  idempotent?: boolean;
-  /** This call's retry policy instead of the client's; false = no retries. */
-  retryPolicy?: RpcRetryPolicy | false;
-}
-
-/** Per-cast options: the last argument of `RpcClient.cast()`. */
-export interface RpcCastOptions {
-  /** Aborts a send still waiting for a connection. */
-  signal?: AbortSignal;
-}
-
-/** A checked request, ready for the driver. */
 interface PreparedSend {
   ctx: Context;
   message: DriverMessage & { method: string };
 }
 
 type CallRest<Api, M extends keyof Api, O> = undefined extends RpcArgs<Api, M> ? [args?: RpcArgs<Api, M>, options?: O] : [args: RpcArgs<Api, M>, options?: O];
-
-interface ResolvedOptions {
-  timeout: number;
-  retry?: number;
-  versionCap?: string;
-  callMonitorTimeout?: number;
-  serializer: Serializer<any>;
-  middleware: readonly RpcClientMiddleware<any>[];
-  contract?: RpcContract;
-  retryPolicy?: RpcRetryPolicy;
-  circuitBreaker?: boolean | RpcCircuitBreakerOptions;
-  bulkhead?: boolean | RpcBulkheadOptions;
-}
 
 /** What a call carries about its retries, through the middlewares. */
 interface RetryChoice {
@@ -394,41 +287,10 @@ export class RpcClient<Api = UntypedApi, Ctx = Context> {
   }
 }
 
-const EMPTY_OPTIONS: Record<keyof RpcClientOptions, true> = { timeout: true, retry: true, versionCap: true, callMonitorTimeout: true, serializer: true, middleware: true, contract: true, retryPolicy: true, circuitBreaker: true, bulkhead: true };
-
-
 function checkMethodAndArgs(method: unknown, args: unknown): asserts args is Record<string, unknown> | undefined {
   if (typeof method !== 'string' || method.length === 0) throw new InvalidArgument('method', 'a non-empty string', method);
   if (args !== undefined && !isPlainObject(args)) throw new InvalidArgument('args', 'a plain object of keyword arguments', args);
 }
-
-function resolveOptions(options: RpcClientOptions): ResolvedOptions {
-  if (!isPlainObject(options as unknown)) throw new InvalidArgument('options', 'an object', options);
-  const resolved: ResolvedOptions = {
-    timeout: checkPositiveMs('timeout', options.timeout ?? RPC_CLIENT_DEFAULTS.timeout),
-    serializer: options.serializer ?? new NoOpSerializer(),
-    middleware: checkMiddleware('middleware', options.middleware),
-  };
-  if (options.retry !== undefined) resolved.retry = checkRetry(options.retry);
-  if (options.versionCap !== undefined) {
-    checkVersion('versionCap', options.versionCap);
-    resolved.versionCap = options.versionCap;
-  }
-  if (options.callMonitorTimeout !== undefined) resolved.callMonitorTimeout = checkPositiveMs('callMonitorTimeout', options.callMonitorTimeout);
-  if (options.retryPolicy !== undefined) resolved.retryPolicy = options.retryPolicy;
-  if (options.circuitBreaker !== undefined) resolved.circuitBreaker = options.circuitBreaker;
-  if (options.bulkhead !== undefined) resolved.bulkhead = options.bulkhead;
-  if (options.contract !== undefined) {
-    if (!isRpcContract(options.contract)) throw new InvalidArgument('contract', 'a contract from defineRpcContract()', options.contract);
-    resolved.contract = options.contract;
-  }
-  const s = resolved.serializer as Partial<Serializer>;
-  if (['serializeEntity', 'deserializeEntity', 'serializeContext', 'deserializeContext'].some((m) => typeof s[m as keyof Serializer] !== 'function')) {
-    throw new InvalidArgument('serializer', 'a Serializer (serializeEntity, deserializeEntity, serializeContext, deserializeContext)', options.serializer);
-  }
-  return resolved;
-}
-
 
 /**
  * Creates an RPC client for `target`. `Api` (an endpoint class or interface) types the

@@ -1,6 +1,7 @@
 // The RPC façade: client, server, dispatcher, access policies and endpoint types, as the package
 // exports them (src/index.ts re-exports all of it).
-export { getRpcClient, RpcClient, RPC_CLIENT_DEFAULTS, waitForServers, type RpcClientOptions, type RpcPrepareOptions, type RpcCallOptions, type RpcCastOptions } from './client.js';
+export { getRpcClient, RpcClient, waitForServers } from './client.js';
+export { RPC_CLIENT_DEFAULTS, type RpcClientOptions, type RpcPrepareOptions, type RpcCallOptions, type RpcCastOptions } from './client-options.js';
 export { isUnansweredCall, type RpcClientEvents, type RpcRetryInfo, type RpcBulkheadFullInfo } from './resilience.js';
 export { RPC_CIRCUIT_BREAKER_DEFAULTS, type RpcCircuitBreakerOptions, type CircuitTransition } from './circuit-breaker.js';
 export { RPC_BULKHEAD_DEFAULTS, type RpcBulkheadOptions, type RpcBulkheadState } from './bulkhead.js';
