@@ -8,6 +8,6 @@ export function createDriver(init: DriverInit): BaseDriver {
 }
 
 export { RedisDriver } from './redis-driver.js';
-export type { RedisDelivery } from './redis-listener.js';
+export type { RedisDelivery } from './listener-parts.js';
 export { DEFAULTS, QUERY_NAMES, resolveOptions, type RedisOptions, type ResolvedRedisOptions, type RedisHost, type RedisMode } from './options.js';
 export * as topology from './topology.js';

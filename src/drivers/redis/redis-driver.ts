@@ -27,7 +27,8 @@ import { inspectRedisPools, listRedisRpcTopics, REDIS_INSPECTION } from './inspe
 import { encodeListRequest } from './entry-fields.js';
 import { toMessagingError } from './errors.js';
 import { resolveOptions, type ResolvedRedisOptions } from './options.js';
-import { RedisListener, sweepStream, type ServerRegistration, type StreamSpec } from './redis-listener.js';
+import { RedisListener } from './redis-listener.js';
+import { sweepStream, type ServerRegistration, type StreamSpec } from './listener-parts.js';
 import { SCRIPTS, type ScriptName } from './scripts/index.js';
 import { BODY_FIELD, DEFAULT_GROUP, poolGroup, replyKey, SERVER_GROUP, TopicKeys, topicShards } from './topology.js';
 

@@ -6,69 +6,20 @@
 import { DEAD_LETTERS_DROPPED, requeueReason } from '../../contract/dead-letters.js';
 import { InboundPollSource } from '../../contract/inbound.js';
 import type { ReceivedMessage } from '../../contract/incoming-message.js';
-import type { ConsumerLag, DeliveryStats } from '../../contract/delivery-stats.js';
-import type { ReplySender } from '../../contract/messages.js';
+import type { ConsumerLag } from '../../contract/delivery-stats.js';
 import type { Logger } from '../../core/logger.js';
 import { closeClient, createGroup, dropClient, runScript, type RedisClient } from './connection.js';
 import { parseEntryFields, parseListRequest } from './entry-fields.js';
 import { isNoGroup, toMessagingError } from './errors.js';
 import type { ResolvedRedisOptions } from './options.js';
-import { hashTagOf, poolOfGroup, type TopicKeys } from './topology.js';
+import { hashTagOf, poolOfGroup } from './topology.js';
+import { sweepStream, type ListenerDeps, type RedisDelivery, type ServerRegistration, type StreamSpec } from './listener-parts.js';
 
 /** The x-id of a dead letter that came from a request list, where elements have no id. */
 const LIST_ENTRY_ID = '0-0';
 
 /** How often one idle pool is reported again, ms. */
 const IDLE_POOL_REPORT_MS = 10 * 60_000;
-
-/** A delivered stream entry or request list element: what settles it, and what `unwrap()` gives. */
-export interface RedisDelivery {
-  /** The stream key, or the request list's key for a popped element. */
-  readonly stream: string;
-  /** The entry id; empty for a list element. */
-  readonly id: string;
-  /** How many times it was delivered, this time included. */
-  readonly deliveries: number;
-  /** A list element's fields as a stream entry would have them (`b`, `x`): what its dead letter keeps. */
-  readonly fields?: readonly string[];
-}
-
-/** One stream a listener reads, with the keys of its topic shard. */
-export interface StreamSpec {
-  readonly key: string;
-  readonly topic: TopicKeys;
-  /** The oslo address it carries (`<topic>.<priority>`, `<topic>`, `<topic>.<server>`), for the counters. */
-  readonly address: string;
-  /** Where a group created by this listener starts: `0` (everything kept) or `$` (from now on). */
-  /** Where the group starts when this listener creates it: `0`, `$` or an entry id. */
-  readonly createAt: string;
-  /** An RPC server's own stream (`<topic>.<server>`): removed on cleanup when nobody else reads it and nothing is unread. */
-  readonly ownStream?: boolean;
-  /** The request list of the same RPC address (`<topic>`, `<topic>.<server>`), popped beside the stream. */
-  readonly list?: string;
-}
-
-/** What a listener needs from its driver. */
-export interface ListenerDeps {
-  readonly options: ResolvedRedisOptions;
-  readonly logger: Logger;
-  /** The driver's shared command connection. */
-  commands(): RedisClient;
-  /** A new connection for one blocking reader. */
-  newReader(name: string): RedisClient;
-  readonly replies: ReplySender;
-  /** The driver's delivery counters. */
-  readonly stats: DeliveryStats;
-}
-
-/** An RPC server's entry in its topic's live-server hash, its fanout inbox and its own stream. */
-export interface ServerRegistration {
-  readonly servers: string;
-  readonly inbox: string;
-  /** The hash of named servers' streams (expiry per stream) and this server's `<topic>.<server>` stream. */
-  readonly serverStreams: string;
-  readonly ownStream: string;
-}
 
 interface Reader {
   readonly client: RedisClient;
@@ -83,14 +34,6 @@ interface Reader {
 }
 
 type Kind = 'rpc' | 'notification';
-
-/**
- * GC of one stream (the `tidingsSweep` script): `own` is the sweeping pool's group ('' for none).
- * Resolves with the idle pools holding trimming back, as `[name, entries-behind, ...]`.
- */
-export function sweepStream(cmd: RedisClient, stream: string, topic: TopicKeys, own: string, o: ResolvedRedisOptions): Promise<Array<string | number>> {
-  return runScript<Array<string | number>>(cmd, 'tidingsSweep', [stream, topic.poolsSeen], [own, Date.now(), o.consumerTtl, o.poolTtl, o.notificationQueueMaxLength, o.notificationQueueTtl]);
-}
 
 /**
  * The Redis listener of either kind. It pulls: a read is issued when a poll of the adapter finds
