@@ -113,7 +113,6 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
 
   private async doCleanup(): Promise<void> {
     await this.stop();
-    this.parsedFor = this.parsed = undefined;
     // Handlers still running may acknowledge on this channel: give them shutdownTimeout.
     if (this.channel) await this.notifications?.whenSettled(this.options.shutdownTimeout);
     if (this.republishing.size > 0) await settledWithin(this.republishing, this.options.shutdownTimeout);
@@ -223,15 +222,8 @@ export class AmqpListener<M extends ReceivedMessage = ReceivedMessage> extends I
     return this.specByTag.get(raw.fields.consumerTag) ?? this.specs[0];
   }
 
-  /** The last delivery whose tidings headers were parsed, and what they said: admit(), deliveries() and address() ask for the same delivery in turn. */
-  private parsedFor?: ConsumeMessage;
-  private parsed?: ParsedDeliveryHeaders;
-
   private headersOf(raw: ConsumeMessage): ParsedDeliveryHeaders {
-    if (raw === this.parsedFor) return this.parsed!;
-    this.parsed = parseDeliveryHeaders(raw, this.addresses.get(this.specOf(raw))!);
-    this.parsedFor = raw;
-    return this.parsed;
+    return parseDeliveryHeaders(raw, this.addresses.get(this.specOf(raw))!);
   }
 
   private nackRequeue(raw: ConsumeMessage, channelId: number): void {
