@@ -9,6 +9,7 @@ import { requireCapability, type DriverCapabilities } from './capabilities.js';
 import type { DeadLetterStore } from './dead-letters.js';
 import { DeliveryStats, type ConsumerLag, type LagSource } from './delivery-stats.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from './incoming-message.js';
+import { resolvePoolQuery, type ResolvedPoolQuery } from './addressing.js';
 import { NO_INSPECTION, type Inspection, type PoolQuery, type PoolView } from './inspection.js';
 import type { Listener } from './listener.js';
 import { PendingReplies, type CallRegistry, type PendingCall } from './pending-replies.js';
@@ -516,7 +517,16 @@ export abstract class BaseDriver {
    * `cleanup()`, a MessagingError when the broker fails.
    * @default rejects with NotSupportedError naming the driver
    */
-  inspectPools(_query: PoolQuery): Promise<PoolView[]> {
+  async inspectPools(query: PoolQuery): Promise<PoolView[]> {
+    this.assertOpen();
+    return this.doInspectPools(resolvePoolQuery(query, this.defaultExchange));
+  }
+
+  /**
+   * The driver's part of `inspectPools`: the query is checked, its defaults applied and the driver
+   * open. Drivers that can inspect override this (with `inspection()`).
+   */
+  protected doInspectPools(_query: ResolvedPoolQuery): Promise<PoolView[]> {
     return Promise.reject(new NotSupportedError(`The ${this.name} driver cannot inspect notification pools`));
   }
 
@@ -526,9 +536,14 @@ export abstract class BaseDriver {
    * create anything and SHOULD bound its work (a SCAN with COUNT, not KEYS).
    * @default resolves with undefined
    */
-  async listRpcTopics(_exchange?: string): Promise<string[] | undefined> {
-    return undefined;
+  async listRpcTopics(exchange?: string): Promise<string[] | undefined> {
+    if (!this.doListRpcTopics) return undefined;
+    this.assertOpen();
+    return this.doListRpcTopics(exchange ?? this.defaultExchange);
   }
+
+  /** The driver's part of `listRpcTopics` (the exchange resolved, the driver open), on drivers that can list topics. */
+  protected doListRpcTopics?(exchange: string): Promise<string[]>;
 
   /** The exchange a target resolves to. */
   exchangeFor(target: Target): string {

@@ -13,8 +13,8 @@ import type { PendingCall } from '../../contract/pending-replies.js';
 import { encodeNotification, encodeRpcRequest } from '../../contract/wire.js';
 import type { Subscriptions } from '../../contract/inbound.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
-import { resolvePoolQuery } from '../../contract/addressing.js';
-import { type Inspection, type PoolQuery, type PoolView } from '../../contract/inspection.js';
+import type { ResolvedPoolQuery } from '../../contract/addressing.js';
+import type { Inspection, PoolView } from '../../contract/inspection.js';
 import type { Listener } from '../../contract/listener.js';
 import type { Context, DriverMessage } from '../../contract/types.js';
 import { AbortError, InvalidState, MessageDeliveryFailure, MessageUndeliverable, MessagingError } from '../../core/errors.js';
@@ -202,11 +202,9 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
   }
 
   /** The default queue of each address and the queue of each pool of `query.pools`, by passive declares on channels of its own. */
-  override async inspectPools(query: PoolQuery): Promise<PoolView[]> {
-    this.assertOpen();
-    const resolved = resolvePoolQuery(query, this.defaultExchange);
+  protected override async doInspectPools(query: ResolvedPoolQuery): Promise<PoolView[]> {
     const model = await this.conn.ensureOpen();
-    return withQueueProbe(model, this.logger, (probe) => inspectAmqpPools(probe, resolved, this.options));
+    return withQueueProbe(model, this.logger, (probe) => inspectAmqpPools(probe, query, this.options));
   }
 
   protected override cleanupStarted(): void {

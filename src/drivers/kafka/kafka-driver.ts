@@ -6,8 +6,8 @@ import { BaseDriver, type ConnectionState, type DriverInit, type ListenOptions, 
 import type { DriverCapabilities } from '../../contract/capabilities.js';
 import type { DeadLetterStore } from '../../contract/dead-letters.js';
 import type { IncomingMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
-import { resolvePoolQuery } from '../../contract/addressing.js';
-import { type Inspection, type PoolQuery, type PoolView } from '../../contract/inspection.js';
+import type { ResolvedPoolQuery } from '../../contract/addressing.js';
+import type { Inspection, PoolView } from '../../contract/inspection.js';
 import type { Listener } from '../../contract/listener.js';
 import type { Context, DriverMessage } from '../../contract/types.js';
 import { encodeNotification } from '../../contract/wire.js';
@@ -103,15 +103,12 @@ export class KafkaDriver extends BaseDriver {
   }
 
   /** The default group and `query.pools` on each address's topic, where they committed offsets; creates nothing. */
-  override async inspectPools(query: PoolQuery): Promise<PoolView[]> {
-    this.assertOpen();
-    const resolved = resolvePoolQuery(query, this.defaultExchange);
-    return inspectKafkaPools(await this.conn.getClient(), resolved, this.options);
+  protected override async doInspectPools(query: ResolvedPoolQuery): Promise<PoolView[]> {
+    return inspectKafkaPools(await this.conn.getClient(), query, this.options);
   }
 
   /** The topics RPC servers made (request and fanout topics); Kafka has no exchanges, so `exchange` is not used. */
-  override async listRpcTopics(_exchange?: string): Promise<string[]> {
-    this.assertOpen();
+  protected override async doListRpcTopics(): Promise<string[]> {
     return listKafkaRpcTopics(await this.conn.getClient(), this.options.vhost);
   }
 

@@ -7,8 +7,8 @@ import type { DeadLetterStore } from '../../contract/dead-letters.js';
 import { newHexId } from '../../contract/envelope.js';
 import type { ListenerKind, Subscriptions } from '../../contract/inbound.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
-import { resolvePoolQuery } from '../../contract/addressing.js';
-import { type Inspection, type PoolQuery, type PoolView } from '../../contract/inspection.js';
+import type { ResolvedPoolQuery } from '../../contract/addressing.js';
+import type { Inspection, PoolView } from '../../contract/inspection.js';
 import type { Listener } from '../../contract/listener.js';
 import type { ReplySender } from '../../contract/messages.js';
 import type { Context, DriverMessage } from '../../contract/types.js';
@@ -90,15 +90,13 @@ export class MemoryDriver extends BaseDriver implements ReplySender {
   }
 
   /** Every pool bound to each address, with exact per-address counts; creates nothing. */
-  override async inspectPools(query: PoolQuery): Promise<PoolView[]> {
-    this.assertOpen();
-    return inspectMemoryPools(this.broker, resolvePoolQuery(query, this.defaultExchange));
+  protected override async doInspectPools(query: ResolvedPoolQuery): Promise<PoolView[]> {
+    return inspectMemoryPools(this.broker, query);
   }
 
   /** The RPC topics of `exchange` on this broker (those whose servers ever listened). */
-  override async listRpcTopics(exchange?: string): Promise<string[]> {
-    this.assertOpen();
-    return listMemoryRpcTopics(this.broker, exchange ?? this.defaultExchange);
+  protected override async doListRpcTopics(exchange: string): Promise<string[]> {
+    return listMemoryRpcTopics(this.broker, exchange);
   }
 
   protected async close(): Promise<void> {

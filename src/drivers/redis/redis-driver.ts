@@ -11,8 +11,8 @@ import { fanoutAddress, newReplyAddress, notificationAddress, serverAddress, top
 import { decodeBody, newHexId } from '../../contract/envelope.js';
 import type { IncomingMessage, ReceivedMessage, RpcIncomingMessage } from '../../contract/incoming-message.js';
 import type { DeadLetterStore } from '../../contract/dead-letters.js';
-import { resolvePoolQuery } from '../../contract/addressing.js';
-import { type Inspection, type PoolQuery, type PoolView } from '../../contract/inspection.js';
+import type { ResolvedPoolQuery } from '../../contract/addressing.js';
+import type { Inspection, PoolView } from '../../contract/inspection.js';
 import type { Listener } from '../../contract/listener.js';
 import type { ReplySender } from '../../contract/messages.js';
 import type { PendingCall } from '../../contract/pending-replies.js';
@@ -225,15 +225,13 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   }
 
   /** XINFO GROUPS on the notification streams of each address (every shard); creates nothing. */
-  override async inspectPools(query: PoolQuery): Promise<PoolView[]> {
-    this.assertOpen();
-    return inspectRedisPools(this.commands(), resolvePoolQuery(query, this.defaultExchange), this.options.keyPrefix, this.options.shards);
+  protected override async doInspectPools(query: ResolvedPoolQuery): Promise<PoolView[]> {
+    return inspectRedisPools(this.commands(), query, this.options.keyPrefix, this.options.shards);
   }
 
   /** The topics whose RPC servers ever listened on `exchange` under this key prefix (SCAN, every master of a Cluster). */
-  override async listRpcTopics(exchange?: string): Promise<string[]> {
-    this.assertOpen();
-    return listRedisRpcTopics(this.commands(), this.options.keyPrefix, exchange ?? this.defaultExchange);
+  protected override async doListRpcTopics(exchange: string): Promise<string[]> {
+    return listRedisRpcTopics(this.commands(), this.options.keyPrefix, exchange);
   }
 
   protected override cleanupStarted(): void {
