@@ -126,7 +126,8 @@ export async function brokerObjects(url: TransportURL, connectUrl: string, prefi
     case 'amqp':
     case 'kombu': {
       const { listRabbitNames } = await import('../test/support/rabbit-admin.js');
-      const [queues, exchanges] = await Promise.all([listRabbitNames('queues', prefix), listRabbitNames('exchanges', prefix)]);
+      const ctl = await privateRabbitCtl();
+      const [queues, exchanges] = await Promise.all([listRabbitNames('queues', prefix, ctl), listRabbitNames('exchanges', prefix, ctl)]);
       return { queues: queues.length, exchanges: exchanges.length };
     }
     case 'redis':
@@ -151,7 +152,7 @@ export async function brokerObjects(url: TransportURL, connectUrl: string, prefi
 export async function sweepBroker(url: TransportURL, connectUrl: string, prefix: string): Promise<void> {
   if (url.driver === 'rabbit' || url.driver === 'amqp' || url.driver === 'kombu') {
     const { deleteRabbitObjectsWithPrefix } = await import('../test/support/rabbit-admin.js');
-    await deleteRabbitObjectsWithPrefix(prefix, amqpUrl(connectUrl));
+    await deleteRabbitObjectsWithPrefix(prefix, amqpUrl(connectUrl), await privateRabbitCtl());
   } else if (url.driver === 'redis') {
     const { keyPattern } = await import('../src/drivers/redis/topology.js');
     await withRedis(connectUrl, async (redis) => {
@@ -163,6 +164,18 @@ export async function sweepBroker(url: TransportURL, connectUrl: string, prefix:
       } while (cursor !== '0');
     });
   }
+}
+
+/** The environment variable naming the private RabbitMQ node of `--rabbit-node` (`<node name> <dir>`) to runs in processes of their own. */
+export const RABBIT_NODE_ENV = 'TIDINGS_SCALE_RABBIT_NODE';
+
+/** rabbitmqctl of the private node `--rabbit-node` started, or undefined for the shared one. */
+async function privateRabbitCtl(): Promise<import('../test/support/rabbit-admin.js').RabbitCtl | undefined> {
+  const spec = process.env[RABBIT_NODE_ENV];
+  if (!spec) return undefined;
+  const [nodeName, dir] = spec.split(' ');
+  const { rabbitNodeCtl } = await import('../test/support/rabbit-node.js');
+  return (args) => rabbitNodeCtl(nodeName, dir, args);
 }
 
 /** `rabbit://u:p@h:port/vhost?...` as amqplib's `amqp://` URL. */

@@ -7,9 +7,14 @@ import { connect } from 'amqplib';
 
 const run = promisify(execFile);
 
+/** Runs `rabbitmqctl <args>` and resolves with its stdout: the shared node's by default, a private node's `ctl`. */
+export type RabbitCtl = (args: readonly string[]) => Promise<string>;
+
+const sharedCtl: RabbitCtl = async (args) => (await run('rabbitmqctl', [...args], { timeout: 60_000 })).stdout;
+
 /** Names of the queues (or exchanges) on vhost `/` that start with `prefix`, via rabbitmqctl. */
-export async function listRabbitNames(kind: 'queues' | 'exchanges', prefix: string): Promise<string[]> {
-  const { stdout } = await run('rabbitmqctl', ['-q', `list_${kind}`, 'name'], { timeout: 60_000 });
+export async function listRabbitNames(kind: 'queues' | 'exchanges', prefix: string, ctl: RabbitCtl = sharedCtl): Promise<string[]> {
+  const stdout = await ctl(['-q', `list_${kind}`, 'name']);
   return stdout
     .split('\n')
     .map((line) => line.trim())
@@ -35,10 +40,10 @@ export async function listRabbitQueues(pick: (name: string) => boolean): Promise
 export const queueArgs = (q: RabbitQueueInfo | undefined): Record<string, unknown> => Object.fromEntries((q?.arguments ?? []).map(([k, , v]) => [k, v]));
 
 /** Deletes every queue and exchange whose name starts with `prefix`; returns what it removed. */
-export async function deleteRabbitObjectsWithPrefix(prefix: string, url = 'amqp://guest:guest@127.0.0.1:5672/'): Promise<{ queues: string[]; exchanges: string[] }> {
+export async function deleteRabbitObjectsWithPrefix(prefix: string, url = 'amqp://guest:guest@127.0.0.1:5672/', ctl: RabbitCtl = sharedCtl): Promise<{ queues: string[]; exchanges: string[] }> {
   if (prefix.length < 6) throw new Error(`refusing to sweep RabbitMQ with the short prefix ${JSON.stringify(prefix)}`);
-  const queues = await listRabbitNames('queues', prefix);
-  const exchanges = await listRabbitNames('exchanges', prefix);
+  const queues = await listRabbitNames('queues', prefix, ctl);
+  const exchanges = await listRabbitNames('exchanges', prefix, ctl);
   if (!queues.length && !exchanges.length) return { queues, exchanges };
   const conn = await connect(url);
   try {

@@ -67,6 +67,19 @@ function nodeEnv(dir: string, extra: Record<string, string>): NodeJS.ProcessEnv 
   };
 }
 
+/**
+ * `rabbitmqctl -n <nodeName> ...args` for the node started in `dir` (its cookie is there), from any
+ * process: a bench's child that only knows the node's name and dir.
+ */
+export async function rabbitNodeCtl(nodeName: string, dir: string, args: readonly string[], timeoutMs = 60_000): Promise<string> {
+  // Its own distribution port: the default range (35672-35682) is shared with every other rabbitmqctl.
+  const [ctlPort] = await freePorts(1);
+  const env = nodeEnv(dir, { RABBITMQ_CTL_DIST_PORT_MIN: String(ctlPort), RABBITMQ_CTL_DIST_PORT_MAX: String(ctlPort) });
+  const r = await runProcess(join(SBIN, 'rabbitmqctl'), ['-n', nodeName, ...args], { env, timeoutMs });
+  if (r.code !== 0) throw new Error(`rabbitmqctl -n ${nodeName} ${args.join(' ')} exited ${r.code ?? r.signal}: ${(r.stderr || r.stdout).trim()}`);
+  return r.stdout;
+}
+
 class ManagedRabbitNode implements RabbitNode {
   private proc: TrackedChild | undefined;
   private removed = false;
@@ -123,13 +136,8 @@ class ManagedRabbitNode implements RabbitNode {
     return [...errors, '...', ...all.slice(-15)].join('\n');
   }
 
-  async ctl(args: readonly string[], timeoutMs = 60_000): Promise<string> {
-    // Its own distribution port: the default range (35672-35682) is shared with every other rabbitmqctl.
-    const [ctlPort] = await freePorts(1);
-    const env = nodeEnv(this.dir, { RABBITMQ_CTL_DIST_PORT_MIN: String(ctlPort), RABBITMQ_CTL_DIST_PORT_MAX: String(ctlPort) });
-    const r = await runProcess(join(SBIN, 'rabbitmqctl'), ['-n', this.nodeName, ...args], { env, timeoutMs });
-    if (r.code !== 0) throw new Error(`rabbitmqctl -n ${this.nodeName} ${args.join(' ')} exited ${r.code ?? r.signal}: ${(r.stderr || r.stdout).trim()}`);
-    return r.stdout;
+  ctl(args: readonly string[], timeoutMs = 60_000): Promise<string> {
+    return rabbitNodeCtl(this.nodeName, this.dir, args, timeoutMs);
   }
 
   /** Boots the node and waits for an AMQP login; on failure the VM is killed and the error carries the log tail. */
