@@ -12,9 +12,11 @@
 //   queue on one connection, acking each reply; the server consumes on one connection, acks each
 //   request before handling it, and replies on a second (publisher) connection to the default
 //   exchange, mandatory, on a confirm channel. No prefetch limit, as oslo's default.
+// - `TIDINGS_BENCH_OSLO_NO_CONFIRMS=1`: the RPC scenarios and notify-publish on plain channels
+//   (see NO_CONFIRMS below); the consumers' publishers keep their confirms.
 // - notifications: `<topic>.info` declared and bound by the publisher (as the notifier does);
 //   a pool consumes its own queue bound to the same key (both queues get every message).
-import type { Channel, ConfirmChannel, Options } from 'amqplib';
+import type { Channel, ChannelModel, ConfirmChannel, Options } from 'amqplib';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
 import { rawConsume, withConnections, type PublishShape } from './raw-amqp.js';
 import { envelope, hexId, osloNotification, unenvelope } from './oslo-envelope.js';
@@ -27,10 +29,22 @@ const CALL_TIMEOUT_MS = 30_000;
 /** As tidings declares `<topic>` and notification queues by default (amqp_durable_queues=false). */
 const QUEUE_OPTIONS: Readonly<Options.AssertQueue> = Object.freeze({ durable: false, autoDelete: false });
 
-/** A publish resolving on its own confirm. */
-function confirmed(ch: ConfirmChannel, exchange: string, routingKey: string, content: Buffer, props: Options.Publish = OSLO_PROPS): Promise<void> {
+/**
+ * `TIDINGS_BENCH_OSLO_NO_CONFIRMS=1` (the peers bench's `raw-oslo-noconfirm`): the same wire work
+ * on plain channels, a publish resolving once amqplib took it (after a `drain` when its buffer is
+ * full), as Moleculer's transporter and NestJS's replies publish. What oslo's protocol costs
+ * without publisher confirms, which oslo.messaging and tidings always use.
+ */
+const NO_CONFIRMS = process.env.TIDINGS_BENCH_OSLO_NO_CONFIRMS === '1';
+
+/** A channel to publish on: a confirm channel, or a plain one without confirms. */
+const publishChannel = (conn: ChannelModel): Promise<Channel> => (NO_CONFIRMS ? conn.createChannel() : conn.createConfirmChannel());
+
+/** A publish resolving on its own confirm (without confirms: once amqplib took it). */
+function confirmed(ch: Channel, exchange: string, routingKey: string, content: Buffer, props: Options.Publish = OSLO_PROPS): Promise<void> {
+  if (NO_CONFIRMS) return ch.publish(exchange, routingKey, content, props) ? Promise.resolve() : new Promise((resolve) => ch.once('drain', resolve));
   return new Promise((resolve, reject) => {
-    ch.publish(exchange, routingKey, content, props, (err) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve()));
+    (ch as ConfirmChannel).publish(exchange, routingKey, content, props, (err) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve()));
   });
 }
 
@@ -50,7 +64,7 @@ function withOsloRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Measurem
     const exchange = await declareExchange(ctx, server);
     await server.assertQueue(topic, QUEUE_OPTIONS);
     await server.bindQueue(topic, exchange, topic);
-    const replies = await serverPubConn.createConfirmChannel();
+    const replies = await publishChannel(serverPubConn);
     let handled = 0;
     await server.consume(topic, (m) => {
       if (!m) return;
@@ -59,10 +73,10 @@ function withOsloRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Measurem
       handled++;
       if (typeof req._reply_q !== 'string') return;
       const reply = envelope({ result: req.args, failure: null, ending: true, _msg_id: req._msg_id, _unique_id: hexId() });
-      replies.publish('', req._reply_q, reply, { ...OSLO_PROPS, mandatory: true }, () => undefined);
+      void confirmed(replies, '', req._reply_q, reply, { ...OSLO_PROPS, mandatory: true });
     });
 
-    const requests = await clientConn.createConfirmChannel();
+    const requests = await publishChannel(clientConn);
     const replyCh = await clientConn.createChannel();
     await replyCh.assertQueue(replyQueue, { durable: false, autoDelete: false, exclusive: false, arguments: { 'x-expires': 1_800_000 } });
     const pending = new Map<string, (value: unknown) => void>();
@@ -83,7 +97,7 @@ function withOsloRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Measurem
           pending.set(msgId, resolve);
           // The call resolves on its reply; the request's confirm is not awaited (as tidings).
           const request = envelope({ method: 'echo', args: { i, text: PAYLOAD_TEXT }, _msg_id: msgId, _reply_q: replyQueue, _timeout: null, _unique_id: hexId() });
-          requests.publish(exchange, topic, request, callProps, () => undefined);
+          void confirmed(requests, exchange, topic, request, callProps);
         }),
       cast: (i) => confirmed(requests, exchange, topic, envelope({ method: 'sink', args: { i, text: PAYLOAD_TEXT }, _unique_id: hexId() })),
       handled: () => handled,
@@ -126,7 +140,8 @@ export const baselines: BaselineSet = {
   'notify-publish': (ctx) => {
     const queues: string[] = [];
     return withConnections(ctx, 1, queues, async ([conn]) => {
-      const pub = await conn.createConfirmChannel();
+      // A plain channel without confirms: OSLO_NOTIFY's publish (confirmed()) then awaits none.
+      const pub = (await publishChannel(conn)) as ConfirmChannel;
       const { publish } = await OSLO_NOTIFY.prepare(ctx, pub, false, queues);
       return measureSent(ctx, publish);
     });

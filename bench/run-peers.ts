@@ -54,18 +54,18 @@ const countArgs = (count: number, warmup: number) => ['--count', String(count), 
 const amqpUrl = (rabbit: string) => rabbit.replace(/^[a-z]+:/, 'amqp:');
 
 /** tidings' bench (`bench/run.ts --one`), one side of one scenario, on a URL. */
-function tidingsSide(name: string, label: string, broker: Peer['broker'], side: 'tidings' | 'raw' | 'oslo', reference: string): Peer {
+function tidingsSide(name: string, label: string, broker: Peer['broker'], side: 'tidings' | 'raw' | 'oslo', reference: string, scenarios: readonly string[] = ALL, env: Record<string, string> = {}): Peer {
   return {
     name,
     label,
     broker,
     reference,
-    scenarios: ALL,
+    scenarios,
     needsPeerPackages: false,
     command: (scenario, count, warmup, brokers) => ({
       file: process.execPath,
       args: ['--import', 'tsx', 'bench/run.ts', '--one', `${scenario}:${side}`, ...countArgs(count, warmup)],
-      env: { TIDINGS_TRANSPORT_URL: broker === 'RabbitMQ' ? brokers.rabbit : brokers.redis },
+      env: { TIDINGS_TRANSPORT_URL: broker === 'RabbitMQ' ? brokers.rabbit : brokers.redis, ...env },
     }),
   };
 }
@@ -91,6 +91,8 @@ function nodePeer(name: string, label: string, broker: Peer['broker'], file: str
 export const PEERS: readonly Peer[] = [
   tidingsSide('tidings-rabbit', 'tidings, RabbitMQ', 'RabbitMQ', 'tidings', 'tidings-rabbit'),
   tidingsSide('raw-oslo', "raw amqplib doing oslo's protocol (raw-oslo)", 'RabbitMQ', 'oslo', 'tidings-rabbit'),
+  // What Moleculer and NestJS skip: raw-oslo on plain channels (bench/raw-amqp-oslo.ts, NO_CONFIRMS).
+  tidingsSide('raw-oslo-noconfirm', 'raw-oslo without publisher confirms', 'RabbitMQ', 'oslo', 'tidings-rabbit', [...RPC, 'notify-publish'], { TIDINGS_BENCH_OSLO_NO_CONFIRMS: '1' }),
   nodePeer('nest-rmq', 'NestJS microservices, RMQ transport', 'RabbitMQ', 'nest.mjs', ['--transport', 'rmq'], 'tidings-rabbit'),
   nodePeer('moleculer-amqp', 'Moleculer, AMQP transporter (prefetch 64, noDelay)', 'RabbitMQ', 'moleculer.mjs', ['--transporter', 'amqp'], 'tidings-rabbit'),
   {

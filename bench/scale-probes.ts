@@ -187,12 +187,12 @@ function amqpUrl(connectUrl: string): string {
  * Commands the Redis server ran, all clients together (`INFO commandstats`, the INFO itself left
  * out): the shared server counts other clients' commands too, so take it on a quiet server.
  */
-export async function redisCommandCount(connectUrl: string): Promise<number> {
+export async function redisCommandCounts(connectUrl: string): Promise<Record<string, number>> {
   return withRedis(connectUrl, async (redis) => {
     const info = await redis.info('commandstats');
-    let total = 0;
-    for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) if (m[1] !== 'info') total += Number(m[2]);
-    return total;
+    const counts: Record<string, number> = {};
+    for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) if (m[1] !== 'info') counts[m[1]] = Number(m[2]);
+    return counts;
   });
 }
 

@@ -18,7 +18,7 @@ import {
 } from '../src/index.js';
 import { CONCURRENCY, Gate, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight, waitUntil } from './measure.js';
 import { percentile } from './harness.js';
-import { activeResources, brokerObjects, collectionSizes, countSocketWrites, memorySample, redisCommandCount, round, type BrokerObjects, type MemorySample } from './scale-probes.js';
+import { activeResources, brokerObjects, collectionSizes, countSocketWrites, memorySample, redisCommandCounts, round, type BrokerObjects, type MemorySample } from './scale-probes.js';
 
 /** What every run is given: where to connect, the prefix every name of the run holds, and its sizes. */
 export interface RunSpec {
@@ -58,6 +58,8 @@ export interface TopicsRow {
   idleWritesPerSec: number;
   /** Redis only: commands the server ran per second while the process idled (INFO commandstats; every client of the server). */
   idleBrokerCmdsPerSec?: number;
+  /** Redis only: the same per command (`xreadgroup`, `evalsha`, ...), the commands scripts run included, most first. */
+  idleBrokerCmdsByName?: Record<string, number>;
   /** Calls/s with every server alive, CONCURRENCY in flight, topic i mod N; latency p50/p99 ms. */
   callsPerSec: number;
   callP50Ms: number;
@@ -105,14 +107,16 @@ export async function runTopics(spec: RunSpec): Promise<TopicsRow> {
     const resources = activeResources();
     const cpu0 = process.cpuUsage();
     const writes0 = writes();
-    const cmds0 = url.driver === 'redis' ? await redisCommandCount(spec.url) : 0;
+    const cmds0 = url.driver === 'redis' ? await redisCommandCounts(spec.url) : {};
     const idle0 = performance.now();
     await sleep(spec.idleMs);
     const idleMs = performance.now() - idle0;
     const cpu = process.cpuUsage(cpu0);
     const idleWrites = writes() - writes0;
     // The INFOs themselves are left out by name; the probe's connection adds a command or two.
-    const cmds = url.driver === 'redis' ? (await redisCommandCount(spec.url)) - cmds0 : undefined;
+    const cmds1 = url.driver === 'redis' ? await redisCommandCounts(spec.url) : undefined;
+    const idleCmds = cmds1 && Object.fromEntries(Object.entries(cmds1).map(([k, v]) => [k, round(((v - (cmds0[k] ?? 0)) / idleMs) * 1000, 1)] as const).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]));
+    const cmds = idleCmds && Object.values(idleCmds).reduce((a, b) => a + b, 0);
 
     // Every server answers once (untimed), then calls are spread over all of them.
     const clients = Array.from({ length: n }, (_, i) => getRpcClient(clientTransport, { topic: topic(i), server: 'scale' }, { timeout: CALL_TIMEOUT_MS }));
@@ -144,7 +148,7 @@ export async function runTopics(spec: RunSpec): Promise<TopicsRow> {
       handlesPerPair: per(sumOf(resources, (x) => !isTimer(x)) - sumOf(resources0, (x) => !isTimer(x)), n, 2),
       idleCpuPct: round(((cpu.user + cpu.system) / 1000 / idleMs) * 100, 2),
       idleWritesPerSec: round((idleWrites / idleMs) * 1000, 1),
-      ...(cmds !== undefined ? { idleBrokerCmdsPerSec: round((cmds / idleMs) * 1000, 1) } : {}),
+      ...(cmds !== undefined ? { idleBrokerCmdsPerSec: round(cmds, 1), idleBrokerCmdsByName: idleCmds } : {}),
       callsPerSec: Math.round((spec.calls / callsMs) * 1000),
       callP50Ms: round(percentile(latencies, 50), 3),
       callP99Ms: round(percentile(latencies, 99), 3),

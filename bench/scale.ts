@@ -305,6 +305,11 @@ export function formatResults(r: ScaleResults, modes: readonly Mode[] = MODES): 
         fmt(x.callsPerSec), fmt(x.callP50Ms, 2), fmt(x.callP99Ms, 2), fmt(x.stopMs),
       ]),
     ));
+    const named = r.topics.rows.filter((x) => x.idleBrokerCmdsByName);
+    if (named.length) {
+      out.push('', 'Idle Redis commands per second and pair, by command (scripts\' commands counted too; every client of the server):', '');
+      out.push(...table(['topics', 'commands/s per pair'], named.map((x) => [fmt(x.topics), Object.entries(x.idleBrokerCmdsByName ?? {}).map(([k, v]) => `${k} ${fmt(v / x.topics, 2)}`).join(', ')])));
+    }
   }
   if (modes.includes('soak') && r.soak) {
     out.push('', `**${r.driver}: soak** (${stamps(r.soak.runs)}; warm-up = first 10%)`, '');

@@ -38,7 +38,7 @@ describe('bench:peers table', () => {
   it('refuses an unknown side or scenario, naming the known ones, before running anything', async () => {
     expect(pick('--peers', undefined, ['a', 'b'])).toEqual(['a', 'b']);
     expect(pick('--peers', 'b, a', ['a', 'b'])).toEqual(['b', 'a']);
-    await expect(main(['--peers', 'tidings-rabbit,zeromq'], () => {})).rejects.toThrow(/--peers: unknown "zeromq"; known: tidings-rabbit, raw-oslo, nest-rmq, moleculer-amqp, oslo-python, tidings-redis, raw-ioredis, nest-redis, moleculer-redis/);
+    await expect(main(['--peers', 'tidings-rabbit,zeromq'], () => {})).rejects.toThrow(/--peers: unknown "zeromq"; known: tidings-rabbit, raw-oslo, raw-oslo-noconfirm, nest-rmq, moleculer-amqp, oslo-python, tidings-redis, raw-ioredis, nest-redis, moleculer-redis/);
     await expect(main(['--scenarios', 'call-sequential,warp'], () => {})).rejects.toThrow(/--scenarios: unknown "warp"; known: call-sequential, call-concurrent, cast, notify-publish, consume-plain/);
     await expect(main(['--rounds', '0'], () => {})).rejects.toThrow('--rounds must be a positive integer, received "0"');
   });
@@ -49,6 +49,11 @@ describe('bench:peers table', () => {
       expect(p.reference, p.name).toMatch(/^tidings-/);
     }
     expect(peer('nest-rmq').scenarios).toEqual(['call-sequential', 'call-concurrent', 'cast']);
+    // raw-oslo without confirms: its own switch, on the scenarios where publishing is timed.
+    const noConfirm = peer('raw-oslo-noconfirm');
+    expect(noConfirm.scenarios).toEqual(['call-sequential', 'call-concurrent', 'cast', 'notify-publish']);
+    expect(noConfirm.command('cast', 100, 10, { rabbit: 'rabbit://u:p@h:1/', redis: 'redis://h:2/' }).env).toEqual({ TIDINGS_TRANSPORT_URL: 'rabbit://u:p@h:1/', TIDINGS_BENCH_OSLO_NO_CONFIRMS: '1' });
+    expect(peer('raw-oslo').command('cast', 100, 10, { rabbit: 'rabbit://u:p@h:1/', redis: 'redis://h:2/' }).env).toEqual({ TIDINGS_TRANSPORT_URL: 'rabbit://u:p@h:1/' });
     expect(peer('oslo-python').command('cast', 100, 10, { rabbit: 'rabbit://u:p@h:1/', redis: 'redis://h:2/' }).args).toEqual(['bench/peers/oslo_bench.py', '--scenario', 'cast', '--count', '100', '--warmup', '10', '--url', 'rabbit://u:p@h:1/']);
     // amqplib peers get the same broker as an amqp:// URL.
     expect(peer('moleculer-amqp').command('cast', 100, 10, { rabbit: 'rabbit://u:p@h:1/v', redis: 'redis://h:2/' }).env.PEERS_AMQP_URL).toBe('amqp://u:p@h:1/v');
