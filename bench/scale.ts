@@ -308,7 +308,7 @@ export function formatResults(r: ScaleResults, modes: readonly Mode[] = MODES): 
     const named = r.topics.rows.filter((x) => x.idleBrokerCmdsByName);
     if (named.length) {
       out.push('', 'Idle Redis commands per second and pair, by command (scripts\' commands counted too; every client of the server):', '');
-      out.push(...table(['topics', 'commands/s per pair'], named.map((x) => [fmt(x.topics), Object.entries(x.idleBrokerCmdsByName ?? {}).map(([k, v]) => `${k} ${fmt(v / x.topics, 2)}`).join(', ')])));
+      out.push(...table(['topics', 'commands/s per pair'], named.map((x) => [fmt(x.topics), Object.entries(x.idleBrokerCmdsByName ?? {}).map(([k, v]) => `${k.replace('|', ' ')} ${fmt(v / x.topics, 2)}`).join(', ')])));
     }
   }
   if (modes.includes('soak') && r.soak) {
