@@ -66,6 +66,8 @@ export interface TopicsRow {
   callP99Ms: number;
   /** Time to stop and wait for every server and listener, ms. */
   stopMs: number;
+  /** This process's CPU (user + system) while they stopped, ms: the rest of stopMs is waiting for the broker. */
+  stopCpuMs?: number;
 }
 
 const per = (delta: number, n: number, digits = 1) => round(delta / n, digits);
@@ -132,9 +134,11 @@ export async function runTopics(spec: RunSpec): Promise<TopicsRow> {
     const callsMs = performance.now() - t;
 
     t = performance.now();
+    const stopCpu0 = process.cpuUsage();
     stopped = true;
     await stopAll(servers, listeners);
     const stopMs = performance.now() - t;
+    const stopCpu = process.cpuUsage(stopCpu0);
     return {
       topics: n,
       serversStartMs: round(serversStartMs, 1),
@@ -153,6 +157,7 @@ export async function runTopics(spec: RunSpec): Promise<TopicsRow> {
       callP50Ms: round(percentile(latencies, 50), 3),
       callP99Ms: round(percentile(latencies, 99), 3),
       stopMs: round(stopMs, 1),
+      stopCpuMs: round((stopCpu.user + stopCpu.system) / 1000, 1),
     };
   } finally {
     // After a failure: stop what started, leaving the failure to be reported (a transport's cleanup closes the rest).

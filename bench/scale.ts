@@ -297,12 +297,12 @@ export function formatResults(r: ScaleResults, modes: readonly Mode[] = MODES): 
     const redis = r.topics.rows.some((x) => x.idleBrokerCmdsPerSec !== undefined);
     out.push('', `**${r.driver}: topics** (${r.url}; ${stamps(r.topics.rows)}; calls timed ${[...new Set(r.topics.rows.map((x) => fmt(x.calls)))].join(', ')}, idle watched ${[...new Set(r.topics.rows.map((x) => fmt(x.idleMs)))].join(', ')} ms)`, '');
     out.push(...table(
-      ['topics', 'start servers ms', 'start listeners ms', 'RSS KB/server', 'heap KB/server', 'RSS KB/listener', 'heap KB/listener', 'broker objects/pair', 'timers/pair', 'handles/pair', 'idle CPU %', 'idle writes/s', ...(redis ? ['idle Redis cmds/s'] : []), 'calls/s', 'p50 ms', 'p99 ms', 'stop ms'],
+      ['topics', 'start servers ms', 'start listeners ms', 'RSS KB/server', 'heap KB/server', 'RSS KB/listener', 'heap KB/listener', 'broker objects/pair', 'timers/pair', 'handles/pair', 'idle CPU %', 'idle writes/s', ...(redis ? ['idle Redis cmds/s'] : []), 'calls/s', 'p50 ms', 'p99 ms', 'stop ms', 'stop CPU ms'],
       r.topics.rows.map((x) => [
         fmt(x.topics), fmt(x.serversStartMs), fmt(x.listenersStartMs), fmt(x.rssKbPerServer), fmt(x.heapKbPerServer, 1), fmt(x.rssKbPerListener), fmt(x.heapKbPerListener, 1),
         Object.entries(x.brokerPerPair).map(([k, v]) => `${fmt(v, 2)} ${k}`).join(', ') || '-',
         fmt(x.timersPerPair, 2), fmt(x.handlesPerPair, 2), fmt(x.idleCpuPct, 2), fmt(x.idleWritesPerSec, 1), ...(redis ? [fmt(x.idleBrokerCmdsPerSec, 1)] : []),
-        fmt(x.callsPerSec), fmt(x.callP50Ms, 2), fmt(x.callP99Ms, 2), fmt(x.stopMs),
+        fmt(x.callsPerSec), fmt(x.callP50Ms, 2), fmt(x.callP99Ms, 2), fmt(x.stopMs), fmt(x.stopCpuMs),
       ]),
     ));
     const named = r.topics.rows.filter((x) => x.idleBrokerCmdsByName);
