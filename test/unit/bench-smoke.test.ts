@@ -13,7 +13,7 @@ import { main } from '../../bench/run.js';
 import { withRedis } from '../../bench/raw-redis.js';
 import { REDIS_URL, requireRedis } from '../support/brokers.js';
 import { SCENARIOS } from '../../bench/scenarios.js';
-import { Gate, measureBacklog } from '../../bench/measure.js';
+import { BACKLOG_WINDOW, Gate, measureBacklog } from '../../bench/measure.js';
 import { percentile, roundByRound, runBench } from '../../bench/harness.js';
 import { loadBaselines } from '../../bench/baselines.js';
 import { MODES, OPS, measure } from '../../bench/cost.js';
@@ -245,6 +245,35 @@ describe('bench harness', () => {
     expect(held).toEqual(Array.from({ length: 20 }, (_, i) => 5 + i));
     expect(gate.isOpen).toBe(true);
     expect(m.ops).toBe(20);
+  });
+
+  it('measureBacklog writes and drains a backlog above BACKLOG_WINDOW in windows of at most that many, each written behind the closed gate, and sums only the windows', async () => {
+    const gate = new Gate();
+    let delivered = 0;
+    const writes: Array<[number, number, boolean]> = [];
+    const send = async () => {
+      if (gate.isOpen) delivered++;
+      else void gate.wait().then(() => delivered++);
+    };
+    const count = 2 * BACKLOG_WINDOW + 7;
+    const ctx = { url: 'memory://', transportUrl: TransportURL.parse('memory://'), count, warmup: 3, inTime: () => true, unique: (p: string) => p };
+    const write = async (from: number, n: number) => {
+      writes.push([from, n, gate.isOpen]);
+      for (let i = 0; i < n; i++) await send();
+      // Untimed: the writer's time is not the consumers'.
+      await new Promise((r) => setTimeout(r, 60));
+    };
+    const m = await measureBacklog(ctx, send, write, () => delivered, gate, 'test deliveries');
+    expect(writes).toEqual([
+      [3, BACKLOG_WINDOW, false],
+      [3 + BACKLOG_WINDOW, BACKLOG_WINDOW, false],
+      [3 + 2 * BACKLOG_WINDOW, 7, false],
+    ]);
+    expect(delivered).toBe(3 + count);
+    expect(m.ops).toBe(count);
+    expect(m.elapsedMs).toBeLessThan(150);
+    // A profile or an instruction count marks one window: more than one is refused before anything is sent.
+    await expect(measureBacklog({ ...ctx, mark: async () => {} }, send, write, () => delivered, gate, 'test deliveries')).rejects.toThrow(/3 windows of at most 30000; profile or count instructions with --count 30000 or less/);
   });
 
   it('a Gate is open until closed, and wait() resolves when it opens again', async () => {
