@@ -7,8 +7,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { TransportURL } from '../src/index.js';
-import { MOCK_RPC_MAX_WAIT_MS, SHORT_GROUP_QUERY, startKafkaMock } from '../test/support/kafka-broker.js';
-import { runBacklog, runSoak, runTopics, type BacklogResult, type RunSpec, type SoakResult, type TopicsRow } from './scale-runs.js';
+import { createTopicsWithAdmin, MOCK_RPC_MAX_WAIT_MS, SHORT_GROUP_QUERY, startKafkaMock } from '../test/support/kafka-broker.js';
+import { backlogTopic, kafkaBacklogPartitions, runBacklog, runSoak, runTopics, type BacklogResult, type RunSpec, type SoakResult, type TopicsRow } from './scale-runs.js';
 import { RABBIT_NODE_ENV, sweepBroker } from './scale-probes.js';
 import { startRabbitNode, type RabbitNode } from '../test/support/rabbit-node.js';
 
@@ -210,6 +210,12 @@ async function run(plan: Plan): Promise<ScaleResults> {
     const child = async <T>(kind: string, size: number): Promise<T> => {
       const prefix = `scale-${randomUUID().slice(0, 8)}`;
       const url = plan.driver === 'redis' ? withQuery(base, 'key_prefix', prefix) : base;
+      if (kind === 'backlog' && plan.driver === 'kafka') {
+        // More partitions than the mock's 4 by default, so that it keeps the whole backlog.
+        const spec = { name: `${backlogTopic(prefix)}.info`, partitions: kafkaBacklogPartitions(size) };
+        if (mock) await mock.createTopic(spec);
+        else await createTopicsWithAdmin(parsed.hosts.map((h) => `${h.hostname}:${h.port ?? 9092}`), [spec]);
+      }
       try {
         return await runChild<T>(['--child', kind, '--url', url, '--prefix', prefix, '--size', String(size), '--calls', String(plan.calls), '--idle-ms', String(plan.idleMs)]);
       } finally {
@@ -335,7 +341,7 @@ export function formatResults(r: ScaleResults, modes: readonly Mode[] = MODES): 
     out.push('', `**${r.driver}: backlog** (${stamps([b])})`, '');
     out.push(...table(
       ['messages', 'publish s', 'drain s', 'drained/s', 'RSS MB before', 'RSS MB loaded', 'RSS MB peak draining', 'RSS MB after', 'heap MB before', 'heap MB loaded', 'heap MB peak draining', 'heap MB after'],
-      [[fmt(b.messages), fmt(b.publishMs / 1000, 1), fmt(b.drainMs / 1000, 2), fmt(b.drainPerSec), fmt(b.before.rssMb, 1), fmt(b.loaded.rssMb, 1), fmt(b.peakRssMb, 1), fmt(b.after.rssMb, 1), fmt(b.before.heapMb, 1), fmt(b.loaded.heapMb, 1), fmt(b.peakHeapMb, 1), fmt(b.after.heapMb, 1)]],
+      [[`${fmt(b.messages)}${b.partitions ? ` (${b.partitions} partitions)` : ''}`, fmt(b.publishMs / 1000, 1), fmt(b.drainMs / 1000, 2), fmt(b.drainPerSec), fmt(b.before.rssMb, 1), fmt(b.loaded.rssMb, 1), fmt(b.peakRssMb, 1), fmt(b.after.rssMb, 1), fmt(b.before.heapMb, 1), fmt(b.loaded.heapMb, 1), fmt(b.peakHeapMb, 1), fmt(b.after.heapMb, 1)]],
     ));
   }
   return out;

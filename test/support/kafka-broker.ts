@@ -299,8 +299,8 @@ export async function startKafkaMock(options: StartKafkaMockOptions = {}): Promi
   };
 }
 
-/** Only the KAFKA_BROKERS path needs a client: a real cluster creates topics through the admin API. */
-async function createTopicsWithAdmin(brokers: string[], topics: readonly KafkaTopicSpec[]): Promise<void> {
+/** A real cluster creates topics through the admin API (the KAFKA_BROKERS path, and bench:scale with --url). */
+export async function createTopicsWithAdmin(brokers: string[], topics: readonly KafkaTopicSpec[]): Promise<void> {
   if (topics.length === 0) return;
   const { Kafka, logLevel } = await import('kafkajs');
   const admin = new Kafka({ brokers, clientId: 'tidings-test-support', logLevel: logLevel.NOTHING }).admin();
