@@ -200,7 +200,7 @@ const HELP = `Usage: npm run bench:peers -- [--rounds N] [--count N] [--warmup N
   --rounds <N>        rounds (default $PEERS_ROUNDS, else 3); every side of a scenario runs once a
                       round, back to back, in reversed order every other round; medians of all rounds
   --count <N>         operations per run after the warm-up (default $PEERS_COUNT, else 10000)
-  --warmup <N>        unmeasured operations first (default min(200, count / 10))
+  --warmup <N>        unmeasured operations first (default min(2000, count / 5): every side at steady state)
   --peers <a,b>       sides to run (default all): ${PEERS.map((p) => p.name).join(', ')}
   --scenarios <a,b>   scenarios (default all): ${ALL.join(', ')}
   --rabbit-url <url>  RabbitMQ (default rabbit://guest:guest@127.0.0.1:5672/)
@@ -209,6 +209,15 @@ const HELP = `Usage: npm run bench:peers -- [--rounds N] [--count N] [--warmup N
 
 Prints a progress line per run, the markdown table (median ops/s and, in parentheses, the ratio to
 tidings on the same broker), then one JSON object on the last line.`;
+
+/**
+ * Unmeasured operations before a run's window: 2,000 (a fifth of a shorter run). Every run is a
+ * fresh process, and V8 is still compiling after a few hundred operations: tidings' sequential
+ * calls cost twice the CPU in a process that has made 200 as once it has made thousands
+ * (bench/README.md), and the same holds, less, for every side. Services run for days: the table
+ * compares the sides at steady state.
+ */
+export const defaultWarmup = (count: number) => Math.min(2000, Math.ceil(count / 5));
 
 function positiveInt(flag: string, text: string | undefined, fallback: number): number {
   if (text === undefined || text === '') return fallback;
@@ -249,7 +258,7 @@ export async function main(argv: readonly string[], print: (line: string) => voi
   }
   const rounds = positiveInt('--rounds', values.rounds ?? process.env.PEERS_ROUNDS, 3);
   const count = positiveInt('--count', values.count ?? process.env.PEERS_COUNT, 10_000);
-  const warmup = values.warmup === '0' ? 0 : positiveInt('--warmup', values.warmup, Math.min(200, Math.ceil(count / 10)));
+  const warmup = values.warmup === '0' ? 0 : positiveInt('--warmup', values.warmup, defaultWarmup(count));
   const timeoutMs = positiveInt('--timeout', values.timeout, 300_000);
   const names = pick('--peers', values.peers, PEERS.map((p) => p.name));
   const peers = PEERS.filter((p) => names.includes(p.name));

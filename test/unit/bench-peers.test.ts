@@ -1,7 +1,7 @@
 // The peers bench's table (bench/run-peers.ts): medians of the rounds, each row's ratio to tidings
 // on the same broker, and the flags that choose sides and scenarios. No speed is asserted.
 import { describe, expect, it } from 'vitest';
-import { PEERS, formatPeersTable, main, medianOf, pick, type PeerRuns } from '../../bench/run-peers.js';
+import { PEERS, defaultWarmup, formatPeersTable, main, medianOf, pick, type PeerRuns } from '../../bench/run-peers.js';
 
 const peer = (name: string) => PEERS.find((p) => p.name === name)!;
 
@@ -41,6 +41,13 @@ describe('bench:peers table', () => {
     await expect(main(['--peers', 'tidings-rabbit,zeromq'], () => {})).rejects.toThrow(/--peers: unknown "zeromq"; known: tidings-rabbit, raw-oslo, raw-oslo-noconfirm, nest-rmq, moleculer-amqp, oslo-python, tidings-redis, raw-ioredis, nest-redis, moleculer-redis/);
     await expect(main(['--scenarios', 'call-sequential,warp'], () => {})).rejects.toThrow(/--scenarios: unknown "warp"; known: call-sequential, call-concurrent, cast, notify-publish, consume-plain/);
     await expect(main(['--rounds', '0'], () => {})).rejects.toThrow('--rounds must be a positive integer, received "0"');
+  });
+
+  it('warms every run up to steady state by default: 2,000 operations, a fifth of a shorter run', () => {
+    expect(defaultWarmup(10_000)).toBe(2000);
+    expect(defaultWarmup(50_000)).toBe(2000);
+    expect(defaultWarmup(5000)).toBe(1000);
+    expect(defaultWarmup(200)).toBe(40);
   });
 
   it('every side names a reference on its own broker, and the peers run only the scenarios they have', () => {
