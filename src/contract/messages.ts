@@ -56,15 +56,21 @@ export class RpcMessage<D = unknown> extends RpcIncomingMessage {
     return this.replyQueue;
   }
 
-  async reply(reply: RpcReply): Promise<void> {
-    if (!this.expectsReply) return;
+  /** Not async itself: the reply sender's promise passes straight through (a throw becomes a rejection). */
+  reply(reply: RpcReply): Promise<void> {
+    if (!this.expectsReply) return Promise.resolve();
     if (this.replied) {
       this.logger.warn('A second final reply to the same call was ignored', { msgId: this.msgIdOfCall });
-      return;
+      return Promise.resolve();
     }
     this.replied = true;
     const msgId = this.msgIdOfCall!;
-    await this.replies.sendReply(this.replyQueue!, msgId, encodeReply(msgId, reply, this.logger, this.replies.maxMessageBytes));
+    try {
+      // Promise.resolve hands a native promise back as it is.
+      return Promise.resolve(this.replies.sendReply(this.replyQueue!, msgId, encodeReply(msgId, reply, this.logger, this.replies.maxMessageBytes)));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   async heartbeat(): Promise<void> {

@@ -133,17 +133,24 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     return this.conn.isBlocked;
   }
 
-  protected async doSend(target: Target, ctx: Context, message: DriverMessage, options: SendOptions): Promise<unknown> {
+  /** Not async itself: a call returns its PendingCall's promise as it is (no promise adopting another). */
+  protected doSend(target: Target, ctx: Context, message: DriverMessage, options: SendOptions): Promise<unknown> {
+    try {
+      return this.sendRequest(target, ctx, message, options);
+    } catch (err) {
+      // An argument JSON cannot carry, a body over maxMessageBytes: rejected, nothing sent.
+      return Promise.reject(err);
+    }
+  }
+
+  private sendRequest(target: Target, ctx: Context, message: DriverMessage, options: SendOptions): Promise<unknown> {
     const topic = target.topic as string;
     const waiter = options.waitForReply ? this.getReplyWaiter() : undefined;
     const msgId = waiter ? newHexId() : undefined;
     const content = Buffer.from(encodeRpcRequest(message, ctx, waiter && { msgId: msgId!, replyQueue: waiter.queue, callMonitorTimeout: options.callMonitorTimeout }, this.options.maxMessageBytes));
     const decl = target.fanout ? this.topology.fanout(topic) : this.topology.topic(this.exchangeFor(target));
     const routingKey = target.fanout ? '' : requestAddress(topic, target.server);
-    if (!waiter || !msgId) {
-      await this.publish({ decl, routingKey, content, retry: options.retry, signal: options.signal });
-      return undefined;
-    }
+    if (!waiter || !msgId) return this.publish({ decl, routingKey, content, retry: options.retry, signal: options.signal });
     const call = this.registerCall(msgId, topic, options);
     // The call resolves on its reply without waiting for the request's confirm (a reply proves
     // delivery); a failed confirm still retries the same body or fails the call. A first attempt

@@ -97,6 +97,11 @@ export class AmqpConnection {
     return this.model ? { model: this.model, generation: this.generation } : undefined;
   }
 
+  /** The generation of the open connection; undefined when none is open (`current?.generation` without building `current`, for every publish). */
+  get openGeneration(): number | undefined {
+    return this.model ? this.generation : undefined;
+  }
+
   /** Registers a hook for every later (re)connect; returns its remover. */
   addOpenHook(hook: OpenHook): () => void {
     this.hooks.add(hook);

@@ -96,14 +96,14 @@ export class Publisher {
   publish(exchange: string, routingKey: string, content: Buffer, opts: PublishOptions = {}): Promise<void> {
     const ch = this.channel;
     // Hot path: no await before the write when the channel is up and nothing holds us back.
-    if (ch && this.channelGeneration === this.conn.current?.generation && !this.conn.isBlocked && !this.needsDrain) {
+    if (ch && this.channelGeneration === this.conn.openGeneration && !this.conn.isBlocked && !this.needsDrain) {
       return this.write(ch, exchange, routingKey, content, opts);
     }
     return this.publishSlow(exchange, routingKey, content, opts);
   }
 
   private async publishSlow(exchange: string, routingKey: string, content: Buffer, opts: PublishOptions): Promise<void> {
-    const ch = this.channel && this.channelGeneration === this.conn.current?.generation ? this.channel : await this.openChannel();
+    const ch = this.channel && this.channelGeneration === this.conn.openGeneration ? this.channel : await this.openChannel();
     if (this.conn.isBlocked) await this.conn.waitUnblocked(this.options.publishTimeout, opts.signal);
     if (this.needsDrain) await new Promise<void>((r) => this.drainWaiters.push(r));
     // A call that timed out while the broker blocked us must not reach a server after the unblock.
@@ -173,7 +173,7 @@ export class Publisher {
 
   /** True when `decl` is declared on the current connection: lets hot paths skip an await. */
   isDeclared(decl: Declaration): boolean {
-    return this.declaredGeneration === this.conn.current?.generation && this.declared.has(decl);
+    return this.declaredGeneration === this.conn.openGeneration && this.declared.has(decl);
   }
 
   /**

@@ -51,8 +51,8 @@ export class ReplyWaiter {
 
   /** True when the reply queue is consumed on the current connection (`ensureConsuming` has nothing to do). */
   readonly isConsuming = (): boolean => {
-    const cur = this.conn.current;
-    return cur !== undefined && this.channel !== undefined && this.channelGeneration === cur.generation;
+    const generation = this.conn.openGeneration;
+    return generation !== undefined && this.channel !== undefined && this.channelGeneration === generation;
   };
 
   /** Cancels the consumer (BaseDriver.cleanup fails the calls still waiting). */
