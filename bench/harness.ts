@@ -117,6 +117,8 @@ export interface ScenarioResult extends Partial<Stats> {
   osloBaseline?: Stats;
   /** tidings ops/s divided by osloBaseline ops/s: tidings' own overhead. */
   osloRatio?: number;
+  /** With several rounds: the median of tidings/raw-oslo taken round by round, as `roundRatio`. */
+  osloRoundRatio?: number;
 }
 
 export interface BenchReport {
@@ -249,6 +251,8 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     if (stats.oslo) {
       result.osloBaseline = stats.oslo;
       if (result.opsPerSec !== undefined && result.osloBaseline.opsPerSec > 0) result.osloRatio = round(result.opsPerSec / result.osloBaseline.opsPerSec, 2);
+      const paired = roundByRound(result.roundsOpsPerSec, result.osloBaseline.roundsOpsPerSec);
+      if (paired !== undefined) result.osloRoundRatio = round(paired, 2);
       if (result.cpuUsPerOp !== undefined && result.osloBaseline.cpuUsPerOp) result.osloCpuRatio = round(result.cpuUsPerOp / result.osloBaseline.cpuUsPerOp, 2);
     }
     report.scenarios[scenario.name] = result;
@@ -320,7 +324,7 @@ async function measured(fn: ScenarioFn, ctx: BenchContext): Promise<Stats> {
 
 /** The human-readable table. */
 export function formatTable(report: BenchReport): string[] {
-  const header = ['scenario', 'ops', 'ops/s', 'p50 ms', 'p99 ms', 'raw ops/s', 'tidings/raw', 'per round', 'raw-oslo ops/s', 'tidings/raw-oslo', 'cpu us/op', 'cpu vs raw-oslo'];
+  const header = ['scenario', 'ops', 'ops/s', 'p50 ms', 'p99 ms', 'raw ops/s', 'tidings/raw', 'per round', 'raw-oslo ops/s', 'tidings/raw-oslo', 'per round', 'cpu us/op', 'cpu vs raw-oslo'];
   const rows = Object.entries(report.scenarios).map(([name, r]) => [
     name,
     r.ops !== undefined ? String(r.ops) : '-',
@@ -332,6 +336,7 @@ export function formatTable(report: BenchReport): string[] {
     r.roundRatio !== undefined ? r.roundRatio.toFixed(2) : '-',
     r.osloBaseline ? String(r.osloBaseline.opsPerSec) : '-',
     r.osloRatio !== undefined ? r.osloRatio.toFixed(2) : '-',
+    r.osloRoundRatio !== undefined ? r.osloRoundRatio.toFixed(2) : '-',
     r.cpuUsPerOp !== undefined ? r.cpuUsPerOp.toFixed(1) : '-',
     r.osloCpuRatio !== undefined ? r.osloCpuRatio.toFixed(2) : '-',
   ]);

@@ -45,6 +45,12 @@ describe('bench harness', () => {
     const scenario = { name: 'x', description: 'x', unit: 'ops', run: side('tidings') };
     const report = await runBench({ url: 'memory://', count: 10, durationMs: null, only: [], scenarios: [scenario], baselines: { x: side('raw') }, rounds: 5, print: () => {} });
     expect(order).toEqual(['tidings', 'raw', 'raw', 'tidings', 'tidings', 'raw', 'raw', 'tidings', 'tidings', 'raw']);
+    // The same pairing against raw-oslo, in its own column.
+    order.length = 0;
+    const withOslo = await runBench({ url: 'memory://', count: 10, durationMs: null, only: [], scenarios: [scenario], baselines: {}, osloBaselines: { x: side('raw') }, rounds: 5, print: () => {} });
+    expect(withOslo.scenarios.x.osloRoundRatio).toBe(10);
+    expect(withOslo.scenarios.x.roundRatio).toBeUndefined();
+    order.length = 0;
     expect(report.rounds).toBe(5);
     // Rounds 2-5 only: tidings 40, 10, 20, 30 ms -> median run 30 ms (lower middle by ops/s); raw 100, 300, 200, 400 ms -> 300 ms.
     expect(report.scenarios.x).toMatchObject({ opsPerSec: Math.round(10_000 / 30), baseline: { opsPerSec: Math.round(10_000 / 300) } });
@@ -88,7 +94,7 @@ describe('bench harness', () => {
       expect(report.scenarios[name].p99Ms).toBeGreaterThanOrEqual(report.scenarios[name].p50Ms);
     }
     // The table: a title, a header, a rule and one row per scenario.
-    expect(out[1]).toMatch(/^scenario\s+ops\s+ops\/s\s+p50 ms\s+p99 ms\s+raw ops\/s\s+tidings\/raw\s+per round\s+raw-oslo ops\/s\s+tidings\/raw-oslo\s+cpu us\/op\s+cpu vs raw-oslo$/);
+    expect(out[1]).toMatch(/^scenario\s+ops\s+ops\/s\s+p50 ms\s+p99 ms\s+raw ops\/s\s+tidings\/raw\s+per round\s+raw-oslo ops\/s\s+tidings\/raw-oslo\s+per round\s+cpu us\/op\s+cpu vs raw-oslo$/);
     expect(out).toHaveLength(3 + NAMES.length + 1);
   });
 
@@ -109,7 +115,7 @@ describe('bench harness', () => {
     expect(report.scenarios.cast.ratio).toBeCloseTo(report.scenarios.cast.opsPerSec! / 2000, 1);
     expect(report.scenarios.cast.osloBaseline).toMatchObject({ ops: 10, opsPerSec: 1000 });
     expect(report.scenarios.cast.osloRatio).toBeCloseTo(report.scenarios.cast.opsPerSec! / 1000, 1);
-    expect(out.find((l) => l.startsWith('cast '))).toMatch(/\s2000\s+\d+\.\d\d\s+-\s+1000\s+\d+\.\d\d\s+\d+\.\d\s+\d+\.\d\d$/);
+    expect(out.find((l) => l.startsWith('cast '))).toMatch(/\s2000\s+\d+\.\d\d\s+-\s+1000\s+\d+\.\d\d\s+-\s+\d+\.\d\s+\d+\.\d\d$/);
     expect(report.scenarios.cast.cpuUsPerOp).toBeGreaterThan(0);
     expect(report.scenarios.cast.osloCpuRatio).toBeCloseTo(report.scenarios.cast.cpuUsPerOp! / report.scenarios.cast.osloBaseline!.cpuUsPerOp!, 1);
   });
