@@ -147,8 +147,10 @@ function consumeScenario(name: string, description: string, listenerCount: numbe
             await writeKafkaBacklog(ctx, `${topic}.info`, osloKafkaNotificationText, from, n);
           };
           const measured = await measureConsumed(ctx, timing, (i) => publish(notifier, i), write, () => consumed, gate, 'notifications consumed');
-          // The notifier also fills its default `<topic>.info` queue, which a pool does not read.
-          if (pool && transport.driver.capabilities.durableNotifications) await drain(transport, topic, ctx.warmup + measured.ops);
+          // The notifier also fills its default `<topic>.info` queue, which a pool does not read. A
+          // backlog (Kafka only) was written to a topic of its own, which keeps no queue to empty, and
+          // past 30,000 records the mock has already dropped the oldest (measureBacklog).
+          if (pool && timing === 'live' && transport.driver.capabilities.durableNotifications) await drain(transport, topic, ctx.warmup + measured.ops);
           return measured;
         } finally {
           gate.open();
