@@ -4,6 +4,7 @@ import { InvalidArgument } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { toLogger, type LoggerLike } from '../core/logger-adapters.js';
 import { NoOpSerializer, type Serializer } from '../core/serializer.js';
+import { isThenable } from '../core/types.js';
 import { PRIORITIES, isPriority, type Context, type Priority } from '../contract/types.js';
 import type { IncomingMessage } from '../contract/incoming-message.js';
 import { NotificationFilter } from './filter.js';
@@ -352,9 +353,6 @@ function outcomeOf(ret: unknown): DispatchOutcome | undefined {
   return undefined;
 }
 
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
-}
 
 function matches(filter: NotificationFilter, item: NotificationBatchItem<unknown>): boolean {
   return filter.match(item.ctx, item.publisherId, item.eventType, item.metadata, item.payload);

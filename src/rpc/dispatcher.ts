@@ -5,6 +5,7 @@ import type { Logger } from '../core/logger.js';
 import { toLogger, type LoggerLike } from '../core/logger-adapters.js';
 import { NoOpSerializer, type Serializer } from '../core/serializer.js';
 import { Target, versionIsCompatible } from '../core/target.js';
+import { isThenable } from '../core/types.js';
 import type { RpcIncomingMessage } from '../contract/incoming-message.js';
 import type { RpcRequest } from '../contract/types.js';
 import { DefaultRpcAccessPolicy, expose, lookupEndpointMethod, type RpcAccessPolicy } from './access-policy.js';
@@ -297,10 +298,6 @@ function failedOutcome(failure: unknown): DispatchOutcome {
   return { ok: false, failure, expected: false };
 }
 
-/** True for a value `await` would wait for (a promise or another thenable). */
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
-}
 
 function metaOf(incoming: RpcIncomingMessage, signal: AbortSignal): RpcMeta {
   const request = incoming.request;
