@@ -77,7 +77,17 @@ describe('DuplicateMessageChecker', () => {
     expect(d.has('y') && d.has('z')).toBe(true);
   });
 
-  it('agrees with a plain model of the window and the ids being handled over long random runs', () => {
+  // oslo's ids are uuid4().hex: held as numbers. Ids one digit apart, upper-case twins (strings,
+  // not numbers: a different id) and ids of other shapes share one table.
+  const hexId = (n: number) => ['0123456789abcdef', n.toString(16).padStart(16, '0')].join('');
+  const idKinds: Record<string, (n: number) => string> = {
+    'other ids': (n) => ['id', n].join('-'),
+    'hex ids': hexId,
+    'hex, upper-case and other ids mixed': (n) => (n % 3 === 0 ? hexId(n) : n % 3 === 1 ? hexId(n - 1).toUpperCase() : `${hexId(n).slice(0, 31)}g`),
+  };
+
+  it.each(Object.keys(idKinds))('agrees with a plain model of the window and the ids being handled over long random runs (%s)', (kind) => {
+    const makeId = idKinds[kind];
     // The model: the window as a list, oldest first, and a set of the ids being handled.
     let seed = 11;
     const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
@@ -91,7 +101,7 @@ describe('DuplicateMessageChecker', () => {
       };
       for (let step = 0; step < 30_000; step++) {
         // Few distinct ids (so they come back often), built anew each time (equal strings, other objects).
-        const id = ['id', random(size * 3 + 5)].join('-');
+        const id = makeId(random(size * 3 + 5));
         const inWindow = window.includes(id);
         switch (random(5)) {
           case 0:
@@ -119,8 +129,35 @@ describe('DuplicateMessageChecker', () => {
             handling.delete(id);
         }
       }
-      for (let i = 0; i < size * 3 + 5; i++) expect(d.has(`id-${i}`)).toBe(window.includes(`id-${i}`));
+      for (let i = 0; i < size * 3 + 5; i++) expect(d.has(makeId(i))).toBe(window.includes(makeId(i)));
     }
+  });
+
+  it('tells hex ids one digit apart, and a hex id from its upper-case twin, apart', () => {
+    const d = new DuplicateMessageChecker(64);
+    const base = 'a'.repeat(32);
+    for (let i = 0; i < 32; i++) {
+      const other = `${base.slice(0, i)}b${base.slice(i + 1)}`;
+      expect(d.checkAndAdd(other)).toBe(false);
+    }
+    expect(d.checkAndAdd(base)).toBe(false);
+    expect(d.checkAndAdd(base.toUpperCase())).toBe(false);
+    expect(d.checkAndAdd(base)).toBe(true);
+    expect(d.checkAndAdd(base.toUpperCase())).toBe(true);
+    expect(d.has(`${'a'.repeat(31)}b`) && d.has(`b${'a'.repeat(31)}`)).toBe(true);
+  });
+
+  it('keeps no id string of a hex id: a full window of oslo ids holds no strings (issue 30)', () => {
+    const d = new DuplicateMessageChecker(64);
+    // A new string object per id, as JSON.parse makes one per message.
+    for (let i = 0; i < 200; i++) d.add(JSON.parse(JSON.stringify(hexId(i))) as string);
+    expect(d.has(hexId(199)) && !d.has(hexId(0))).toBe(true);
+    // The table's string slots are all empty for hex ids.
+    const held = d as unknown as { strings: Array<string | undefined>; ringStrings: Array<string | undefined> };
+    expect(held.strings.length).toBeGreaterThanOrEqual(128);
+    expect(held.strings.every((s) => s === undefined)).toBe(true);
+    expect(held.ringStrings.length).toBe(64);
+    expect(held.ringStrings.every((s) => s === undefined)).toBe(true);
   });
 
   it('holds any number of ids being handled beside a full window', () => {
