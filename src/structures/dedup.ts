@@ -7,7 +7,8 @@
 // Map cost about twice as much per message. An id's string is read only when its hash matches.
 // The table and the window's ring start small and grow with the ids they hold: a process with a
 // thousand idle listeners does not hold a thousand full tables (issue 30: 106 KB of heap each).
-// oslo's ids (`uuid4().hex`: 32 lowercase hex digits) are held as their 128 bits in typed arrays,
+// oslo's ids (`uuid4().hex`: 32 lowercase hex digits; a notification's `message_id`, the same with
+// dashes) are held as their 128 bits in typed arrays,
 // not as strings: a table holding 4 096 id strings made every young id string outlive two
 // scavenges and be copied into old space, and the write barrier remember every slot it was
 // stored in; that garbage collection was a tenth of a server's CPU with 16 calls in flight. Any
@@ -24,6 +25,12 @@ const IN_FLIGHT = 2;
 /** Slots of a new table, at least: a power of two. */
 const MIN_SLOTS = 16;
 
+/**
+ * The string slot of an id in the dashed UUID form (8-4-4-4-12 lowercase hex digits): its words
+ * are its digits, as those of the same digits undashed, which this marker tells apart.
+ */
+const DASHED = '\u0000uuid';
+
 /** The value of each lowercase hex digit by char code, -1 for any other character. */
 const HEX_DIGIT = (() => {
   const t = new Int8Array(128).fill(-1);
@@ -38,7 +45,7 @@ export class DuplicateMessageChecker {
   private hashes = new Int32Array(0);
   /** The 128 bits of each slot's hex id, 4 words per slot. */
   private words = new Int32Array(0);
-  /** Each slot's id when it is not a hex id (undefined for a hex id). */
+  /** Each slot's id when it is not a hex id (undefined for a hex id, DASHED for a dashed one). */
   private strings: Array<string | undefined> = [];
   private states = new Uint8Array(0);
   /** Occupied slots. */
@@ -178,9 +185,10 @@ export class DuplicateMessageChecker {
   private load(id: string): void {
     if (id === this.lastId) return;
     this.lastId = id;
-    if (id.length === 32 && this.loadHex(id)) {
-      this.key = undefined;
-      let h = Math.imul(this.seed ^ this.k0, 0x9e3779b1);
+    const hex = id.length === 32 ? this.loadHex(id, 0) : id.length === 36 && this.loadHex(id, 1);
+    if (hex) {
+      this.key = id.length === 32 ? undefined : DASHED;
+      let h = Math.imul(this.seed ^ this.k0 ^ id.length, 0x9e3779b1);
       h = Math.imul((h ^ (h >>> 15)) ^ this.k1, 0x85ebca77);
       h = Math.imul((h ^ (h >>> 13)) ^ this.k2, 0xc2b2ae3d);
       h = Math.imul((h ^ (h >>> 16)) ^ this.k3, 0x27d4eb2f);
@@ -194,14 +202,19 @@ export class DuplicateMessageChecker {
     this.k0 = this.k1 = this.k2 = this.k3 = 0;
   }
 
-  /** Reads 32 lowercase hex digits into k0..k3; false on any other character. */
-  private loadHex(id: string): boolean {
+  /**
+   * Reads 32 lowercase hex digits into k0..k3, undashed (`dashes` 0) or in the 8-4-4-4-12 form
+   * (`dashes` 1); false on any other character.
+   */
+  private loadHex(id: string, dashes: number): boolean {
+    if (dashes === 1 && (id.charCodeAt(8) !== 45 || id.charCodeAt(13) !== 45 || id.charCodeAt(18) !== 45 || id.charCodeAt(23) !== 45)) return false;
     let w0 = 0;
     let w1 = 0;
     let w2 = 0;
     let w3 = 0;
     for (let i = 0; i < 32; i++) {
-      const c = id.charCodeAt(i);
+      // Digit i of the dashed form is after the dashes before it: at 8, 12, 16 and 20 digits.
+      const c = id.charCodeAt(dashes === 0 ? i : i + (i < 8 ? 0 : i < 12 ? 1 : i < 16 ? 2 : i < 20 ? 3 : 4));
       const d = c < 128 ? HEX_DIGIT[c] : -1;
       if (d < 0) return false;
       if (i < 8) w0 = (w0 << 4) | d;
@@ -222,7 +235,7 @@ export class DuplicateMessageChecker {
     const { kHash, key, words } = this;
     let at = kHash & mask;
     while (this.states[at] !== EMPTY) {
-      if (this.hashes[at] === kHash && this.strings[at] === key && (key !== undefined || (words[at * 4] === this.k0 && words[at * 4 + 1] === this.k1 && words[at * 4 + 2] === this.k2 && words[at * 4 + 3] === this.k3))) return at;
+      if (this.hashes[at] === kHash && this.strings[at] === key && ((key !== undefined && key !== DASHED) || (words[at * 4] === this.k0 && words[at * 4 + 1] === this.k1 && words[at * 4 + 2] === this.k2 && words[at * 4 + 3] === this.k3))) return at;
       at = (at + 1) & mask;
     }
     return ~at;
