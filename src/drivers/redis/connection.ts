@@ -158,3 +158,8 @@ export function dropClient(client: RedisClient | undefined): void {
   internals.setStatus('end');
   internals.flushQueue(new Error('Connection is closed.'));
 }
+
+/** Resolves in the check phase of this turn of the event loop: after every write corked to the end of the tick. */
+export function nextLoopTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}

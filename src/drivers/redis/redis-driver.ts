@@ -19,9 +19,9 @@ import type { PendingCall } from '../../contract/pending-replies.js';
 import { isPriority, type Context, type DriverMessage } from '../../contract/types.js';
 import { encodeNotification, encodeRpcRequest } from '../../contract/wire.js';
 import { MessageDeliveryFailure, MessagingError } from '../../core/errors.js';
-import { abortableSleep, withRetry } from '../../core/retry.js';
+import { abortableSleep, retryAfterFirst, withRetry, type RetryPolicy } from '../../core/retry.js';
 import type { Target } from '../../core/target.js';
-import { closeClient, createClient, createGroup, dropClient, runScript, type RedisClient } from './connection.js';
+import { closeClient, createClient, createGroup, dropClient, nextLoopTurn, runScript, type RedisClient } from './connection.js';
 import { RedisDeadLetters } from './dead-letters.js';
 import { inspectRedisPools, listRedisRpcTopics, REDIS_INSPECTION } from './inspection.js';
 import { encodeListRequest } from './entry-fields.js';
@@ -80,8 +80,9 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   /** When the notifier last swept each stream it writes (`boundBacklog`). */
   private readonly lastSwept = new Map<string, number>();
   private shardCursor = 0;
-  /** The shards of each topic written to, when `shards` > 1 (their tags are searched for once). */
-  private readonly shardKeys = new Map<string, TopicKeys[]>();
+  /** The keys of each topic written to, by exchange and topic (shard tags are searched for once). */
+  private readonly shardKeys = new Map<string, Map<string, TopicKeys[]>>();
+  private shardKeysSize = 0;
   /** The command connection's socket is corked until the end of this tick (coalesceWrites). */
   private corked = false;
   /** Replies waiting for the end of the tick, by reply queue (sendReply). */
@@ -118,7 +119,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const topic = target.topic as string;
     const exchange = this.exchangeFor(target);
     if (target.fanout) {
-      const keys = new TopicKeys(this.options.keyPrefix, exchange, topic);
+      const keys = this.topicKeys(exchange, topic)[0];
       const fanout = (body: string, call?: PendingCall) => this.withRetry(() => runScript(this.commands(), 'tidingsFanout', [keys.servers], [Date.now(), body]), options.retry, options.signal, call);
       if (!options.waitForReply) {
         await fanout(encodeRpcRequest(message, ctx, undefined, this.options.maxMessageBytes));
@@ -127,8 +128,17 @@ export class RedisDriver extends BaseDriver implements ReplySender {
       // collectReplies (discovery): every live server's inbox gets the call.
       return this.sendCall(topic, ctx, message, options, fanout);
     }
-    const keys = target.server ? new TopicKeys(this.options.keyPrefix, exchange, topic) : this.nextShard(exchange, topic);
-    const [stream, list] = target.server ? [keys.serverStream(target.server), keys.serverList(target.server)] : [keys.topicStream, keys.topicList];
+    let stream: string;
+    let list: string;
+    if (target.server) {
+      const keys = this.topicKeys(exchange, topic)[0];
+      stream = keys.serverStream(target.server);
+      list = keys.serverList(target.server);
+    } else {
+      const keys = this.nextShard(exchange, topic);
+      stream = keys.topicStream;
+      list = keys.topicList;
+    }
     if (!options.waitForReply) {
       await this.publishRequest(stream, list, encodeRpcRequest(message, ctx, undefined, this.options.maxMessageBytes), undefined, options.retry, options.signal);
       return undefined;
@@ -342,16 +352,30 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     });
   }
 
+  /** The keys of `topic` on `exchange`, one shard after the other when `shards` > 1 (memoized: no key is built per send). */
   private nextShard(exchange: string, topic: string): TopicKeys {
-    const n = this.options.shards;
-    if (n === 1) return new TopicKeys(this.options.keyPrefix, exchange, topic);
-    const id = `${exchange}\n${topic}`;
-    let shards = this.shardKeys.get(id);
-    if (!shards) {
-      shards = topicShards(this.options.keyPrefix, exchange, topic, n);
-      this.shardKeys.set(id, shards);
+    const shards = this.topicKeys(exchange, topic);
+    return shards.length === 1 ? shards[0] : shards[this.shardCursor++ % shards.length];
+  }
+
+  /** Every shard's keys of `topic` on `exchange`, computed once per driver (the memo is bounded: names are unbounded input). */
+  private topicKeys(exchange: string, topic: string): TopicKeys[] {
+    let byTopic = this.shardKeys.get(exchange);
+    if (!byTopic) {
+      byTopic = new Map();
+      this.shardKeys.set(exchange, byTopic);
     }
-    return shards[this.shardCursor++ % n];
+    let shards = byTopic.get(topic);
+    if (!shards) {
+      if (++this.shardKeysSize > SWEPT_MEMO_LIMIT) {
+        this.shardKeys.clear();
+        this.shardKeysSize = 1;
+        this.shardKeys.set(exchange, byTopic);
+      }
+      shards = topicShards(this.options.keyPrefix, exchange, topic, this.options.shards);
+      byTopic.set(topic, shards);
+    }
+    return shards;
   }
 
   private async startListener<M extends ReceivedMessage>(
@@ -458,23 +482,32 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     }
   }
 
+  /**
+   * Runs `fn`, retrying per `retry`. The first attempt runs at once; the retry loop, its policy and
+   * its abort signals are only built when it fails (the usual send costs one `catch`).
+   */
   private withRetry<T>(fn: () => Promise<T>, retry: number | undefined, signal?: AbortSignal, call?: PendingCall): Promise<T> {
-    const o = this.options;
     const attempt = () =>
       fn().catch((err: unknown) => {
         const e = toMessagingError(err, 'Redis command failed', this.cmd);
         call?.setUndelivered(e);
         throw e;
       });
-    return withRetry(attempt, {
-      retry,
-      signal: signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal,
-      intervalMs: o.retryInterval,
-      backoffMs: o.retryInterval,
-      maxIntervalMs: o.intervalMax,
-      isRetriable: (e) => !this.closed && call?.isOver !== true && e instanceof MessagingError && e.retriable,
-      onRetry: ({ attempt: n, delayMs, error }) => this.logger.warn('Redis write failed; retrying with the same message', { attempt: n, delayMs, err: error }),
-    });
+    const policy = (): RetryPolicy => {
+      const o = this.options;
+      return {
+        retry,
+        signal: signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal,
+        intervalMs: o.retryInterval,
+        backoffMs: o.retryInterval,
+        maxIntervalMs: o.intervalMax,
+        isRetriable: (e) => !this.closed && call?.isOver !== true && e instanceof MessagingError && e.retriable,
+        onRetry: ({ attempt: n, delayMs, error }) => this.logger.warn('Redis write failed; retrying with the same message', { attempt: n, delayMs, err: error }),
+      };
+    };
+    // Closing, or aborted: the loop rejects with AbortError before any attempt, as it always did.
+    if (this.closing.signal.aborted || signal?.aborted) return withRetry(attempt, policy());
+    return retryAfterFirst(attempt(), attempt, policy);
   }
 
   /** Starts the reply reader once: a list per transport, popped in batches with BLMPOP. No declaration needed. */
@@ -504,6 +537,8 @@ export class RedisDriver extends BaseDriver implements ReplySender {
             this.logger.warn('Dropping a malformed reply', { key, bytes: body.length, reason: (err as Error).message });
           }
         }
+        // The calls these replies ended may send again at once: their requests go out before the next blocking read.
+        await nextLoopTurn();
       } catch (err) {
         if (this.closed) return;
         failures++;

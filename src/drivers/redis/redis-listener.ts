@@ -8,7 +8,7 @@ import { InboundPollSource } from '../../contract/inbound.js';
 import type { ReceivedMessage } from '../../contract/incoming-message.js';
 import type { ConsumerLag } from '../../contract/delivery-stats.js';
 import type { Logger } from '../../core/logger.js';
-import { closeClient, createGroup, dropClient, runScript, type RedisClient } from './connection.js';
+import { closeClient, createGroup, dropClient, nextLoopTurn, runScript, type RedisClient } from './connection.js';
 import { parseEntryFields, parseListRequest } from './entry-fields.js';
 import { isNoGroup, toMessagingError } from './errors.js';
 import type { ResolvedRedisOptions } from './options.js';
@@ -311,6 +311,12 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
         if (reader.clientId === undefined && this.options.mode !== 'cluster') reader.clientId = Number(await (reader.client as { client(sub: 'ID'): Promise<number> }).client('ID'));
         if (this.stopped) break;
         if (reader.list) {
+          // The next pop waits for the turn of the event loop after this one: the replies to what
+          // was just popped (their writes are corked to the end of the tick) leave first, then the
+          // blocking read. The other order put a write and Redis' handling of a blocking command in
+          // front of every reply.
+          await nextLoopTurn();
+          if (this.stopped) break;
           const keys = reader.keys.length === 1 ? reader.keys : [...reader.keys.slice(first), ...reader.keys.slice(0, first)];
           first = (first + 1) % reader.keys.length;
           // Pops only what the listener takes: what it pops is handled (acknowledged on receipt).

@@ -92,9 +92,12 @@ export class TopicKeys {
     this.base = `${prefix}:{${shardTag(exchange, topic, shard, shards)}}`;
   }
 
+  private topicStreamKey?: string;
+  private topicListKey?: string;
+
   /** The stream every server of the topic shares (`<topic>`). */
   get topicStream(): string {
-    return `${this.base}:rpc:${topicAddress(this.topic)}`;
+    return (this.topicStreamKey ??= `${this.base}:rpc:${topicAddress(this.topic)}`);
   }
 
   /** The stream of one named server (`<topic>.<server>`). */
@@ -108,7 +111,7 @@ export class TopicKeys {
    * existence says a server ever listened (a request to a topic without it is dropped).
    */
   get topicList(): string {
-    return `${this.base}:req:${topicAddress(this.topic)}`;
+    return (this.topicListKey ??= `${this.base}:req:${topicAddress(this.topic)}`);
   }
 
   /** The request list of one named server (`<topic>.<server>`); its stream is the existence mark. */
