@@ -82,6 +82,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   private shardCursor = 0;
   /** The keys of each topic written to, by exchange and topic (shard tags are searched for once). */
   private readonly shardKeys = new Map<string, Map<string, TopicKeys[]>>();
+  /** Topics in `shardKeys`, over every exchange. */
   private shardKeysSize = 0;
   /** The command connection's socket is corked until the end of this tick (coalesceWrites). */
   private corked = false;
@@ -360,21 +361,20 @@ export class RedisDriver extends BaseDriver implements ReplySender {
 
   /** Every shard's keys of `topic` on `exchange`, computed once per driver (the memo is bounded: names are unbounded input). */
   private topicKeys(exchange: string, topic: string): TopicKeys[] {
+    let shards = this.shardKeys.get(exchange)?.get(topic);
+    if (shards) return shards;
+    // Past the bound the memo starts over, every exchange's topics with it.
+    if (++this.shardKeysSize > SWEPT_MEMO_LIMIT) {
+      this.shardKeys.clear();
+      this.shardKeysSize = 1;
+    }
     let byTopic = this.shardKeys.get(exchange);
     if (!byTopic) {
       byTopic = new Map();
       this.shardKeys.set(exchange, byTopic);
     }
-    let shards = byTopic.get(topic);
-    if (!shards) {
-      if (++this.shardKeysSize > SWEPT_MEMO_LIMIT) {
-        this.shardKeys.clear();
-        this.shardKeysSize = 1;
-        this.shardKeys.set(exchange, byTopic);
-      }
-      shards = topicShards(this.options.keyPrefix, exchange, topic, this.options.shards);
-      byTopic.set(topic, shards);
-    }
+    shards = topicShards(this.options.keyPrefix, exchange, topic, this.options.shards);
+    byTopic.set(topic, shards);
     return shards;
   }
 

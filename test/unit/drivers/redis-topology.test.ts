@@ -1,7 +1,9 @@
 // Key names of the Redis driver: shard hash tags placed on the Cluster slot ring (one shard per
-// master of an evenly split cluster), and tagSlot agreeing with Redis's CRC16 reference values.
+// master of an evenly split cluster), tagSlot agreeing with Redis's CRC16 reference values, and
+// the driver's bounded memo of each topic's keys.
 import { describe, expect, it } from 'vitest';
-import { shardTag, tagSlot, topicShards } from '../../../src/drivers/redis/topology.js';
+import { getRpcTransport } from '../../../src/index.js';
+import { shardTag, tagSlot, topicShards, type TopicKeys } from '../../../src/drivers/redis/topology.js';
 
 describe('redis topology: shard tags', () => {
   it('tagSlot matches the reference values of the Redis Cluster spec', () => {
@@ -32,5 +34,26 @@ describe('redis topology: shard tags', () => {
     expect(a).toEqual(b);
     expect(a[0]).toBe('p:{ex:hot}');
     expect(new Set(a).size).toBe(3);
+  });
+});
+
+describe('redis driver: the memo of topic keys', () => {
+  it('stays bounded on one exchange with ever new topic names, and gives the same keys as topicShards', async () => {
+    // No command is sent: the memo is filled without a connection.
+    const transport = await getRpcTransport('redis://127.0.0.1:1/');
+    try {
+      const driver = transport.driver as unknown as { topicKeys(exchange: string, topic: string): TopicKeys[]; shardKeys: Map<string, Map<string, unknown>> };
+      const held = () => [...driver.shardKeys.values()].reduce((n, m) => n + m.size, 0);
+      let most = 0;
+      for (let i = 0; i < 25_000; i++) {
+        driver.topicKeys('openstack', `topic-${i}`);
+        most = Math.max(most, held());
+      }
+      expect(most).toBeLessThanOrEqual(10_000);
+      expect(driver.topicKeys('openstack', 'topic-1')).toEqual(topicShards('tidings', 'openstack', 'topic-1', 1));
+      expect(driver.topicKeys('openstack', 'topic-1')).toBe(driver.topicKeys('openstack', 'topic-1'));
+    } finally {
+      await transport.cleanup();
+    }
   });
 });
