@@ -1,5 +1,6 @@
 // The RabbitMQ driver, wire-compatible with oslo.messaging 14 (oslo-wire.md §1): sends, calls,
 // notifications and replies on one confirmed publisher connection; one connection per listener.
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { basename } from 'node:path';
 import { EventEmitter } from 'eventemitter3';
@@ -25,7 +26,7 @@ import { AmqpDeadLetters } from './dead-letters.js';
 import { AMQP_INSPECTION, inspectAmqpPools, withQueueProbe } from './inspection.js';
 import { AmqpConnection, type DriverEventEmitter } from './connection.js';
 import { resolveOptions, type ResolvedAmqpOptions } from './options.js';
-import { Publisher, type PublishOptions } from './publisher.js';
+import { isNack, Publisher, type PublishOptions } from './publisher.js';
 import { ReplyWaiter } from './reply-waiter.js';
 import { QueueManager } from './queue-manager.js';
 import { notificationSpecs, PublishTopology, rpcServerSpecs, type Declaration } from './topology.js';
@@ -102,6 +103,8 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
   constructor(init: DriverInit) {
     super(init);
     this.options = resolveOptions(init.url, init.options);
+    // Every publish waiting out a retry backoff listens on it (removed after): many at once during an outage is no leak.
+    setMaxListeners(0, this.closing.signal);
     this.replyOptions = Object.freeze({ mandatory: this.options.directMandatoryFlag });
     this.conn = new AmqpConnection('publisher', this.options, this.logger, this.events);
     this.publisher = new Publisher(this.conn, this.options, this.logger);
@@ -258,9 +261,15 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     return this.publishOnce(req).catch((error: unknown) => this.retryPublish(req, error));
   }
 
-  /** The retries of `req` after its first attempt failed with `error`. */
+  /**
+   * The retries of `req` after its first attempt failed with `error`. A nacked message is
+   * republished like one whose connection was lost, but only while `publishTimeout` has not
+   * passed since that first failure: a queue refusing for longer (full, with `reject-publish`)
+   * fails the send instead of holding it for ever.
+   */
   private retryPublish(req: PublishRequest, error: unknown): Promise<void> {
     const o = this.options;
+    const nacksUntil = o.publishTimeout > 0 ? Date.now() + o.publishTimeout : Infinity;
     return retryAfterFirst(
       Promise.reject(error),
       () => this.publishOnce(req),
@@ -270,7 +279,7 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
         intervalMs: o.retryInterval,
         backoffMs: o.retryBackoff,
         maxIntervalMs: o.intervalMax,
-        isRetriable: (e) => !this.closed && req.call?.isOver !== true && e instanceof MessagingError && e.retriable,
+        isRetriable: (e) => !this.closed && req.call?.isOver !== true && e instanceof MessagingError && e.retriable && (!isNack(e) || Date.now() < nacksUntil),
         onRetry: ({ attempt, delayMs, error }) => this.logger.warn('Publish failed; retrying with the same message', { attempt, delayMs, routingKey: req.routingKey, err: error }),
       }),
       req.call && ((err) => req.call!.setUndelivered(err)),

@@ -35,6 +35,26 @@ interface InFlight {
   exchange?: string;
 }
 
+/** The failures made of a broker's nack (see `isNack`). */
+const NACKS = new WeakSet<Error>();
+
+/**
+ * A nack says no more than "not taken this time": a quorum queue electing a new leader after its
+ * node died nacks what it cannot take, so does a full queue with `x-overflow: reject-publish`.
+ * Retriable, so the driver republishes it with backoff (bounded by `publishTimeout`, see
+ * AmqpDriver.retryPublish).
+ */
+function nackFailure(cause: unknown): MessageDeliveryFailure {
+  const err = new MessageDeliveryFailure('The broker refused (nacked) the message', { cause, retriable: true });
+  NACKS.add(err);
+  return err;
+}
+
+/** True for the failure of a publish the broker nacked. */
+export function isNack(err: unknown): boolean {
+  return err instanceof MessageDeliveryFailure && NACKS.has(err);
+}
+
 export interface PublishOptions {
   /** Call requests only: per-message TTL in ms (oslo `expiration`). */
   expiration?: number;
@@ -91,7 +111,8 @@ export class Publisher {
    * Publishes one message and resolves once the broker confirmed it. Rejects with a retriable
    * ConnectionError when the connection or channel is lost before the confirm (the caller
    * retries with the same body), MessageUndeliverable for a returned mandatory message,
-   * MessageDeliveryFailure when the broker nacks or the confirm/blocked wait exceeds `publishTimeout`.
+   * MessageDeliveryFailure when the broker nacks (retriable, `isNack`) or the confirm/blocked wait
+   * exceeds `publishTimeout` (not retriable).
    */
   publish(exchange: string, routingKey: string, content: Buffer, opts: PublishOptions = {}): Promise<void> {
     const ch = this.channel;
@@ -321,7 +342,7 @@ export class Publisher {
       rec.reject(err);
     } else if (err) {
       const text = err instanceof Error ? err.message : String(err);
-      if (text === 'message nacked') rec.reject(new MessageDeliveryFailure('The broker refused (nacked) the message', { cause: err }));
+      if (text === 'message nacked') rec.reject(nackFailure(err));
       else rec.reject(new ConnectionError(`The message was not confirmed: ${text}`, { cause: err }));
     } else if (rec.returned) {
       rec.reject(new MessageUndeliverable(`No queue is bound to receive the message (exchange "${rec.exchange}", routing key "${rec.routingKey}")`, rec.exchange ?? '', rec.routingKey ?? ''));
