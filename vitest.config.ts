@@ -10,34 +10,58 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const SHARED_BROKER_FAULTS = ['test/faults/close-all-connections.test.ts', 'test/faults/amqp-rss.test.ts'];
 
 /**
- * Files that take a minute or more, longest first (seconds on the 2-core machine, quiet): started
- * first, so that none is left running alone at the end. A fresh clone has no timing cache, and
- * vitest would then start the largest files first: these are small (the conformance suite lives
- * in src/testing), so they ran last and the suite waited ~8 minutes on the Kafka conformance file.
+ * Files that take ten seconds or more, with their seconds in a full run on the 2-core machine
+ * (2026-11-27, 4 workers; rabbit-cluster with its ~50 s cluster boot): started longest first, so
+ * that no long file starts late and runs alone at the end (longest-processing-time order: the
+ * run's files in 4 workers need ~490 s this way; started as vitest orders them, a 68 s
+ * conformance file started at 484 s and the run took 572 s). A fresh clone has no timing cache,
+ * and vitest would then start the largest files first: these are small (the conformance suite
+ * lives in src/testing), so they ran last. Files not listed run after these, in vitest's order.
  */
-const SLOW_FIRST = [
-  'test/integration/rabbit-cluster.test.ts', // ~200 (cluster boot, conformance suite, node loss)
-  'test/integration/kafka-notify.conformance.test.ts', // ~130
-  'test/integration/kafka-wire.conformance.test.ts', // ~150
-  'test/integration/kafka-lifecycle.conformance.test.ts', // ~130
-  'test/integration/kafka-rpc.conformance.test.ts', // ~125
-  'test/integration/kafka-delivery.test.ts', // ~105
-  'test/integration/kafka-reply-address.test.ts', // ~70-120
-  'test/integration/redis-cluster.conformance.test.ts', // ~95
-  'test/integration/amqp-quorum.conformance.test.ts', // ~80
-  'test/integration/amqp.conformance.test.ts', // ~70
+const SLOW_FIRST: ReadonlyArray<readonly [path: string, seconds: number]> = [
+  ['test/integration/kafka-wire.conformance.test.ts', 176],
+  ['test/integration/rabbit-cluster.test.ts', 170],
+  ['test/integration/kafka-lifecycle.conformance.test.ts', 132],
+  ['test/integration/kafka-rpc.conformance.test.ts', 123],
+  ['test/integration/kafka-delivery.test.ts', 117],
+  ['test/integration/kafka-notify.conformance.test.ts', 116],
+  ['test/integration/redis-cluster.conformance.test.ts', 91],
+  ['test/integration/amqp-quorum.conformance.test.ts', 72],
+  ['test/integration/amqp.conformance.test.ts', 71],
+  ['test/integration/redis.conformance.test.ts', 68],
+  ['test/integration/console-api.test.ts', 62],
+  ['test/package/pack.test.ts', 41],
+  ['test/integration/amqp-stream.conformance.test.ts', 34],
+  ['test/integration/kafka-reply-address.test.ts', 33],
+  ['test/integration/kafka-dead-letters.test.ts', 32],
+  ['test/faults/kafka-faults.test.ts', 30],
+  ['test/unit/bench-smoke.test.ts', 30],
+  ['test/conformance/registered-driver.test.ts', 27],
+  ['test/integration/memory.conformance.test.ts', 27],
+  ['test/interop/kafka-notifications.test.ts', 26],
+  ['test/integration/kafka-broker.test.ts', 24],
+  ['test/faults/abuse.test.ts', 21],
+  ['test/integration/redis-sentinel.test.ts', 20],
+  ['test/integration/kafka-dead-letter-cap.test.ts', 20],
+  ['test/interop/kafka-oslo-format.test.ts', 20],
+  ['test/integration/kafka-producer.test.ts', 18],
+  ['test/faults/kafka-broker-gone.test.ts', 15],
+  ['test/conformance/broken-drivers.test.ts', 15],
+  ['test/integration/kafka-rpc.test.ts', 15],
+  ['test/conformance/masked-capabilities.test.ts', 14],
+  ['test/integration/redis-servers.test.ts', 11],
+  ['test/nestjs/brokers.test.ts', 11],
+  ['test/faults/amqp-broker-gone.test.ts', 10],
+  ['test/integration/kafka-tls.test.ts', 10],
 ];
 
 class SlowFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
     const group = (f: TestSpecification) => f.project.config.sequence.groupOrder;
-    const rank = (f: TestSpecification) => {
-      const i = SLOW_FIRST.findIndex((path) => f.moduleId.endsWith(path));
-      return i < 0 ? SLOW_FIRST.length : i;
-    };
-    // Array sort is stable: files of one rank keep vitest's order.
-    return sorted.sort((a, b) => group(a) - group(b) || rank(a) - rank(b));
+    const seconds = (f: TestSpecification) => SLOW_FIRST.find(([path]) => f.moduleId.endsWith(path))?.[1] ?? 0;
+    // Array sort is stable: the files not listed keep vitest's order.
+    return sorted.sort((a, b) => group(a) - group(b) || seconds(b) - seconds(a));
   }
 }
 
