@@ -22,6 +22,11 @@ export interface ReplySender {
   isReplyAddress(address: string): boolean;
   /** The driver's `maxMessageBytes`: a larger reply is replaced by an InvalidArgument failure reply. */
   readonly maxMessageBytes?: number;
+  /**
+   * True: replies go without oslo's 2.0 envelope (oslo's 1.0 form, the inner message itself), for
+   * a driver no Python oslo reads (Redis). Every tidings reader takes both forms.
+   */
+  readonly bareReplies?: boolean;
 }
 
 /** An RPC request, acknowledged on receipt by the inbound pipeline (at-most-once, as oslo). */
@@ -67,7 +72,7 @@ export class RpcMessage<D = unknown> extends RpcIncomingMessage {
     const msgId = this.msgIdOfCall!;
     try {
       // Promise.resolve hands a native promise back as it is.
-      return Promise.resolve(this.replies.sendReply(this.replyQueue!, msgId, encodeReply(msgId, reply, this.logger, this.replies.maxMessageBytes)));
+      return Promise.resolve(this.replies.sendReply(this.replyQueue!, msgId, encodeReply(msgId, reply, this.logger, this.replies.maxMessageBytes, this.replies.bareReplies)));
     } catch (err) {
       return Promise.reject(err);
     }
@@ -76,7 +81,7 @@ export class RpcMessage<D = unknown> extends RpcIncomingMessage {
   async heartbeat(): Promise<void> {
     if (!this.expectsReply || this.replied) return;
     const msgId = this.msgIdOfCall!;
-    await this.replies.sendReply(this.replyQueue!, msgId, encodeReply(msgId, 'heartbeat'));
+    await this.replies.sendReply(this.replyQueue!, msgId, encodeReply(msgId, 'heartbeat', undefined, undefined, this.replies.bareReplies));
   }
 
   /** Already acknowledged on receipt: nothing to do. */

@@ -191,13 +191,19 @@ function onlyNestedContext(raw: DriverMessage): Context | undefined {
   return nested;
 }
 
+/** The body around an inner message: oslo's 2.0 envelope, or (`bare`) the inner message itself, oslo's 1.0 form. */
+function wrap(innerJson: string, bare: boolean | undefined): string {
+  return bare === true ? innerJson : envelopeJson(innerJson);
+}
+
 /**
- * The enveloped JSON body of a reply (`'heartbeat'`: a non-final empty one). Always carries
- * `result`, `failure` (null or oslo's JSON string) and `ending`, as Python clients require. A
- * result JSON cannot carry becomes a failure reply, so the caller never hangs on it.
+ * The JSON body of a reply (`'heartbeat'`: a non-final empty one), enveloped unless `bare` (see
+ * `ReplySender.bareReplies`). Always carries `result`, `failure` (null or oslo's JSON string) and
+ * `ending`, as Python clients require. A result JSON cannot carry becomes a failure reply, so the
+ * caller never hangs on it.
  */
-export function encodeReply(msgId: string, reply: RpcReply | 'heartbeat', logger?: Logger, maxBytes?: number): string {
-  if (reply === 'heartbeat') return envelopeJson(JSON.stringify({ result: null, failure: null, ending: false, _msg_id: msgId, _unique_id: newHexId() }));
+export function encodeReply(msgId: string, reply: RpcReply | 'heartbeat', logger?: Logger, maxBytes?: number, bare?: boolean): string {
+  if (reply === 'heartbeat') return wrap(JSON.stringify({ result: null, failure: null, ending: false, _msg_id: msgId, _unique_id: newHexId() }), bare);
   const failed = reply.failure !== undefined;
   const inner: DriverMessage = {
     result: failed ? null : (reply.result ?? null),
@@ -208,12 +214,12 @@ export function encodeReply(msgId: string, reply: RpcReply | 'heartbeat', logger
   };
   let body: string;
   try {
-    body = envelopeJson(JSON.stringify(inner));
+    body = wrap(JSON.stringify(inner), bare);
   } catch (err) {
     logger?.error('RPC result is not JSON-serialisable; replying with a failure', { msgId, reason: (err as Error).message });
     inner.result = null;
     inner.failure = serializeFailure(new InvalidArgument('result', 'a JSON-serialisable value', reply.result, { cause: err }));
-    return envelopeJson(JSON.stringify(inner));
+    return wrap(JSON.stringify(inner), bare);
   }
   try {
     return checkMessageSize(body, maxBytes, 'result');
@@ -222,7 +228,7 @@ export function encodeReply(msgId: string, reply: RpcReply | 'heartbeat', logger
     logger?.error('RPC reply is over max_message_bytes; replying with a failure', { msgId, reason: (err as Error).message });
     inner.result = null;
     inner.failure = serializeFailure(err);
-    return envelopeJson(JSON.stringify(inner));
+    return wrap(JSON.stringify(inner), bare);
   }
 }
 
@@ -237,18 +243,19 @@ export interface CallAddressing {
 }
 
 /**
- * The enveloped JSON body of an RPC request (oslo-wire.md §1.6): the message, the flattened
- * context, a fresh `_unique_id` and, for a call, `_msg_id`/`_reply_q`/`_timeout`. A value JSON
+ * The JSON body of an RPC request (oslo-wire.md §1.6): the message, the flattened context, a
+ * fresh `_unique_id` and, for a call, `_msg_id`/`_reply_q`/`_timeout`; in oslo's 2.0 envelope
+ * unless `bare` (oslo's 1.0 form, which every reader takes: `deserializeEnvelope`). A value JSON
  * cannot carry fails with InvalidArgument naming the context or the message; nothing is sent.
  * So does a body over `maxBytes` (the driver's `maxMessageBytes`, see checkMessageSize).
  */
-export function encodeRpcRequest(message: DriverMessage, ctx: Context, call?: CallAddressing, maxBytes?: number): string {
+export function encodeRpcRequest(message: DriverMessage, ctx: Context, call?: CallAddressing, maxBytes?: number, bare?: boolean): string {
   let wire = '';
   if (call !== undefined) {
     const timeout = call.callMonitorTimeout !== undefined ? call.callMonitorTimeout / 1000 : null;
     wire = `,"_msg_id":${JSON.stringify(call.msgId)},"_reply_q":${JSON.stringify(call.replyQueue)},"_timeout":${JSON.stringify(timeout)}`;
   }
-  return checkMessageSize(envelopeJson(innerJson(message, `${wire},"_unique_id":"${newHexId()}"`, ctx)), maxBytes);
+  return checkMessageSize(wrap(innerJson(message, `${wire},"_unique_id":"${newHexId()}"`, ctx), bare), maxBytes);
 }
 
 /** How a notification's context is laid out on the wire. */

@@ -69,10 +69,10 @@ describe('tidings dead-letters on Redis', () => {
       expect(Date.parse(l.deadAt)).toBeGreaterThan(Date.now() - 60_000);
       // The handler's last error, passed down by the dispatcher's requeue.
       expect(l.error).toMatch(/^handler failed on [12]$/);
-      expect(JSON.parse(JSON.parse(l.body)['oslo.message']).payload).toHaveProperty('n');
+      expect(JSON.parse(l.body).payload).toHaveProperty('n');
     }
     // Oldest first; --limit and --id narrow it; another address of the topic has none.
-    expect(letters.map((l) => JSON.parse(JSON.parse(l.body)['oslo.message']).payload.n)).toEqual([1, 2]);
+    expect(letters.map((l) => JSON.parse(l.body).payload.n)).toEqual([1, 2]);
     expect((await cli('list', '--address', address, '--limit', '1')).map((l) => JSON.parse(l).id)).toEqual([letters[0].id]);
     expect((await cli('list', '--address', address, '--id', letters[1].id)).map((l) => JSON.parse(l).id)).toEqual([letters[1].id]);
     expect(await cli('list', '--address', `${topic}.error`)).toEqual([]);

@@ -111,7 +111,7 @@ describe('redis delivery', () => {
     expect(f['x-consumer']).toMatch(/:\d+:[0-9a-f]{8}:\d+$/);
     expect(Number(f['x-time'])).toBeGreaterThan(Date.now() - 60_000);
     expect(f['x-error']).toMatch(/\S/);
-    expect(JSON.parse(JSON.parse(f.b)['oslo.message']).payload).toEqual({ id: 7 });
+    expect(JSON.parse(f.b).payload).toEqual({ id: 7 });
     await l.cleanup();
     expect(Number(((await redis.xpending(keys.notificationStream('info'), 'default')) as [number])[0])).toBe(0);
   });

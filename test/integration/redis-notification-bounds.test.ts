@@ -107,7 +107,7 @@ describe('Redis: the notification backlog is bounded by options', () => {
       await send(notifier, [id]);
       await waitFor(() => (stats()?.deadLettered ?? 0) === id, { timeoutMs: 10_000, message: `notification ${id} dead-lettered` });
     }
-    const kept = (await redis.xrange(dead, '-', '+')).map(([, f]) => (JSON.parse(JSON.parse(f[f.indexOf('b') + 1])['oslo.message']) as { payload: { id: number } }).payload.id);
+    const kept = (await redis.xrange(dead, '-', '+')).map(([, f]) => (JSON.parse(f[f.indexOf('b') + 1]) as { payload: { id: number } }).payload.id);
     expect(kept).toEqual([3, 4]);
     expect(lines.filter((line) => line.includes('Dropped the oldest dead letters') && line.includes(dead))).toHaveLength(2);
     expect(stats()).toMatchObject({ deadLettered: 4, deadLettersDropped: 2 });

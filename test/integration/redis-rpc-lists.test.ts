@@ -12,7 +12,7 @@ import { createMemoryLogger } from '../../src/core/logger.js';
 import { MessageDeliveryFailure, MessagingTimeout } from '../../src/core/errors.js';
 import { Target } from '../../src/core/target.js';
 import { TopicKeys } from '../../src/drivers/redis/topology.js';
-import { getRpcTransport } from '../../src/index.js';
+import { getRpcTransport, Notifier } from '../../src/index.js';
 import { getRpcClient } from '../../src/rpc/client.js';
 import { getRpcServer } from '../../src/rpc/server.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
@@ -187,8 +187,53 @@ describe('Redis: RPC request lists', () => {
       },
       { timeoutMs: 10_000, message: `both replies pushed (${replies.length})` },
     );
-    const results = replies.map((r) => JSON.parse(JSON.parse(r)['oslo.message']).result as { old: number });
+    const results = replies.map((r) => JSON.parse(r).result as { old: number });
     expect(results.map((r) => r.old).sort()).toEqual([1, 2]);
+    await server.close();
+  });
+
+  it("requests, replies and notifications go in oslo's 1.0 form (no 2.0 envelope); requests in the envelope are served, in either form the same", async () => {
+    const { serverT, clientT } = await transportPair();
+    const topic = uniqueName('rb');
+    const keys = new TopicKeys(PREFIX, 'openstack', topic);
+    const ran: unknown[] = [];
+    const server = getRpcServer(serverT, new Target({ topic, server: 's1' }), [{ echo: (_c: unknown, a: unknown) => a, record: (_c: unknown, a: unknown) => void ran.push(a) }]);
+    await server.start();
+    const client = getRpcClient(clientT, { topic }, { timeout: 10_000 });
+    expect(await client.call({ user: 'u1' }, 'echo', { n: 1 })).toEqual({ n: 1 });
+    const replyQueue = (clientT.driver as unknown as { replyQueue: string }).replyQueue;
+    await server.stop();
+    await server.wait();
+    // A cast and a call wait in the list while no server pops it: each the inner message itself.
+    await client.cast({ user: 'u1' }, 'record', { id: 1 });
+    const pending = client.call({}, 'echo', { n: 2 });
+    await waitFor(async () => (await redis.llen(keys.topicList)) === 2, { timeoutMs: 5000, message: 'cast and call in the list' });
+    const elements = await redis.lrange(keys.topicList, 0, -1);
+    const [cast, call] = elements.map((e) => JSON.parse(e.startsWith('{') ? e : e.slice(e.indexOf(';') + 1)) as Record<string, unknown>);
+    expect(cast).not.toHaveProperty(['oslo.version']);
+    expect(cast).toMatchObject({ method: 'record', args: { id: 1 }, _context_user: 'u1' });
+    expect(cast._unique_id).toMatch(/^[0-9a-f]{32}$/);
+    expect(call).toMatchObject({ method: 'echo', args: { n: 2 }, _reply_q: replyQueue });
+    // A request in the 2.0 envelope (an earlier version) beside them: all three run, and the replies are bare too.
+    await redis.rpush(keys.topicList, request('record', { id: 2 }));
+    await server.start();
+    expect(await pending).toEqual({ n: 2 });
+    await waitFor(() => ran.length === 2, { timeoutMs: 10_000, message: `both casts ran (${ran.length})` });
+    expect(ran).toEqual([{ id: 1 }, { id: 2 }]);
+    const replyKeyName = `${PREFIX}:reply:{${replyQueue}}`;
+    await clientT.cleanup();
+    await redis.rpush(keys.topicList, request('echo', { n: 3 }, replyQueue));
+    let reply: string[] | null = null;
+    await waitFor(async () => (reply = await redis.lpop(replyKeyName, 10)) !== null, { timeoutMs: 10_000, message: 'the reply pushed' });
+    const parsed = JSON.parse(reply![0]) as Record<string, unknown>;
+    expect(parsed).not.toHaveProperty(['oslo.version']);
+    expect(parsed).toMatchObject({ result: { n: 3 }, failure: null, ending: true });
+    // Notifications likewise, whatever version the notifier writes (messagingv2 is the 2.0 envelope elsewhere).
+    await new Notifier(serverT, { publisherId: 'p', driver: 'messagingv2', topics: [topic] }).info({ user: 'u1' }, 'ev', { id: 4 });
+    const [[, fields]] = await redis.xrange(keys.notificationStream('info'), '-', '+');
+    const note = JSON.parse(fields[fields.indexOf('b') + 1]) as Record<string, unknown>;
+    expect(note).not.toHaveProperty(['oslo.version']);
+    expect(note).toMatchObject({ event_type: 'ev', payload: { id: 4 }, _context_user: 'u1' });
     await server.close();
   });
 

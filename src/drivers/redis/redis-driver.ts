@@ -37,6 +37,15 @@ const CAPABILITIES: DriverCapabilities = Object.freeze({ rpc: true, fanout: true
 /** Bound on the streams whose last sweep a notifier remembers; past it the memo starts over (names are unbounded input). */
 const SWEPT_MEMO_LIMIT = 10_000;
 
+/**
+ * Python oslo has no Redis driver, so everything this driver writes (requests, replies,
+ * notifications) is oslo's 1.0 form, the inner message itself, never wrapped in the 2.0 envelope
+ * (a JSON string inside JSON: the inner text escaped, then parsed twice): ~10% of a call's CPU
+ * (bench/README.md). Every tidings reader takes both forms (`deserializeEnvelope`), so senders and
+ * listeners of earlier versions mix with these.
+ */
+const BARE = true;
+
 /** Replies popped per BLMPOP, and the most one RPUSH pushes. */
 const REPLY_BATCH = 128;
 
@@ -123,7 +132,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
       const keys = this.topicKeys(exchange, topic)[0];
       const fanout = (body: string, call?: PendingCall) => this.withRetry(() => runScript(this.commands(), 'tidingsFanout', [keys.servers], [Date.now(), body]), options.retry, options.signal, call);
       if (!options.waitForReply) {
-        await fanout(encodeRpcRequest(message, ctx, undefined, this.options.maxMessageBytes));
+        await fanout(encodeRpcRequest(message, ctx, undefined, this.options.maxMessageBytes, BARE));
         return undefined;
       }
       // collectReplies (discovery): every live server's inbox gets the call.
@@ -141,7 +150,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
       list = keys.topicList;
     }
     if (!options.waitForReply) {
-      await this.publishRequest(stream, list, encodeRpcRequest(message, ctx, undefined, this.options.maxMessageBytes), undefined, options.retry, options.signal);
+      await this.publishRequest(stream, list, encodeRpcRequest(message, ctx, undefined, this.options.maxMessageBytes, BARE), undefined, options.retry, options.signal);
       return undefined;
     }
     const deadline = options.timeout !== undefined ? Date.now() + options.timeout : undefined;
@@ -152,7 +161,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   private sendCall(topic: string, ctx: Context, message: DriverMessage, options: SendOptions, deliver: (body: string, call: PendingCall) => Promise<unknown>): Promise<unknown> {
     const replyQueue = this.ensureReplies();
     const msgId = newHexId();
-    const body = encodeRpcRequest(message, ctx, { msgId, replyQueue, callMonitorTimeout: options.callMonitorTimeout }, this.options.maxMessageBytes);
+    const body = encodeRpcRequest(message, ctx, { msgId, replyQueue, callMonitorTimeout: options.callMonitorTimeout }, this.options.maxMessageBytes, BARE);
     const call = this.registerCall(msgId, topic, options);
     deliver(body, call).then(
       () => call.setUndelivered(undefined),
@@ -167,7 +176,8 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const topic = cut > 0 && isPriority(address.slice(cut + 1)) ? address.slice(0, cut) : address;
     const keys = this.nextShard(this.exchangeFor(target), topic);
     const stream = keys.notificationStream(address.slice(topic.length + 1) || address);
-    const body = encodeNotification(message, ctx, options.version, undefined, this.options.maxMessageBytes);
+    // oslo's 1.0 form whatever the notifier's version (`BARE`).
+    const body = encodeNotification(message, ctx, 1.0, undefined, this.options.maxMessageBytes);
     const storeAndForward = this.options.notificationStoreAndForward;
     await this.withRetry(async () => {
       if (!storeAndForward) return void (await this.write([['XADD', stream, 'NOMKSTREAM', '*', BODY_FIELD, body]]));
@@ -267,6 +277,11 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   /** ReplySender: replies larger than this become failure replies (wire.ts encodeReply). */
   get maxMessageBytes(): number {
     return this.options.maxMessageBytes;
+  }
+
+  /** ReplySender: replies without oslo's envelope, as everything this driver writes (`BARE`). */
+  get bareReplies(): boolean {
+    return BARE;
   }
 
   /**
