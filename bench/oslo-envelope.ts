@@ -35,3 +35,9 @@ export const osloNotification = (i: number): Buffer => Buffer.from(osloNotificat
 /** The same, as text. */
 export const osloNotificationText = (i: number): string =>
   envelopeText({ ...notificationFields(i), _unique_id: hexId() });
+
+/** A notification in oslo's 1.0 form (no envelope), as tidings' Notifier puts it on Redis. */
+export const osloBareNotificationText = (i: number): string => JSON.stringify({ ...notificationFields(i), _unique_id: hexId() });
+
+/** A body in oslo's 1.0 form (one JSON layer). */
+export const unbare = (content: Buffer | string): Record<string, unknown> => JSON.parse(typeof content === 'string' ? content : content.toString('utf8')) as Record<string, unknown>;

@@ -3,21 +3,21 @@
 // between tidings and these is tidings' own overhead and the gap between these and raw-redis.ts is
 // the price of the design the Redis issue asks for (requests in streams, oslo's envelope).
 //
-// - RPC: the request is oslo's 2.0 envelope (`_msg_id`, `_reply_q`, `_timeout`, `_unique_id`)
-//   behind its deadline (`x=<ms>;`), `RPUSH`ed to the topic's request list followed by `EXISTS` of
+// - RPC: the request is oslo's 1.0 form (`_msg_id`, `_reply_q`, `_timeout`, `_unique_id`; no 2.0
+//   envelope on Redis, as tidings writes it) behind its deadline (`x=<ms>;`), `RPUSH`ed to the topic's request list followed by `EXISTS` of
 //   the topic's stream in the same write (tidings' path once it saw the stream: a request to an
 //   address whose stream is gone is taken back); the server pops its two request lists
-//   (shared topic, its own `<topic>.<server>`) with `BLMPOP … LEFT COUNT 64`, decodes both JSON
-//   layers, and pushes the replies (enveloped) of one pop to each caller as `MULTI RPUSH PEXPIRE
+//   (shared topic, its own `<topic>.<server>`) with `BLMPOP … LEFT COUNT 64`, decodes the JSON,
+//   and pushes the replies (1.0 form too) of one pop to each caller as `MULTI RPUSH PEXPIRE
 //   EXEC` on a second connection; the caller's reader pops its reply list with `BLMPOP … COUNT 100`
 //   and resolves calls by `_msg_id`. Four connections, as tidings' two transports use (tidings'
 //   server also blocks on its streams on one more, which nothing is written to here).
 // - cast: the same request without a reply address, 16 in flight; timed until the server read all.
-// - notifications: the enveloped notification tidings' Notifier writes, `XADD`ed 16 in flight;
+// - notifications: the notification tidings' Notifier writes on Redis (1.0 form), `XADD`ed 16 in flight;
 //   consumers read in a group and `XACK` each read, as raw-redis.ts does.
 import type { Redis } from 'ioredis';
 import type { BaselineSet, BenchContext, Measurement } from './harness.js';
-import { envelopeText, hexId, osloNotificationText, unenvelope } from './oslo-envelope.js';
+import { hexId, osloBareNotificationText, unbare } from './oslo-envelope.js';
 import { blockingLoop, createGroup, failFast, rawConsume, rawPublish, replyReader, withRedis, type EntryCodec, type Waiter } from './raw-redis.js';
 import { PAYLOAD_TEXT, measureDelivered, measureConcurrentCalls, measureSequentialCalls, type RpcSides } from './measure.js';
 
@@ -29,7 +29,7 @@ const REPLY_TTL_MS = 60_000;
 const CALL_TIMEOUT_MS = 30_000;
 const GROUP = 'servers';
 
-const NOTIFICATION: EntryCodec = { encode: osloNotificationText, decode: unenvelope };
+const NOTIFICATION: EntryCodec = { encode: osloBareNotificationText, decode: unbare };
 
 
 /** A call or cast request as tidings writes it (empty context). */
@@ -37,7 +37,7 @@ function request(i: number, replyQueue?: string, msgId?: string): string {
   const message: Record<string, unknown> = { method: 'echo', args: { i, text: PAYLOAD_TEXT }, version: '1.0' };
   if (replyQueue) Object.assign(message, { _msg_id: msgId, _reply_q: replyQueue, _timeout: CALL_TIMEOUT_MS / 1000 });
   message._unique_id = hexId();
-  return envelopeText(message);
+  return JSON.stringify(message);
 }
 
 function withProtocolRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Measurement>): Promise<Measurement> {
@@ -66,9 +66,9 @@ function withProtocolRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Meas
         const byCaller = new Map<string, string[]>();
         for (const element of popped[1]) {
           handled++;
-          const req = unenvelope(element.startsWith('{') ? element : element.slice(element.indexOf(';') + 1));
+          const req = unbare(element.startsWith('{') ? element : element.slice(element.indexOf(';') + 1));
           if (typeof req._reply_q !== 'string') continue;
-          const reply = envelopeText({ result: req.args, failure: null, ending: true, _msg_id: req._msg_id, _unique_id: hexId() });
+          const reply = JSON.stringify({ result: req.args, failure: null, ending: true, _msg_id: req._msg_id, _unique_id: hexId() });
           const key = `${base}:reply:${req._reply_q}`;
           const texts = byCaller.get(key);
           if (texts) texts.push(reply);
@@ -84,7 +84,7 @@ function withProtocolRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Meas
       fail,
     );
     const reader = replyReader(clientIn, replyKey, pending, (text) => {
-      const reply = unenvelope(text);
+      const reply = unbare(text);
       return { id: reply._msg_id as string, result: reply.result };
     }, fail);
     const push = (conn: Redis, body: string, deadline?: number) =>
