@@ -24,7 +24,7 @@ import type { KafkaConnection } from './connection.js';
 import { KafkaDeadLetters } from './dead-letters.js';
 import { PartitionOffsets } from './offset-tracker.js';
 import type { ResolvedKafkaOptions } from './options.js';
-import { delayUntil, parseRetryHeaders, type ParsedRetryHeaders } from './retry-headers.js';
+import { delayUntil, parseRetryHeaders, type ParsedRetryHeaders, type RetryHeaderRules } from './retry-headers.js';
 import { deadLetterOrigin, deadLetterTopic, HEADERS, retryGroup, retryTopic } from './topology.js';
 
 /** How long records of a newly owned partition wait for the previous owner's late commits (see the file comment). */
@@ -79,6 +79,8 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
   private readonly retryTopics: Map<string, string>;
   /** The topic each topic this consumer reads stands for: itself, or (a retry topic) the one it retries. */
   private readonly origins: ReadonlyMap<string, string>;
+  /** `parseRetryHeaders`' rules per topic read (built once, not per record). */
+  private readonly retryRules = new Map<string, RetryHeaderRules>();
   /** The topics this consumer reads: the listener's, or (the retry reader) their retry topics. */
   private readonly reads: readonly string[];
   /** The Kafka consumer group of this consumer: `group`, or (the retry reader) `retryGroup(group)`. */
@@ -382,7 +384,13 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
 
   /** A record's retry headers (delivery count, original topic, due time), checked against what this listener writes. */
   private headersOf(record: IncomingRecord): ParsedRetryHeaders {
-    return parseRetryHeaders(record, { originalTopic: this.origins.get(record.topic) ?? record.topic, requeueBackoff: this.options.requeueBackoff, now: Date.now() });
+    let rules = this.retryRules.get(record.topic);
+    if (rules === undefined) {
+      rules = { originalTopic: this.origins.get(record.topic) ?? record.topic, requeueBackoff: this.options.requeueBackoff };
+      // One per topic this listener reads (its origins); any other name is not kept.
+      if (this.origins.has(record.topic)) this.retryRules.set(record.topic, rules);
+    }
+    return parseRetryHeaders(record, rules);
   }
 
   /** When a retry copy is due, ms since the epoch; 0 for any other record, and for forged headers (handOut sets those aside). */

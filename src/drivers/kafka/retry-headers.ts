@@ -29,27 +29,37 @@ export interface RetryHeaderRules {
   readonly originalTopic: string;
   /** The `requeueBackoff` option, ms. */
   readonly requeueBackoff: number;
-  /** Now, ms since the epoch. */
-  readonly now: number;
+  /** Now, ms since the epoch; read from the clock when a due time is checked if not given. */
+  readonly now?: number;
 }
 
-/** Validates the retry headers of `record` against what tidings could have written. */
+/** A record whose retry headers tidings could not have written. */
+function malformed(reason: string, originalTopic: string): ParsedRetryHeaders {
+  return { ok: false, reason, originalTopic };
+}
+
+/**
+ * Validates the retry headers of `record` against what tidings could have written. Runs for every
+ * record a listener reads: no closure, and the clock only for a record with a due time.
+ */
 export function parseRetryHeaders(record: Pick<IncomingRecord, 'headers'>, rules: RetryHeaderRules): ParsedRetryHeaders {
   const h = record.headers;
-  const bad = (reason: string): ParsedRetryHeaders => ({ ok: false, reason, originalTopic: rules.originalTopic });
+  const originalTopic = rules.originalTopic;
   const count = h[HEADERS.deliveries];
-  if (count !== undefined && !COUNT.test(count)) return bad(`header ${HEADERS.deliveries} is not a delivery count: ${quote(count)}`);
+  if (count !== undefined && !COUNT.test(count)) return malformed(`header ${HEADERS.deliveries} is not a delivery count: ${quote(count)}`, originalTopic);
   const original = h[HEADERS.originalTopic];
-  if (original !== undefined && original !== rules.originalTopic) return bad(`header ${HEADERS.originalTopic} names ${quote(original)}, not ${rules.originalTopic}`);
+  if (original !== undefined && original !== originalTopic) return malformed(`header ${HEADERS.originalTopic} names ${quote(original)}, not ${originalTopic}`, originalTopic);
   const at = h[HEADERS.notBefore];
   let notBefore = 0;
   if (at !== undefined) {
-    if (!EPOCH_MS.test(at)) return bad(`header ${HEADERS.notBefore} is not a time: ${quote(at)}`);
+    if (!EPOCH_MS.test(at)) return malformed(`header ${HEADERS.notBefore} is not a time: ${quote(at)}`, originalTopic);
     notBefore = Number(at);
-    const latest = rules.now + rules.requeueBackoff + NOT_BEFORE_SLACK_MS;
-    if (notBefore > latest) return bad(`header ${HEADERS.notBefore} is ${notBefore - rules.now} ms ahead, more than requeueBackoff ${rules.requeueBackoff} ms allows`);
+    const now = rules.now ?? Date.now();
+    if (notBefore > now + rules.requeueBackoff + NOT_BEFORE_SLACK_MS) {
+      return malformed(`header ${HEADERS.notBefore} is ${notBefore - now} ms ahead, more than requeueBackoff ${rules.requeueBackoff} ms allows`, originalTopic);
+    }
   }
-  return { ok: true, headers: { previousDeliveries: count === undefined ? 0 : Number(count), originalTopic: rules.originalTopic, notBefore } };
+  return { ok: true, headers: { previousDeliveries: count === undefined ? 0 : Number(count), originalTopic, notBefore } };
 }
 
 /** How long to wait for a due time, as a timer can take it. */

@@ -51,4 +51,13 @@ describe('Kafka retry headers read back', () => {
     expect(delayUntil(now - 1000, now)).toBe(0);
     expect(delayUntil(now + 2 ** 40, now)).toBe(MAX_TIMER_MS);
   });
+
+  it('without `now` in the rules, a due time is checked against the clock', () => {
+    const clockRules = { originalTopic: 'billing.info', requeueBackoff: 5000 };
+    const at = (ms: number) => parseRetryHeaders({ headers: { [HEADERS.notBefore]: String(ms) } }, clockRules);
+    expect(at(Date.now() + 5000)).toEqual({ ok: true, headers: { previousDeliveries: 0, originalTopic: 'billing.info', notBefore: expect.any(Number) } });
+    const ahead = at(Date.now() + 5000 + NOT_BEFORE_SLACK_MS + 3_600_000);
+    expect(ahead.ok).toBe(false);
+    expect(!ahead.ok && ahead.reason).toMatch(/ms ahead, more than requeueBackoff 5000 ms allows/);
+  });
 });
