@@ -277,7 +277,7 @@ export function encodeNotification(message: DriverMessage, ctx: Context, version
   if (version !== 1.0 && version !== 2.0) throw new InvalidArgument('version', '1.0 or 2.0', version);
   if (layout.contextLayout === 'nested') return checkMessageSize(envelopeJson(innerJson(message, '', ctx, true)), maxBytes);
   const inner = innerJson(message, `,"_unique_id":"${newHexId()}"`, ctx);
-  return checkMessageSize(version === 1.0 ? inner : envelopeJson(inner), maxBytes);
+  return checkMessageSize(wrap(inner, version === 1.0), maxBytes);
 }
 
 /**

@@ -79,8 +79,8 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
   private readonly retryTopics: Map<string, string>;
   /** The topic each topic this consumer reads stands for: itself, or (a retry topic) the one it retries. */
   private readonly origins: ReadonlyMap<string, string>;
-  /** `parseRetryHeaders`' rules per topic read (built once, not per record). */
-  private readonly retryRules = new Map<string, RetryHeaderRules>();
+  /** `parseRetryHeaders`' rules per topic read, from `origins` (built once, not per record). */
+  private readonly retryRules: ReadonlyMap<string, RetryHeaderRules>;
   /** The topics this consumer reads: the listener's, or (the retry reader) their retry topics. */
   private readonly reads: readonly string[];
   /** The Kafka consumer group of this consumer: `group`, or (the retry reader) `retryGroup(group)`. */
@@ -115,6 +115,7 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
       this.origins = new Map([...this.retryTopics].map(([t, retry]) => [retry, t]));
       this.groupId = retryGroup(group);
     }
+    this.retryRules = new Map([...this.origins].map(([topic, originalTopic]) => [topic, { originalTopic, requeueBackoff: options.requeueBackoff }]));
   }
 
   override attach(sink: ListenerSink<IncomingMessage>): void {
@@ -384,13 +385,7 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
 
   /** A record's retry headers (delivery count, original topic, due time), checked against what this listener writes. */
   private headersOf(record: IncomingRecord): ParsedRetryHeaders {
-    let rules = this.retryRules.get(record.topic);
-    if (rules === undefined) {
-      rules = { originalTopic: this.origins.get(record.topic) ?? record.topic, requeueBackoff: this.options.requeueBackoff };
-      // One per topic this listener reads (its origins); any other name is not kept.
-      if (this.origins.has(record.topic)) this.retryRules.set(record.topic, rules);
-    }
-    return parseRetryHeaders(record, rules);
+    return parseRetryHeaders(record, this.retryRules.get(record.topic) ?? { originalTopic: record.topic, requeueBackoff: this.options.requeueBackoff });
   }
 
   /** When a retry copy is due, ms since the epoch; 0 for any other record, and for forged headers (handOut sets those aside). */
