@@ -7,6 +7,7 @@
 import type { Channel, ChannelModel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
+import { createMemoryLogger, type MemoryLogger } from '../../src/core/logger.js';
 import { MessageDeliveryFailure } from '../../src/core/errors.js';
 import { getNotificationTransport, Notifier, type Transport } from '../../src/index.js';
 import { openRawChannel } from '../support/amqp-driver.js';
@@ -47,57 +48,59 @@ describe('RabbitMQ: a nacked publish is republished until publish_timeout_ms, no
     return queue;
   }
 
+  /** The waits of the driver's republishes so far (its "retrying" warnings), ms each, with what failed. */
+  const retries = (logger: MemoryLogger) =>
+    logger.records.filter((r) => r.msg === 'Publish failed; retrying with the same message').map((r) => ({ delayMs: r.fields.delayMs, err: String((r.fields.err as Error | undefined)?.message) }));
+
   it('a notification nacked by a full queue is sent once the queue has room', async () => {
     const exchange = `${PREFIX}-n1`;
     const topic = uniqueName('nack');
-    const t = await track(getNotificationTransport(RABBIT_URL, { controlExchange: exchange }));
+    const logger = createMemoryLogger();
+    const t = await track(getNotificationTransport(RABBIT_URL, { controlExchange: exchange, logger }));
     const notifier = new Notifier(t, { publisherId: 'nack.test', driver: 'messagingv2', topics: [topic] });
     await notifier.info({}, 'first', {}); // declares the exchange and the topic's queue
     const full = await fullQueueOn(exchange, 'topic', `${topic}.info`);
     let outcome: string | undefined;
-    const startedAt = Date.now();
     const sending = notifier.info({}, 'nacked.then.taken', {}).then(
       () => (outcome = 'sent'),
       (err: Error) => (outcome = `${err.name}: ${err.message}`),
     );
-    // Nacked at least once (the first retry waits retry_interval, 1 s): still pending, not failed.
-    await new Promise((r) => setTimeout(r, 600));
+    // Nacked at least once, and waiting to be republished: still pending, not failed.
+    await waitFor(() => retries(logger).length > 0, { timeoutMs: 10_000, message: 'the nacked send is waiting to be republished' });
+    expect(retries(logger)[0]).toEqual({ delayMs: 1000, err: 'The broker refused (nacked) the message' });
     expect(outcome, 'pending while the queue refuses').toBeUndefined();
     await ch.purgeQueue(full);
     await sending;
     expect(outcome).toBe('sent');
-    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(900);
     expect((await ch.checkQueue(full)).messageCount, 'the republished copy reached the queue that refused it').toBe(1);
   });
 
   it('retry: 0 fails a nacked notification at once; a queue that keeps refusing fails the send after publish_timeout_ms', async () => {
     const exchange = `${PREFIX}-n2`;
     const topic = uniqueName('nack');
-    const t = await track(getNotificationTransport(`${RABBIT_URL}?publish_timeout_ms=2500`, { controlExchange: exchange }));
+    const logger = createMemoryLogger();
+    const t = await track(getNotificationTransport(`${RABBIT_URL}?publish_timeout_ms=2500`, { controlExchange: exchange, logger }));
     const notifier = new Notifier(t, { publisherId: 'nack.test', driver: 'messagingv2', topics: [topic] });
     await notifier.info({}, 'first', {});
     await fullQueueOn(exchange, 'topic', `${topic}.info`);
 
-    let startedAt = Date.now();
     const once = await notifier.prepare({ retry: 0 }).info({}, 'no.retry', {}).then(() => undefined, (err: unknown) => err);
     expect(once).toBeInstanceOf(MessageDeliveryFailure);
     expect((once as Error).message).toMatch(/nacked/);
-    expect(Date.now() - startedAt, 'no retry: failed at the first nack').toBeLessThan(900);
+    expect(retries(logger), 'no retry: failed at the first nack').toEqual([]);
 
-    startedAt = Date.now();
     const refused = await notifier.info({}, 'keeps.refusing', {}).then(() => undefined, (err: unknown) => err);
-    const took = Date.now() - startedAt;
     expect(refused).toBeInstanceOf(MessageDeliveryFailure);
     expect((refused as Error).message).toMatch(/nacked/);
-    // Retries at 1 s and 1 + 3 s: the second is past the 2.5 s bound, so it is the last.
-    expect(took).toBeGreaterThanOrEqual(2500);
-    expect(took).toBeLessThan(10_000);
+    // Republished after 1 s and after 3 s more: nacked again at ~4 s, past the 2.5 s bound, so the send fails there.
+    expect(retries(logger).map((r) => r.delayMs)).toEqual([1000, 3000]);
   });
 
   it('sixteen nacked notifications waiting to be republished at once warn of no listener leak', async () => {
     const exchange = `${PREFIX}-n3`;
     const topic = uniqueName('nack');
-    const t = await track(getNotificationTransport(RABBIT_URL, { controlExchange: exchange }));
+    const logger = createMemoryLogger();
+    const t = await track(getNotificationTransport(RABBIT_URL, { controlExchange: exchange, logger }));
     const notifier = new Notifier(t, { publisherId: 'nack.test', driver: 'messagingv2', topics: [topic] });
     await notifier.info({}, 'first', {});
     const full = await fullQueueOn(exchange, 'topic', `${topic}.info`);
@@ -106,7 +109,7 @@ describe('RabbitMQ: a nacked publish is republished until publish_timeout_ms, no
     process.on('warning', onWarning);
     try {
       const sends = Promise.all(Array.from({ length: 16 }, (_, i) => notifier.info({}, 'many.nacked', { i })));
-      await new Promise((r) => setTimeout(r, 600));
+      await waitFor(() => retries(logger).length >= 16, { timeoutMs: 10_000, message: 'all sixteen waiting to be republished' });
       await ch.purgeQueue(full);
       await ch.unbindQueue(full, exchange, `${topic}.info`);
       await sends;
