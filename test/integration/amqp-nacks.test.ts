@@ -52,14 +52,23 @@ describe('RabbitMQ: a nacked publish is republished until publish_timeout_ms, no
   const retries = (logger: MemoryLogger) =>
     logger.records.filter((r) => r.msg === 'Publish failed; retrying with the same message').map((r) => ({ delayMs: r.fields.delayMs, err: String((r.fields.err as Error | undefined)?.message) }));
 
-  it('a notification nacked by a full queue is sent once the queue has room', async () => {
-    const exchange = `${PREFIX}-n1`;
+  /**
+   * A notifier on its own exchange (its log kept), whose topic's `info` notifications are all
+   * nacked: its first send declared the exchange and the topic's queue, then a full queue was bound beside it.
+   */
+  async function refusingTopic(name: string, query = '') {
+    const exchange = `${PREFIX}-${name}`;
     const topic = uniqueName('nack');
     const logger = createMemoryLogger();
-    const t = await track(getNotificationTransport(RABBIT_URL, { controlExchange: exchange, logger }));
+    const t = await track(getNotificationTransport(`${RABBIT_URL}${query}`, { controlExchange: exchange, logger }));
     const notifier = new Notifier(t, { publisherId: 'nack.test', driver: 'messagingv2', topics: [topic] });
-    await notifier.info({}, 'first', {}); // declares the exchange and the topic's queue
+    await notifier.info({}, 'first', {});
     const full = await fullQueueOn(exchange, 'topic', `${topic}.info`);
+    return { exchange, topic, logger, notifier, full };
+  }
+
+  it('a notification nacked by a full queue is sent once the queue has room', async () => {
+    const { logger, notifier, full } = await refusingTopic('n1');
     let outcome: string | undefined;
     const sending = notifier.info({}, 'nacked.then.taken', {}).then(
       () => (outcome = 'sent'),
@@ -76,13 +85,7 @@ describe('RabbitMQ: a nacked publish is republished until publish_timeout_ms, no
   });
 
   it('retry: 0 fails a nacked notification at once; a queue that keeps refusing fails the send after publish_timeout_ms', async () => {
-    const exchange = `${PREFIX}-n2`;
-    const topic = uniqueName('nack');
-    const logger = createMemoryLogger();
-    const t = await track(getNotificationTransport(`${RABBIT_URL}?publish_timeout_ms=2500`, { controlExchange: exchange, logger }));
-    const notifier = new Notifier(t, { publisherId: 'nack.test', driver: 'messagingv2', topics: [topic] });
-    await notifier.info({}, 'first', {});
-    await fullQueueOn(exchange, 'topic', `${topic}.info`);
+    const { logger, notifier } = await refusingTopic('n2', '?publish_timeout_ms=2500');
 
     const once = await notifier.prepare({ retry: 0 }).info({}, 'no.retry', {}).then(() => undefined, (err: unknown) => err);
     expect(once).toBeInstanceOf(MessageDeliveryFailure);
@@ -97,13 +100,7 @@ describe('RabbitMQ: a nacked publish is republished until publish_timeout_ms, no
   });
 
   it('sixteen nacked notifications waiting to be republished at once warn of no listener leak', async () => {
-    const exchange = `${PREFIX}-n3`;
-    const topic = uniqueName('nack');
-    const logger = createMemoryLogger();
-    const t = await track(getNotificationTransport(RABBIT_URL, { controlExchange: exchange, logger }));
-    const notifier = new Notifier(t, { publisherId: 'nack.test', driver: 'messagingv2', topics: [topic] });
-    await notifier.info({}, 'first', {});
-    const full = await fullQueueOn(exchange, 'topic', `${topic}.info`);
+    const { exchange, topic, logger, notifier, full } = await refusingTopic('n3');
     const warnings: string[] = [];
     const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
     process.on('warning', onWarning);
