@@ -42,6 +42,7 @@ const SLOW_FIRST: ReadonlyArray<readonly [path: string, seconds: number]> = [
   ['test/integration/kafka-broker.test.ts', 24],
   ['test/faults/abuse.test.ts', 21],
   ['test/integration/redis-sentinel.test.ts', 20],
+  ['test/unit/contract/batch-stopwatch-cases.test.ts', 20],
   ['test/integration/kafka-dead-letter-cap.test.ts', 20],
   ['test/interop/kafka-oslo-format.test.ts', 20],
   ['test/integration/kafka-producer.test.ts', 18],
