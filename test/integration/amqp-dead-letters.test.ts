@@ -3,6 +3,7 @@
 // after max_deliveries (counted across both members) and lands in `<address>.dlq` with the last
 // error, the consumer and the time; `tidings dead-letters` lists, replays (to that pool only,
 // once) and purges it; forged x-tidings-* headers are dead-lettered, never obeyed.
+import { connect } from 'amqplib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/run-cli.js';
 import { getNotificationListener, getNotificationTransport, Notifier, Target, type Context, type Transport } from '../../src/index.js';
@@ -124,6 +125,65 @@ describe('RabbitMQ delivery limits and dead letters', () => {
     await waitFor(() => audited.length === 3, { timeoutMs: 15_000, message: 'the audit pool got all three' });
     expect(audited.sort()).toEqual([0, 1, 2]);
     expect(billed.sort()).toEqual([0, 1]);
+  });
+
+  it('a replay while the same letters are being listed still finds them: in this process (a console polling) and from another connection (the CLI)', { timeout: 60_000 }, async () => {
+    const address = `${PREFIX}-busy.info`;
+    const dlq = `${address}.dlq`;
+    const t = await open(RABBIT_URL, `${PREFIX}-busy-x`);
+    const store = t.driver.deadLetters();
+    const other = (await open(RABBIT_URL, `${PREFIX}-busy-x`)).driver.deadLetters();
+    // Dead letters as a listener leaves them, and the address's queue a replay goes back to.
+    const seed = async (ids: string[]) => {
+      const conn = await connect('amqp://guest:guest@127.0.0.1:5672/');
+      try {
+        const ch = await conn.createConfirmChannel();
+        await ch.assertQueue(dlq, { durable: true });
+        await ch.assertQueue(address, { durable: true });
+        for (const id of ids) ch.sendToQueue(dlq, Buffer.from(JSON.stringify({ id })), { headers: { 'x-tidings-id': id, 'x-tidings-reason': 'poison' }, deliveryMode: 2 });
+        await ch.waitForConfirms();
+        await ch.close();
+      } finally {
+        await conn.close();
+      }
+    };
+    // In one process: lists started before and after each replay; every replay finds its letter
+    // and every list sees the letters not yet replayed, all of them.
+    const ids = Array.from({ length: 8 }, (_, i) => `busy-${i}`);
+    await seed(ids);
+    const runs: Array<Promise<unknown>> = [];
+    const lists: Array<Promise<string[]>> = [];
+    const list = () => lists.push(store.list({ address }).then((ls) => ls.map((l) => l.id)));
+    for (const id of ids) {
+      list();
+      runs.push(store.replay({ address, ids: [id] }));
+      list();
+    }
+    expect(await Promise.all(runs)).toEqual(ids.map(() => 1));
+    for (const seen of await Promise.all(lists)) expect(ids.slice(ids.length - seen.length)).toEqual(seen);
+    expect(await store.list({ address })).toEqual([]);
+
+    // From another connection: a replay by id waits out another client's list holding the letter.
+    const cliIds = Array.from({ length: 10 }, (_, i) => `busy-cli-${i}`);
+    await seed(cliIds);
+    let listing = true;
+    let otherLists = 0;
+    const busy = (async () => {
+      while (listing && otherLists < 2_000) {
+        await other.list({ address });
+        otherLists++;
+      }
+    })();
+    try {
+      await waitFor(() => otherLists >= 3, { timeoutMs: 10_000, message: 'the other connection is listing' });
+      const replayed: number[] = [];
+      for (const id of cliIds) replayed.push(await store.replay({ address, ids: [id] }));
+      expect(replayed).toEqual(cliIds.map(() => 1));
+    } finally {
+      listing = false;
+      await busy;
+    }
+    expect(await store.list({ address })).toEqual([]);
   });
 
   it('forged x-tidings-* headers are dead-lettered with the reason, never obeyed; a valid count is', { timeout: 60_000 }, async () => {

@@ -7,6 +7,7 @@ import type { Channel, GetMessage } from 'amqplib';
 import type { DeadLetter, DeadLetterQuery, DeadLetterStore } from '../../contract/dead-letters.js';
 import { InvalidArgument, MessageDeliveryFailure } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
+import { abortableSleep } from '../../core/retry.js';
 import { keepingEncoding } from './compression.js';
 import type { AmqpConnection } from './connection.js';
 import { isNotFound, toMessagingError } from './errors.js';
@@ -41,10 +42,18 @@ interface Found {
  *   between leaves it in both places (listeners dedupe on `_unique_id`), never in neither.
  * - `purge` acknowledges them.
  *
+ * Taking hides a letter from everyone else until the channel closes, so operations on one queue
+ * take turns within this store (a console polling `list` while a replay runs), and a `replay` or
+ * `purge` by ids that finds some missing looks again for up to {@link MISSING_IDS_WAIT_MS}: another
+ * connection's `list` (the CLI, another console) may be holding them for a moment.
+ *
  * The `exchange` of a query means nothing here (queues belong to the vhost) and is ignored.
- * Each operation reads at most the messages the queue held when it began.
+ * Each pass reads at most the messages the queue held when it began.
  */
 export class AmqpDeadLetters implements DeadLetterStore {
+  /** The last operation on each dead-letter queue, settled or not: the next one waits for it. */
+  private readonly turns = new Map<string, Promise<void>>();
+
   constructor(private readonly deps: AmqpDeadLetterDeps) {}
 
   list(query: DeadLetterQuery): Promise<DeadLetter[]> {
@@ -85,8 +94,23 @@ export class AmqpDeadLetters implements DeadLetterStore {
    * on them, then closes the channel: what `act` did not acknowledge goes back to the queue.
    * Resolves after the close, so the broker has the acknowledgements and the returns.
    */
-  private async withTaken<T>(query: DeadLetterQuery, limit: number | undefined, act: (found: Found[], ch: Channel) => Promise<T>): Promise<T> {
+  private withTaken<T>(query: DeadLetterQuery, limit: number | undefined, act: (found: Found[], ch: Channel) => Promise<T>): Promise<T> {
     checkQuery(query);
+    const queue = deadLetterQueueName(query.address);
+    const run = () => this.takeAndAct(query, limit, act);
+    const result = (this.turns.get(queue) ?? Promise.resolve()).then(run);
+    const turn = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.turns.set(queue, turn);
+    void turn.then(() => {
+      if (this.turns.get(queue) === turn) this.turns.delete(queue);
+    });
+    return result;
+  }
+
+  private async takeAndAct<T>(query: DeadLetterQuery, limit: number | undefined, act: (found: Found[], ch: Channel) => Promise<T>): Promise<T> {
     const model = await this.deps.conn.ensureOpen();
     let ch: Channel;
     try {
@@ -106,24 +130,40 @@ export class AmqpDeadLetters implements DeadLetterStore {
   /** The dead letters of the query, oldest first; undefined when the address has no dead-letter queue. */
   private async take(ch: Channel, query: DeadLetterQuery, limit: number | undefined): Promise<Found[] | undefined> {
     const queue = deadLetterQueueName(query.address);
-    let held: number;
-    try {
-      held = (await ch.checkQueue(queue)).messageCount;
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw toMessagingError(err, `Could not read the dead letters in ${queue}`);
-    }
+    const count = async (): Promise<number | undefined> => {
+      try {
+        return (await ch.checkQueue(queue)).messageCount;
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw toMessagingError(err, `Could not read the dead letters in ${queue}`);
+      }
+    };
+    let held = await count();
+    if (held === undefined) return undefined;
     const wanted = query.ids === undefined ? undefined : new Set(query.ids);
+    const missing = new Set(wanted);
     const found: Found[] = [];
-    for (let i = 0; i < held && (limit === undefined || found.length < limit); i++) {
-      const message = await ch.get(queue, { noAck: false });
-      if (message === false) break;
-      const letter = toLetter(query.address, message);
-      if (wanted === undefined || wanted.has(letter.id)) found.push({ letter, message });
+    const full = () => limit !== undefined && found.length >= limit;
+    const deadline = Date.now() + MISSING_IDS_WAIT_MS;
+    for (let pass = 0; ; pass++) {
+      for (let i = 0; i < held && !full(); i++) {
+        const message = await ch.get(queue, { noAck: false });
+        if (message === false) break;
+        const letter = toLetter(query.address, message);
+        if (wanted !== undefined && !wanted.has(letter.id)) continue;
+        missing.delete(letter.id);
+        found.push({ letter, message });
+      }
+      // What this channel took stays taken, so a further pass reads only what came back meanwhile.
+      if (missing.size === 0 || full() || Date.now() >= deadline) return found;
+      await abortableSleep(Math.min(25 * 2 ** pass, 200));
+      held = (await count()) ?? 0;
     }
-    return found;
   }
 }
+
+/** How long a replay or purge by ids keeps looking for ids another connection may be holding. */
+export const MISSING_IDS_WAIT_MS = 1_000;
 
 function toLetter(address: string, message: GetMessage): DeadLetter {
   const h: Record<string, unknown> = message.properties.headers ?? {};
