@@ -5,8 +5,8 @@
 //
 // - RPC: the request is oslo's 1.0 form (`_msg_id`, `_reply_q`, `_timeout`, `_unique_id`; no 2.0
 //   envelope on Redis, as tidings writes it) behind its deadline (`x=<ms>;`), `RPUSH`ed to the topic's request list followed by `EXISTS` of
-//   the topic's stream in the same write (tidings' path once it saw the stream: a request to an
-//   address whose stream is gone is taken back); the server pops its two request lists
+//   the topic's stream in the same write, the requests of one tick in one `RPUSH` (tidings' path
+//   once it saw the stream: a request to an address whose stream is gone is taken back); the server pops its two request lists
 //   (shared topic, its own `<topic>.<server>`) with `BLMPOP … LEFT COUNT 64`, decodes the JSON,
 //   and pushes the replies (1.0 form too) of one pop to each caller as `MULTI RPUSH PEXPIRE
 //   EXEC` on a second connection; the caller's reader pops its reply list with `BLMPOP … COUNT 100`
@@ -87,8 +87,22 @@ function withProtocolRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Meas
       const reply = unbare(text);
       return { id: reply._msg_id as string, result: reply.result };
     }, fail);
-    const push = (conn: Redis, body: string, deadline?: number) =>
-      Promise.all([conn.rpush(topicList, deadline === undefined ? body : `x=${deadline};${body}`), conn.exists(topicStream)]);
+    // The requests of one tick go out as one RPUSH and one EXISTS on the next tick, as tidings sends them.
+    let tick: { elements: string[]; sent: Promise<unknown> } | undefined;
+    const push = (conn: Redis, body: string, deadline?: number): Promise<unknown> => {
+      const element = deadline === undefined ? body : `x=${deadline};${body}`;
+      if (tick) {
+        tick.elements.push(element);
+        return tick.sent;
+      }
+      const elements = [element];
+      const sent = new Promise<void>((resolve) => process.nextTick(resolve)).then(() => {
+        tick = undefined;
+        return Promise.all([conn.rpush(topicList, ...elements), conn.exists(topicStream)]);
+      });
+      tick = { elements, sent };
+      return sent;
+    };
     try {
       return await run({
         call: (i) =>

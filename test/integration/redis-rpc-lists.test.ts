@@ -115,9 +115,12 @@ describe('Redis: RPC request lists', () => {
     await next.stop();
     await next.wait();
     expect(await redis.exists(keys.serverList('x'), keys.serverStream('x')), 'nothing left of the name').toBe(0);
-    // Now a request to it is dropped: no list appears.
-    await toX.cast({}, 'record', { id: 3 });
+    // Now requests to it are dropped, also several sent in one tick (one RPUSH, taken back): no list stays.
+    await Promise.all([3, 4, 5].map((id) => toX.cast({}, 'record', { id })));
     expect(await redis.exists(keys.serverList('x'))).toBe(0);
+    await toX.cast({}, 'record', { id: 6 });
+    expect(await redis.exists(keys.serverList('x'))).toBe(0);
+    expect(ran.sort()).toEqual([1, 2]);
   });
 
   it('a request to an address no server ever listened on is dropped: no list is made, the call times out', async () => {

@@ -26,6 +26,7 @@ import { RedisDeadLetters } from './dead-letters.js';
 import { inspectRedisPools, listRedisRpcTopics, REDIS_INSPECTION } from './inspection.js';
 import { encodeListRequest } from './entry-fields.js';
 import { toMessagingError } from './errors.js';
+import { TickBatches } from './tick-batches.js';
 import { resolveOptions, type ResolvedRedisOptions } from './options.js';
 import { RedisListener } from './redis-listener.js';
 import { sweepStream, type ServerRegistration, type StreamSpec } from './listener-parts.js';
@@ -48,6 +49,8 @@ const BARE = true;
 
 /** Replies popped per BLMPOP, and the most one RPUSH pushes. */
 const REPLY_BATCH = 128;
+/** The most requests one RPUSH pushes. */
+const REQUEST_BATCH = 128;
 
 /** One command of a write: a Redis command, or one of the driver's scripts with its keys first. */
 type WriteCommand = readonly [name: string, ...args: (string | number)[]];
@@ -66,11 +69,15 @@ function checkExec(results: unknown): void {
 }
 
 /** Replies to one reply list produced in one tick, pushed by one RPUSH. */
-interface ReplyBatch {
-  readonly bodies: string[];
-  readonly msgIds: string[];
-  readonly sent: Promise<void>;
-  readonly resolve: () => void;
+interface OutgoingReply {
+  readonly body: string;
+  readonly msgId: string;
+}
+
+/** A request to a list whose stream was seen (`publishRequest`). */
+interface OutgoingRequest {
+  readonly stream: string;
+  readonly element: string;
 }
 
 export class RedisDriver extends BaseDriver implements ReplySender {
@@ -96,7 +103,10 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   /** The command connection's socket is corked until the end of this tick (coalesceWrites). */
   private corked = false;
   /** Replies waiting for the end of the tick, by reply queue (sendReply). */
-  private outgoingReplies = new Map<string, ReplyBatch>();
+  /** Replies of one tick, per reply queue: one RPUSH each (`sendReply`). */
+  private readonly outgoingReplies = new TickBatches<OutgoingReply>(REPLY_BATCH, (queue, replies) => this.pushReplies(queue, replies));
+  /** Requests of one tick, per request list: one RPUSH and one EXISTS each (`publishRequest`). */
+  private readonly outgoingRequests = new TickBatches<OutgoingRequest>(REQUEST_BATCH, (list, requests) => this.pushRequests(list, requests));
   private listenerCount = 0;
   private readonly instance = `${hostname()}:${process.pid}:${newHexId().slice(0, 8)}`;
   /** Aborted by cleanup(): retries and loops stop waiting at once. */
@@ -292,54 +302,32 @@ export class RedisDriver extends BaseDriver implements ReplySender {
    */
   sendReply(replyQueue: string, msgId: string, body: string): Promise<void> {
     if (this.closed && !this.cmd) return Promise.resolve();
-    let batch = this.outgoingReplies.get(replyQueue);
-    if (!batch || batch.bodies.length >= REPLY_BATCH) {
-      if (this.outgoingReplies.size === 0) process.nextTick(() => this.flushReplies());
-      let resolve!: () => void;
-      const sent = new Promise<void>((r) => (resolve = r));
-      batch = { bodies: [], msgIds: [], sent, resolve };
-      if (this.outgoingReplies.has(replyQueue)) this.pushReplies(replyQueue, this.outgoingReplies.get(replyQueue)!);
-      this.outgoingReplies.set(replyQueue, batch);
-    }
-    batch.bodies.push(body);
-    batch.msgIds.push(msgId);
-    return batch.sent;
+    return this.outgoingReplies.add(replyQueue, { body, msgId });
   }
 
-  /** Sends every reply batch of this tick. */
-  private flushReplies(): void {
-    const batches = this.outgoingReplies;
-    this.outgoingReplies = new Map();
-    for (const [replyQueue, batch] of batches) this.pushReplies(replyQueue, batch);
-  }
-
-  private pushReplies(replyQueue: string, batch: ReplyBatch): void {
-    const done = () => batch.resolve();
-    let p: Promise<unknown>;
+  /** Sends one tick's replies to `replyQueue`; never rejects (a failure is logged: the callers time out). */
+  private async pushReplies(replyQueue: string, replies: readonly OutgoingReply[]): Promise<void> {
     try {
+      const bodies = replies.map((r) => r.body);
       // MULTI, not a script: the same atomic push-with-expiry at a fraction of Redis' cost (EVALSHA ~21 us, this ~6 us).
       const key = replyKey(this.options.keyPrefix, replyQueue);
       const cmd = this.commands();
       this.coalesceWrites(cmd);
       if (this.options.mode === 'cluster') {
         // A Cluster client routes MULTI by the keys of its pipeline only.
-        p = cmd.multi().rpush(key, ...batch.bodies).pexpire(key, this.options.replyTtl).exec().then(checkExec);
+        checkExec(await cmd.multi().rpush(key, ...bodies).pexpire(key, this.options.replyTtl).exec());
       } else {
         // Four plain commands issued back to back (one corked write; nothing can come between them
         // on this connection): no ioredis Pipeline object per batch, ~14 us less per reply.
         const ignore = () => undefined; // EXEC reports a failure of any of them
         cmd.call('MULTI').catch(ignore);
-        cmd.call('RPUSH', key, ...batch.bodies).catch(ignore);
+        cmd.call('RPUSH', key, ...bodies).catch(ignore);
         cmd.call('PEXPIRE', key, this.options.replyTtl).catch(ignore);
-        p = cmd.call('EXEC').then(checkExec);
+        checkExec(await cmd.call('EXEC'));
       }
     } catch (err) {
-      p = Promise.reject(err);
+      this.logger.warn('Could not send a reply', { replyQueue, msgIds: replies.map((r) => r.msgId), err: toMessagingError(err, 'reply failed') });
     }
-    p.then(done, (err: unknown) => {
-      this.logger.warn('Could not send a reply', { replyQueue, msgIds: batch.msgIds, err: toMessagingError(err, 'reply failed') });
-      done();
-    });
   }
 
   /** @internal The shared command connection (created on first use). */
@@ -440,24 +428,17 @@ export class RedisDriver extends BaseDriver implements ReplySender {
    * Redis about half the command time of a stream entry read in a consumer group (INFO
    * commandstats, bench/README.md), and a request is acknowledged on
    * receipt anyway: no lease to keep. The first request to an address goes through a script
-   * (`tidingsRequest`: EXISTS, then RPUSH); once its stream was seen, a plain RPUSH followed by
-   * EXISTS in the same round trip (a script costs Redis ~4 us more per request than both): when the
-   * stream is gone by then, the request is taken back (LREM). A server's leave and the reaping of a
-   * dead one are scripts, so the EXISTS after the RPUSH sees whether the list still has a reader.
+   * (`tidingsRequest`: EXISTS, then RPUSH); once its stream was seen, requests of the same tick to
+   * the same list go out as one RPUSH followed by one EXISTS in the same round trip (a script costs
+   * Redis ~4 us more per request than both): when the stream is gone by then, the requests are taken
+   * back (LREM). A server's leave and the reaping of a dead one are scripts, so the EXISTS after
+   * the RPUSH sees whether the list still has a reader.
    */
   private publishRequest(stream: string, list: string, body: string, deadline: number | undefined, retry: number | undefined, signal: AbortSignal | undefined, call?: PendingCall): Promise<void> {
     const element = encodeListRequest(body, deadline);
     return this.withRetry(
       async () => {
-        if (this.streamsSeen.has(stream)) {
-          const [, exists] = await this.write([['RPUSH', list, element], ['EXISTS', stream]]);
-          if (Number(exists) === 1) return;
-          this.streamsSeen.delete(stream);
-          // A server that started since may have popped it already: then it runs, as if sent a moment later.
-          await this.commands().call('LREM', list, 1, element).catch((err: unknown) => this.logger.warn('Could not take back a request to an address without a server', { list, err: toMessagingError(err, 'LREM failed') }));
-          this.logger.debug('No server listens on this address any more; request dropped', { list });
-          return;
-        }
+        if (this.streamsSeen.has(stream)) return this.outgoingRequests.add(list, { stream, element });
         const [length] = await this.write([['tidingsRequest', stream, list, element]]);
         if (length === null) return void this.logger.debug('No server ever listened on this address; request dropped', { list });
         if (this.streamsSeen.size >= SWEPT_MEMO_LIMIT) this.streamsSeen.clear();
@@ -467,6 +448,19 @@ export class RedisDriver extends BaseDriver implements ReplySender {
       signal,
       call,
     );
+  }
+
+  /** One tick's requests to `list` (all for the same stream): pushed, then taken back if the stream is gone. */
+  private async pushRequests(list: string, requests: readonly OutgoingRequest[]): Promise<void> {
+    const stream = requests[0].stream;
+    const elements = requests.map((r) => r.element);
+    const [, exists] = await this.write([['RPUSH', list, ...elements], ['EXISTS', stream]]);
+    if (Number(exists) === 1) return;
+    this.streamsSeen.delete(stream);
+    // A server that started since may have popped some already: they run, as if sent a moment later.
+    const cmd = this.commands();
+    await Promise.all(elements.map((element) => cmd.call('LREM', list, 1, element))).catch((err: unknown) => this.logger.warn('Could not take back requests to an address without a server', { list, err: toMessagingError(err, 'LREM failed') }));
+    this.logger.debug('No server listens on this address any more; requests dropped', { list, count: elements.length });
   }
 
   /**
