@@ -394,10 +394,14 @@ export class KafkaNotificationListener extends InboundPushSource<IncomingMessage
     return parsed.ok ? parsed.headers.notBefore : 0;
   }
 
-  /** The index of the first record whose requeue backoff is not over yet, or -1. */
+  /** The index of the first record whose requeue backoff is not over yet, or -1. A record without a due time is not parsed here (handOut parses every record). */
   private firstNotDue(records: readonly IncomingRecord[]): number {
-    const now = Date.now();
-    for (let i = 0; i < records.length; i++) if (this.notBeforeOf(records[i]) > now) return i;
+    let now: number | undefined;
+    for (let i = 0; i < records.length; i++) {
+      if (records[i].headers[HEADERS.notBefore] === undefined) continue;
+      now ??= Date.now();
+      if (this.notBeforeOf(records[i]) > now) return i;
+    }
     return -1;
   }
 
