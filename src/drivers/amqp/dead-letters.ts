@@ -156,7 +156,7 @@ export class AmqpDeadLetters implements DeadLetterStore {
       }
       // What this channel took stays taken, so a further pass reads only what came back meanwhile.
       if (missing.size === 0 || full() || Date.now() >= deadline) return found;
-      await abortableSleep(Math.min(25 * 2 ** pass, 200));
+      await abortableSleep(Math.min(25 * 2 ** pass, 100));
       held = (await count()) ?? 0;
     }
   }
