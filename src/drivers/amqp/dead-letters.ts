@@ -97,16 +97,13 @@ export class AmqpDeadLetters implements DeadLetterStore {
   private withTaken<T>(query: DeadLetterQuery, limit: number | undefined, act: (found: Found[], ch: Channel) => Promise<T>): Promise<T> {
     checkQuery(query);
     const queue = deadLetterQueueName(query.address);
-    const run = () => this.takeAndAct(query, limit, act);
-    const result = (this.turns.get(queue) ?? Promise.resolve()).then(run);
-    const turn = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.turns.set(queue, turn);
-    void turn.then(() => {
+    const result = (this.turns.get(queue) ?? Promise.resolve()).then(() => this.takeAndAct(query, limit, act));
+    // Settles with the operation, whatever its outcome; the last one forgets the queue.
+    const release = () => {
       if (this.turns.get(queue) === turn) this.turns.delete(queue);
-    });
+    };
+    const turn = result.then(release, release);
+    this.turns.set(queue, turn);
     return result;
   }
 

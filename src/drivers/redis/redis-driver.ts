@@ -68,7 +68,7 @@ function checkExec(results: unknown): void {
   }
 }
 
-/** Replies to one reply list produced in one tick, pushed by one RPUSH. */
+/** A reply waiting for its tick's RPUSH to its reply list (`sendReply`). */
 interface OutgoingReply {
   readonly body: string;
   readonly msgId: string;
@@ -102,7 +102,6 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   private shardKeysSize = 0;
   /** The command connection's socket is corked until the end of this tick (coalesceWrites). */
   private corked = false;
-  /** Replies waiting for the end of the tick, by reply queue (sendReply). */
   /** Replies of one tick, per reply queue: one RPUSH each (`sendReply`). */
   private readonly outgoingReplies = new TickBatches<OutgoingReply>(REPLY_BATCH, (queue, replies) => this.pushReplies(queue, replies));
   /** Requests of one tick, per request list: one RPUSH and one EXISTS each (`publishRequest`). */
