@@ -6,6 +6,7 @@
 import { connect } from 'amqplib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/run-cli.js';
+import type { DeadLetter } from '../../src/contract/dead-letters.js';
 import { getNotificationListener, getNotificationTransport, Notifier, Target, type Context, type Transport } from '../../src/index.js';
 import type { NotificationMetadata } from '../../src/notify/dispatcher.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
@@ -215,7 +216,9 @@ describe('RabbitMQ delivery limits and dead letters', () => {
       { i: 100, deliveryCount: 3 },
       { i: 101, deliveryCount: 1 },
     ]);
-    const dead = await t.driver.deadLetters().list({ address });
+    // The forged ones are dead-lettered (a confirmed publish, then an ack) while 100 and 101 run: wait for all five.
+    let dead: DeadLetter[] = [];
+    await waitFor(async () => (dead = await t.driver.deadLetters().list({ address })).length >= forged.length, { timeoutMs: 15_000, message: 'the forged notifications dead-lettered' });
     expect(dead.map((d) => JSON.parse(JSON.parse(d.body)['oslo.message']).payload.i)).toEqual([1, 2, 3, 4, 5]);
     for (const d of dead) expect(d.error).toMatch(/^malformed headers: header x-tidings-(deliveries is not a delivery count|address names "another-service.info")/);
   });
