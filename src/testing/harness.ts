@@ -10,7 +10,7 @@ import {
   type TransportOptions,
 } from '../index.js';
 import type { DriverCapabilities } from '../contract/capabilities.js';
-import { deferred, uniqueName, type Deferred } from './wait.js';
+import { deferred, uniqueName, waitFor, type Deferred } from './wait.js';
 
 /** What a driver hands to `runConformanceSuite`. */
 export interface ConformanceSubject {
@@ -246,4 +246,35 @@ function describeError(error: unknown): string {
 /** Time since `t0` in ms. */
 export function since(t0: number): number {
   return Date.now() - t0;
+}
+
+/** What {@link sendInRounds} sends, how it sees progress, and when the work counts as shared. */
+export interface Rounds {
+  /** Sends message number `id` (0, 1, 2, … over every round). */
+  send(id: number): Promise<unknown>;
+  /** How many of the sent messages every receiver that must get all of them has got. */
+  delivered(): number;
+  /** True once each competing member has taken some. */
+  shared(): boolean;
+  /** Each round's wait for all of it to be delivered, in ms. */
+  timeoutMs: number;
+  /** Names what was sent, in a timeout error. */
+  what: string;
+}
+
+/**
+ * Sends rounds of 20, one at a time, each delivered in full before the next, until the members
+ * competing for them have each taken some (at most 10 rounds); returns how many were sent. On a
+ * loaded machine one member can take a whole round before another is back in its read (or, just
+ * started, has made its first one): the work is still shared, later. The caller then asserts
+ * each member's share, the union and the absence of duplicates over every round.
+ */
+export async function sendInRounds(rounds: Rounds): Promise<number> {
+  let sent = 0;
+  for (let round = 0; round < 10; round++) {
+    for (let i = 0; i < 20; i++) await rounds.send(sent++);
+    await waitFor(() => rounds.delivered() >= sent, { timeoutMs: rounds.timeoutMs, message: `${sent} ${rounds.what}` });
+    if (rounds.shared()) break;
+  }
+  return sent;
 }

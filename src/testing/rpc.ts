@@ -10,7 +10,7 @@ import {
   type Transport,
 } from '../index.js';
 import { waitFor } from './wait.js';
-import { expectFailure, expectNotSupported, since, started, type ConformanceEnv } from './harness.js';
+import { expectFailure, expectNotSupported, sendInRounds, since, started, type ConformanceEnv } from './harness.js';
 
 /** Starts an RPC server on `topic`/`server` and registers its teardown. */
 export function startServer(env: ConformanceEnv, transport: Transport, topic: string, server: string, endpoints: object[], options?: Record<string, unknown>) {
@@ -127,14 +127,13 @@ export function rpcTests(env: ConformanceEnv): void {
     it('casts to a topic are shared between its servers (sum exact, each > 0)', async () => {
       const { t, topic, log } = await twoRecordingServers(env);
       const client = getRpcClient(t, { topic });
-      // Rounds of 20 until both servers took some (bounded): on a loaded machine one competing
-      // reader can take a whole round before the other is back in its blocking read.
-      let N = 0;
-      for (let round = 0; round < 10; round++) {
-        for (let i = 0; i < 20; i++) await client.cast({}, 'who', { id: N++ });
-        await waitFor(() => log.length >= N, { timeoutMs: env.ms(10_000), message: `${N} casts handled` });
-        if (new Set(log.map((e) => e.server)).size === 2) break;
-      }
+      const N = await sendInRounds({
+        send: (id) => client.cast({}, 'who', { id }),
+        delivered: () => log.length,
+        shared: () => new Set(log.map((e) => e.server)).size === 2,
+        timeoutMs: env.ms(10_000),
+        what: 'casts handled',
+      });
       expect(log.filter((e) => e.server === 's1').length).toBeGreaterThan(0);
       expect(log.filter((e) => e.server === 's2').length).toBeGreaterThan(0);
       expect(new Set(log.map((e) => e.id)).size).toBe(N);
