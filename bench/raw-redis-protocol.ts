@@ -8,8 +8,8 @@
 //   the topic's stream in the same write, the requests of one tick in one `RPUSH` (tidings' path
 //   once it saw the stream: a request to an address whose stream is gone is taken back); the server pops its two request lists
 //   (shared topic, its own `<topic>.<server>`) with `BLMPOP … LEFT COUNT 64`, decodes the JSON,
-//   and pushes the replies (1.0 form too) of one pop to each caller as `MULTI RPUSH PEXPIRE
-//   EXEC` on a second connection; the caller's reader pops its reply list with `BLMPOP … COUNT 100`
+//   and pushes the replies (1.0 form too) of one pop to each caller as `RPUSH` and `PEXPIRE`
+//   in one write on a second connection; the caller's reader pops its reply list with `BLMPOP … COUNT 100`
 //   and resolves calls by `_msg_id`. Four connections, as tidings' two transports use (tidings'
 //   server also blocks on its streams on one more, which nothing is written to here).
 // - cast: the same request without a reply address, 16 in flight; timed until the server read all.
@@ -57,7 +57,6 @@ function withProtocolRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Meas
       pending.clear();
     };
     let handled = 0;
-    const ignore = () => undefined;
     const server = blockingLoop(
       serverIn,
       async () => {
@@ -74,12 +73,13 @@ function withProtocolRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Meas
           if (texts) texts.push(reply);
           else byCaller.set(key, [reply]);
         }
+        // One write for every reply list, as tidings' corked command connection sends them.
+        serverOut.stream.cork();
         for (const [key, texts] of byCaller) {
-          serverOut.call('MULTI').catch(ignore);
-          serverOut.call('RPUSH', key, ...texts).catch(ignore);
-          serverOut.call('PEXPIRE', key, REPLY_TTL_MS).catch(ignore);
-          serverOut.call('EXEC').catch(fail);
+          serverOut.call('RPUSH', key, ...texts).catch(fail);
+          serverOut.call('PEXPIRE', key, REPLY_TTL_MS).catch(fail);
         }
+        serverOut.stream.uncork();
       },
       fail,
     );
