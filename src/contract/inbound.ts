@@ -201,9 +201,13 @@ const FOREIGN_IMMEDIATE_PER_SECOND = 50;
 const FOREIGN_WARN_LIMIT = 100;
 
 /**
- * Notifications: settled by the listener's outcome. A copy of a message still being handled
- * (a redelivery after a reconnect) is a duplicate too; ids are remembered once acknowledged,
- * so a requeued message comes back.
+ * Notifications: settled by the listener's outcome. Ids are remembered once acknowledged, so a
+ * requeued message comes back. A copy of an acknowledged one is acknowledged and dropped. A copy
+ * of one still being handled (the same Kafka record read again after a rebalance gave its
+ * partition back, a publisher's resend) is not dispatched and not settled yet: it is held until
+ * the first one is, then acknowledged when that was, else given back. Acknowledging it at once
+ * would commit the record's offset (or acknowledge the stream entry) before the first copy was
+ * handled; were that copy then requeued, or its listener cleaned up, the message would be lost.
  *
  * With `subscriptions`, a delivery published to an exchange and address the listener did not
  * subscribe to (another topic bound to the same pool queue) is given back to the queue
@@ -223,6 +227,8 @@ export class NotificationInbound<D> extends Inbound<D> {
   /** Redelivered foreign notifications given back at once in the second since `foreignSince`. */
   private foreignImmediate = 0;
   private foreignSince = 0;
+  /** Copies that came while a notification with their id was being handled, by that id: settled as it is. */
+  private readonly held = new Map<string, Array<{ readonly delivery: D; readonly generation: number }>>();
 
   constructor(options: InboundOptions<D>) {
     super(options);
@@ -270,10 +276,16 @@ export class NotificationInbound<D> extends Inbound<D> {
     if (parsed === undefined) return undefined;
     const id = parsed.uniqueId;
     if (id !== undefined) {
-      // In the window, or a copy of one still being handled: a duplicate.
       if (!this.dedup.begin(id)) {
-        this.logger.debug('Dropping a duplicate notification', { uniqueId: id });
-        this.settler.ack(delivery, generation);
+        if (this.dedup.has(id)) {
+          this.logger.debug('Dropping a duplicate notification', { uniqueId: id });
+          this.settler.ack(delivery, generation);
+        } else {
+          this.logger.debug('Holding a copy of a notification being handled until it is settled', { uniqueId: id });
+          const copies = this.held.get(id);
+          if (copies) copies.push({ delivery, generation });
+          else this.held.set(id, [{ delivery, generation }]);
+        }
         return undefined;
       }
     }
@@ -314,6 +326,7 @@ export class NotificationInbound<D> extends Inbound<D> {
     if (message.uniqueId !== undefined) this.dedup.add(message.uniqueId);
     this.forget();
     this.settler.ack(message.delivery, message.generation);
+    this.settleHeld(message, true);
   }
 
   /** @internal */
@@ -321,6 +334,24 @@ export class NotificationInbound<D> extends Inbound<D> {
     if (message.uniqueId !== undefined) this.dedup.drop(message.uniqueId);
     this.forget();
     this.settler.requeue(message.delivery, message.generation, reason);
+    this.settleHeld(message, false);
+  }
+
+  /**
+   * The copies held while `message` was handled: acknowledged when it was (duplicates of a handled
+   * message), else given back, never dead-lettered, to come again.
+   */
+  private settleHeld(message: NotificationMessage<D>, handled: boolean): void {
+    const id = message.uniqueId;
+    if (id === undefined || this.held.size === 0) return;
+    const copies = this.held.get(id);
+    if (!copies) return;
+    this.held.delete(id);
+    for (const { delivery, generation } of copies) {
+      if (handled) this.settler.ack(delivery, generation);
+      else if (this.settler.giveBack) this.settler.giveBack(delivery, generation);
+      else this.settler.requeue(delivery, generation);
+    }
   }
 
   /**
@@ -331,6 +362,7 @@ export class NotificationInbound<D> extends Inbound<D> {
     if (!message.abandon()) return;
     if (message.uniqueId !== undefined) this.dedup.drop(message.uniqueId);
     this.forget();
+    this.settleHeld(message, false);
   }
 
   /** One notification fewer is unsettled. */

@@ -72,6 +72,42 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
     gate.resolve();
   });
 
+  it('a record read again after a rebalance while its first copy is being handled is not committed past: the next member gets it', async () => {
+    const u = url('&shutdown_timeout_ms=100');
+    const [topic, other] = [uniqueName('t'), uniqueName('t')];
+    const gate = deferred<void>();
+    const seenByFirst: number[] = [];
+    const logger = createMemoryLogger();
+    const t1 = await transport(u, { logger });
+    const l1 = getNotificationListener(t1, [new Target({ topic })], [
+      {
+        async info(_c: Context, _p: unknown, _e: string, payload: { id: number }) {
+          seenByFirst.push(payload.id);
+          await gate.promise;
+        },
+      },
+    ]);
+    await l1.start();
+    await notifier(t1, topic).info({}, 'ev', { id: 1 });
+    await waitFor(() => seenByFirst.length === 1, { timeoutMs: 20_000, message: 'the first member got the message' });
+    // A member of the same group on another topic: the group rebalances and gives the first member
+    // every partition of its topic again, which it reads again from the last commit, the record
+    // still in its handler included.
+    const t2 = await transport(u);
+    await started(getNotificationListener(t2, [new Target({ topic: other })], [{ info() {} }]));
+    const copy = (r: { msg: string }) => /copy of a notification being handled|duplicate notification/.test(r.msg);
+    await waitFor(() => logger.records.some(copy), { timeoutMs: 30_000, message: 'the first member read the record again in the next generation' });
+    expect(seenByFirst).toEqual([1]);
+    // The first member goes without finishing its handler.
+    await t1.cleanup();
+    const seenByNext: number[] = [];
+    const t3 = await transport(u);
+    await started(getNotificationListener(t3, [new Target({ topic })], [{ info: (_c: Context, _p: unknown, _e: string, payload: { id: number }) => void seenByNext.push(payload.id) }]));
+    await waitFor(() => seenByNext.length === 1, { timeoutMs: 40_000, message: 'the next member got the message the first one never finished' });
+    expect(seenByNext).toEqual([1]);
+    gate.resolve();
+  }, 100_000);
+
   it('commits a partition up to its lowest record still being handled, never past it, while later records are done', async () => {
     const group = uniqueName('pool');
     const topic = uniqueName('t');

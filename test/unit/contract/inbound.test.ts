@@ -173,19 +173,43 @@ describe('NotificationInbound', () => {
     expect(log).toEqual(['ack 1@2', 'ack 2@2']);
   });
 
-  it('a copy of a message still in flight is a duplicate; after a requeue or abandon it is not', async () => {
+  it('a copy of a message still being handled is held, not dispatched, and acknowledged once the first copy is', async () => {
+    // Kafka: the same record read again in the next group generation while its handler runs.
+    const { settler, log } = fakeSettler();
+    const inbound = new NotificationInbound({ settler, logger: createMemoryLogger(), dedupWindow: 16 });
+    const body = notification();
+    const first = inbound.receive(body, { tag: 1 }, 1)!;
+    expect(inbound.receive(body, { tag: 2 }, 2)).toBeUndefined();
+    expect(inbound.receive(body, { tag: 3 }, 3)).toBeUndefined();
+    // Nothing settled yet: acknowledging a copy would commit the record before it was handled.
+    expect(log).toEqual([]);
+    expect(inbound.unsettled).toBe(1);
+    await first.acknowledge();
+    expect(log).toEqual(['ack 1@1', 'ack 2@2', 'ack 3@3']);
+    // Handled: a later copy is a duplicate, acknowledged at once.
+    expect(inbound.receive(body, { tag: 4 }, 3)).toBeUndefined();
+    expect(log.at(-1)).toBe('ack 4@3');
+  });
+
+  it('a held copy is given back when the first copy is requeued or abandoned, and may come again', async () => {
     const { settler, log } = fakeSettler();
     const inbound = new NotificationInbound({ settler, logger: createMemoryLogger(), dedupWindow: 16 });
     const body = notification();
     const first = inbound.receive(body, { tag: 1 })!;
     expect(inbound.receive(body, { tag: 2 })).toBeUndefined();
     await first.requeue();
+    // Without the settler's giveBack, a requeue; never an ack.
+    expect(log).toEqual(['requeue 1@0', 'requeue 2@0']);
     const again = inbound.receive(body, { tag: 3 })!;
     expect(again).toBeDefined();
+    const gaveBack: string[] = [];
+    settler.giveBack = (d, g) => void gaveBack.push(`giveBack ${d.tag}@${g}`);
+    expect(inbound.receive(body, { tag: 4 })).toBeUndefined();
     inbound.abandon(again);
     await again.acknowledge();
-    expect(inbound.receive(body, { tag: 4 })).toBeDefined();
-    expect(log).toEqual(['ack 2@0', 'requeue 1@0']);
+    expect(gaveBack).toEqual(['giveBack 4@0']);
+    expect(log).toEqual(['requeue 1@0', 'requeue 2@0']);
+    expect(inbound.receive(body, { tag: 5 })).toBeDefined();
   });
 
   it('rejects a notification without the oslo keys', () => {
@@ -315,7 +339,10 @@ describe('InboundPollSource', () => {
     source.broker.push('not json', twice, twice);
     const got = await source.poll({ batchSize: 10, batchTimeout: 50 });
     expect(got).toHaveLength(1);
-    expect(source.log).toEqual(['reject 1', 'ack 3']);
+    // The copy waits for the first one (being handled), then is acknowledged with it.
+    expect(source.log).toEqual(['reject 1']);
+    await got[0]!.acknowledge();
+    expect(source.log).toEqual(['reject 1', 'ack 2', 'ack 3']);
   });
 
   it('an rpc source acks on receipt; listenTo() runs it under the adapter, one batch per poll', async () => {
