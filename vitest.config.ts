@@ -11,7 +11,9 @@ const SHARED_BROKER_FAULTS = ['test/faults/close-all-connections.test.ts', 'test
 
 /**
  * Files that take ten seconds or more, with their seconds in a full run on the 2-core machine
- * (2026-11-27, 4 workers; rabbit-cluster with its ~50 s cluster boot): started longest first, so
+ * (2026-11-27, 4 workers; rabbit-cluster with its ~50 s cluster boot; the README snippets, CLI,
+ * examples, screenshot, delivery-metrics and examples-rabbit files from a slower run of
+ * 2026-11-28, where they had started late): started longest first, so
  * that no long file starts late and runs alone at the end (longest-processing-time order: the
  * run's files in 4 workers need ~490 s this way; started as vitest orders them, a 68 s
  * conformance file started at 484 s and the run took 572 s). A fresh clone has no timing cache,
@@ -29,8 +31,11 @@ const SLOW_FIRST: ReadonlyArray<readonly [path: string, seconds: number]> = [
   ['test/integration/amqp-quorum.conformance.test.ts', 72],
   ['test/integration/amqp.conformance.test.ts', 71],
   ['test/integration/redis.conformance.test.ts', 68],
+  ['test/unit/readme-snippets.test.ts', 72],
   ['test/integration/console-api.test.ts', 62],
+  ['test/unit/cli/cli.test.ts', 52],
   ['test/package/pack.test.ts', 41],
+  ['test/unit/examples.test.ts', 37],
   ['test/integration/amqp-stream.conformance.test.ts', 34],
   ['test/integration/kafka-reply-address.test.ts', 33],
   ['test/integration/kafka-dead-letters.test.ts', 32],
@@ -45,10 +50,13 @@ const SLOW_FIRST: ReadonlyArray<readonly [path: string, seconds: number]> = [
   ['test/unit/contract/batch-stopwatch-cases.test.ts', 20],
   ['test/integration/kafka-dead-letter-cap.test.ts', 20],
   ['test/interop/kafka-oslo-format.test.ts', 20],
+  ['test/browser/console-screenshot.browser.test.ts', 19],
   ['test/integration/kafka-producer.test.ts', 18],
+  ['test/integration/delivery-metrics.test.ts', 17],
   ['test/faults/kafka-broker-gone.test.ts', 15],
   ['test/conformance/broken-drivers.test.ts', 15],
   ['test/integration/kafka-rpc.test.ts', 15],
+  ['test/integration/examples-rabbit.test.ts', 15],
   ['test/conformance/masked-capabilities.test.ts', 14],
   ['test/integration/redis-servers.test.ts', 11],
   ['test/nestjs/brokers.test.ts', 11],
