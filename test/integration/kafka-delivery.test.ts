@@ -45,51 +45,52 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
   };
   const notifier = (t: Transport, topic: string, publisherId = 'tidings.test') => new Notifier(t, { publisherId, driver: 'messagingv2', topics: [topic] });
 
-  it('commits only after the handler finished: a member gone mid-handler leaves the message to the next member', async () => {
-    const u = url('&shutdown_timeout_ms=100');
-    const topic = uniqueName('t');
+  /**
+   * A first member of `u`'s group on `topic` that got notification 1 and never finishes its
+   * handler (until `gate` is resolved).
+   */
+  const memberHoldingOne = async (u: string, topic: string, options: Parameters<typeof getNotificationTransport>[1] = {}) => {
     const gate = deferred<void>();
-    const seenByFirst: number[] = [];
-    const t1 = await transport(u);
-    // The first member never finishes its handler; its transport is cleaned up under it.
-    const l1 = getNotificationListener(t1, [new Target({ topic })], [
+    const seen: number[] = [];
+    const t = await transport(u, options);
+    const l = getNotificationListener(t, [new Target({ topic })], [
       {
         async info(_c: Context, _p: unknown, _e: string, payload: { id: number }) {
-          seenByFirst.push(payload.id);
+          seen.push(payload.id);
           await gate.promise;
         },
       },
     ]);
-    await l1.start();
-    await notifier(t1, topic).info({}, 'ev', { id: 1 });
-    await waitFor(() => seenByFirst.length === 1, { timeoutMs: 20_000, message: 'the first member got the message' });
-    await t1.cleanup();
-    const seenBySecond: number[] = [];
-    const t2 = await transport(u);
-    await started(getNotificationListener(t2, [new Target({ topic })], [{ info: (_c: Context, _p: unknown, _e: string, payload: { id: number }) => void seenBySecond.push(payload.id) }]));
-    await waitFor(() => seenBySecond.length === 1, { timeoutMs: 30_000, message: 'the next member got the unfinished message' });
-    expect(seenBySecond).toEqual([1]);
-    gate.resolve();
+    await l.start();
+    await notifier(t, topic).info({}, 'ev', { id: 1 });
+    await waitFor(() => seen.length === 1, { timeoutMs: 20_000, message: 'the first member got the message' });
+    return { t, gate, seen };
+  };
+
+  /** Starts the next member of `u`'s group on `topic` and expects notification 1 to reach it. */
+  const nextMemberGetsOne = async (u: string, topic: string, timeoutMs: number) => {
+    const seen: number[] = [];
+    const t = await transport(u);
+    await started(getNotificationListener(t, [new Target({ topic })], [{ info: (_c: Context, _p: unknown, _e: string, payload: { id: number }) => void seen.push(payload.id) }]));
+    await waitFor(() => seen.length === 1, { timeoutMs, message: 'the next member got the message the first one never finished' });
+    expect(seen).toEqual([1]);
+  };
+
+  it('commits only after the handler finished: a member gone mid-handler leaves the message to the next member', async () => {
+    const u = url('&shutdown_timeout_ms=100');
+    const topic = uniqueName('t');
+    // The first member never finishes its handler; its transport is cleaned up under it.
+    const first = await memberHoldingOne(u, topic);
+    await first.t.cleanup();
+    await nextMemberGetsOne(u, topic, 30_000);
+    first.gate.resolve();
   });
 
   it('a record read again after a rebalance while its first copy is being handled is not committed past: the next member gets it', async () => {
     const u = url('&shutdown_timeout_ms=100');
     const [topic, other] = [uniqueName('t'), uniqueName('t')];
-    const gate = deferred<void>();
-    const seenByFirst: number[] = [];
     const logger = createMemoryLogger();
-    const t1 = await transport(u, { logger });
-    const l1 = getNotificationListener(t1, [new Target({ topic })], [
-      {
-        async info(_c: Context, _p: unknown, _e: string, payload: { id: number }) {
-          seenByFirst.push(payload.id);
-          await gate.promise;
-        },
-      },
-    ]);
-    await l1.start();
-    await notifier(t1, topic).info({}, 'ev', { id: 1 });
-    await waitFor(() => seenByFirst.length === 1, { timeoutMs: 20_000, message: 'the first member got the message' });
+    const first = await memberHoldingOne(u, topic, { logger });
     // A member of the same group on another topic: the group rebalances and gives the first member
     // every partition of its topic again, which it reads again from the last commit, the record
     // still in its handler included.
@@ -97,15 +98,11 @@ describe('Kafka driver delivery (librdkafka mock cluster)', () => {
     await started(getNotificationListener(t2, [new Target({ topic: other })], [{ info() {} }]));
     const copy = (r: { msg: string }) => /copy of a notification being handled|duplicate notification/.test(r.msg);
     await waitFor(() => logger.records.some(copy), { timeoutMs: 30_000, message: 'the first member read the record again in the next generation' });
-    expect(seenByFirst).toEqual([1]);
+    expect(first.seen).toEqual([1]);
     // The first member goes without finishing its handler.
-    await t1.cleanup();
-    const seenByNext: number[] = [];
-    const t3 = await transport(u);
-    await started(getNotificationListener(t3, [new Target({ topic })], [{ info: (_c: Context, _p: unknown, _e: string, payload: { id: number }) => void seenByNext.push(payload.id) }]));
-    await waitFor(() => seenByNext.length === 1, { timeoutMs: 40_000, message: 'the next member got the message the first one never finished' });
-    expect(seenByNext).toEqual([1]);
-    gate.resolve();
+    await first.t.cleanup();
+    await nextMemberGetsOne(u, topic, 40_000);
+    first.gate.resolve();
   }, 100_000);
 
   it('commits a partition up to its lowest record still being handled, never past it, while later records are done', async () => {
