@@ -303,7 +303,7 @@ export class NotificationInbound<D> extends Inbound<D> {
         { exchange, address, pool: this.pool },
       );
     }
-    const giveBack = () => (this.settler.giveBack ? this.settler.giveBack(delivery, generation) : this.settler.requeue(delivery, generation));
+    const giveBack = () => this.giveBack(delivery, generation);
     if ((this.settler.deliveries?.(delivery) ?? 1) <= 1 || this.mayGiveBackAtOnce()) {
       giveBack();
       return;
@@ -349,9 +349,14 @@ export class NotificationInbound<D> extends Inbound<D> {
     this.held.delete(id);
     for (const { delivery, generation } of copies) {
       if (handled) this.settler.ack(delivery, generation);
-      else if (this.settler.giveBack) this.settler.giveBack(delivery, generation);
-      else this.settler.requeue(delivery, generation);
+      else this.giveBack(delivery, generation);
     }
+  }
+
+  /** Back to the queue without counting as a delivery: the settler's `giveBack`, else `requeue`. */
+  private giveBack(delivery: D, generation: number): void {
+    if (this.settler.giveBack) this.settler.giveBack(delivery, generation);
+    else this.settler.requeue(delivery, generation);
   }
 
   /**
