@@ -52,7 +52,13 @@ const REPLY_BATCH = 128;
 /** The most requests one RPUSH pushes. */
 const REQUEST_BATCH = 128;
 
-/** One command of a write: a Redis command, or one of the driver's scripts with its keys first. */
+/**
+ * One command of a write: a Redis command, or one of the driver's scripts with its keys first.
+ * Command names are lower case, here and wherever the driver sends per message: ioredis
+ * lower-cases a command's name at each of its flag lookups (several per command), which returns a
+ * lower-case literal as it is but copies an upper-case one, and the copy is then looked up in V8's
+ * string table at every lookup: ~4% of a sequential call's instructions (bench/README.md).
+ */
 type WriteCommand = readonly [name: string, ...args: (string | number)[]];
 
 function isScript(name: string): name is ScriptName {
@@ -189,9 +195,9 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const body = encodeNotification(message, ctx, 1.0, undefined, this.options.maxMessageBytes);
     const storeAndForward = this.options.notificationStoreAndForward;
     await this.withRetry(async () => {
-      if (!storeAndForward) return void (await this.write([['XADD', stream, 'NOMKSTREAM', '*', BODY_FIELD, body]]));
+      if (!storeAndForward) return void (await this.write([['xadd', stream, 'NOMKSTREAM', '*', BODY_FIELD, body]]));
       if (this.declared.get(stream) !== true) await this.declareDefaultGroup(stream);
-      await this.write([['XADD', stream, '*', BODY_FIELD, body]]);
+      await this.write([['xadd', stream, '*', BODY_FIELD, body]]);
     }, options.retry);
     if (storeAndForward && (this.options.notificationQueueMaxLength > 0 || this.options.notificationQueueTtl > 0)) this.boundBacklog(stream, keys);
   }
@@ -324,7 +330,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
       } else {
         // Plain commands issued back to back: one corked write, no ioredis Pipeline object per batch.
         this.coalesceWrites(cmd);
-        await Promise.all([cmd.call('RPUSH', key, ...bodies), cmd.call('PEXPIRE', key, this.options.replyTtl)]);
+        await Promise.all([cmd.rpush(key, ...bodies), cmd.pexpire(key, this.options.replyTtl)]);
       }
     } catch (err) {
       this.logger.warn('Could not send a reply', { replyQueue, msgIds: replies.map((r) => r.msgId), err: toMessagingError(err, 'reply failed') });
@@ -455,12 +461,12 @@ export class RedisDriver extends BaseDriver implements ReplySender {
   private async pushRequests(list: string, requests: readonly OutgoingRequest[]): Promise<void> {
     const stream = requests[0].stream;
     const elements = requests.map((r) => r.element);
-    const [, exists] = await this.write([['RPUSH', list, ...elements], ['EXISTS', stream]]);
+    const [, exists] = await this.write([['rpush', list, ...elements], ['exists', stream]]);
     if (Number(exists) === 1) return;
     this.streamsSeen.delete(stream);
     // A server that started since may have popped some already: they run, as if sent a moment later.
     const cmd = this.commands();
-    await Promise.all(elements.map((element) => cmd.call('LREM', list, 1, element))).catch((err: unknown) => this.logger.warn('Could not take back requests to an address without a server', { list, err: toMessagingError(err, 'LREM failed') }));
+    await Promise.all(elements.map((element) => cmd.lrem(list, 1, element))).catch((err: unknown) => this.logger.warn('Could not take back requests to an address without a server', { list, err: toMessagingError(err, 'LREM failed') }));
     this.logger.debug('No server listens on this address any more; requests dropped', { list, count: elements.length });
   }
 
@@ -474,13 +480,13 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     const wanted = this.options.waitReplicas;
     this.coalesceWrites(cmd);
     try {
-      if (wanted === 0) return await Promise.all(commands.map(([name, ...args]) => (isScript(name) ? runScript(cmd, name, args.slice(0, SCRIPTS[name].numberOfKeys) as string[], args.slice(SCRIPTS[name].numberOfKeys)) : cmd.call(name, args))));
+      if (wanted === 0) return await Promise.all(commands.map(([name, ...args]) => (isScript(name) ? runScript(cmd, name, args.slice(0, SCRIPTS[name].numberOfKeys) as string[], args.slice(SCRIPTS[name].numberOfKeys)) : cmd.call(name, ...args))));
       const pipeline = cmd.pipeline();
       for (const [name, ...args] of commands) {
         if (isScript(name)) (pipeline as unknown as Record<ScriptName, (...a: (string | number)[]) => unknown>)[name](...args);
         else pipeline.call(name, ...args);
       }
-      const results = (await pipeline.call('WAIT', wanted, this.options.waitTimeout).exec()) as [Error | null, unknown][];
+      const results = (await pipeline.call('wait', wanted, this.options.waitTimeout).exec()) as [Error | null, unknown][];
       for (const [err] of results) if (err) throw err;
       const acked = Number(results[results.length - 1][1]);
       if (acked < wanted) {
@@ -537,7 +543,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     let failures = 0;
     while (!this.closed) {
       try {
-        const res = (await client.call('BLMPOP', [seconds, 1, key, 'LEFT', 'COUNT', REPLY_BATCH])) as [string, string[]] | null;
+        const res = (await client.blmpop(seconds, 1, key, 'LEFT', 'COUNT', REPLY_BATCH)) as [string, string[]] | null;
         failures = 0;
         if (!res) continue;
         for (const body of res[1]) {
