@@ -3,6 +3,7 @@
 import { InvalidArgument, MalformedMessage } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { isPlainObject } from '../core/json-check.js';
+import { codeAt } from '../core/strings.js';
 import { envelopeJson, newHexId } from './envelope.js';
 import type { RpcReply } from './incoming-message.js';
 import { serializeFailure } from './remote-error.js';
@@ -10,7 +11,6 @@ import type { Context, DriverMessage, ReceivedNotification, RpcRequest } from '.
 
 const CONTEXT_PREFIX = '_context_';
 const NESTED_CONTEXT_KEY = '_context';
-const WIRE_KEYS = new Set(['_unique_id', '_msg_id', '_reply_q', '_timeout']);
 const UNDERSCORE = 0x5f;
 
 /**
@@ -46,6 +46,14 @@ export function checkMessageSize(body: string, maxBytes: number | undefined, fie
  */
 export const UNSAFE_CONTEXT_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
 
+/** The wire keys of a message as splitWireKeys found them. */
+export interface WireKeys {
+  _unique_id: unknown;
+  _msg_id: unknown;
+  _reply_q: unknown;
+  _timeout: unknown;
+}
+
 /**
  * Splits a decoded body in one pass into the message, the `_context_*` context and the wire
  * keys (`_unique_id`, `_msg_id`, `_reply_q`, `_timeout`); `keepMessage: false` skips the message
@@ -61,18 +69,21 @@ export function splitWireKeys(
   message: DriverMessage;
   /** The `_context_*` keys, prefix removed, and the keys of a nested `_context` object. */
   ctx: Context;
-  /** `_unique_id`, `_msg_id`, `_reply_q`, `_timeout` as found. */
-  wire: Record<string, unknown>;
+  /** `_unique_id`, `_msg_id`, `_reply_q`, `_timeout` as found (undefined when absent). */
+  wire: WireKeys;
   /** Context keys of UNSAFE_CONTEXT_KEYS that were dropped; undefined when none was. */
   dropped?: string[];
 } {
   const message: DriverMessage = {};
   const ctx: Context = {};
-  const wire: Record<string, unknown> = {};
+  // Every wire key is a field from the start, each stored by name: one shape for every message,
+  // where keyed stores of the keys found gave each combination its own and every read of them a
+  // megamorphic lookup.
+  const wire: WireKeys = { _unique_id: undefined, _msg_id: undefined, _reply_q: undefined, _timeout: undefined };
   let dropped: string[] | undefined;
   for (const key in raw) {
     // Context and wire keys (and `__proto__`) start with an underscore; most keys do not.
-    if (key.charCodeAt(0) !== UNDERSCORE) {
+    if (codeAt(key, 0) !== UNDERSCORE) {
       if (keepMessage) message[key] = raw[key];
       continue;
     }
@@ -84,7 +95,10 @@ export function splitWireKeys(
     }
     // oslo's Kafka driver nests the context as one `_context` object (oslo-wire.md §2).
     else if (key === NESTED_CONTEXT_KEY && isPlainObject(raw[key])) dropped = copyNested(raw[key], ctx, dropped);
-    else if (WIRE_KEYS.has(key)) wire[key] = raw[key];
+    else if (key === '_unique_id') wire._unique_id = raw[key];
+    else if (key === '_msg_id') wire._msg_id = raw[key];
+    else if (key === '_reply_q') wire._reply_q = raw[key];
+    else if (key === '_timeout') wire._timeout = raw[key];
     else if (keepMessage) message[key] = raw[key];
   }
   return dropped === undefined ? { message, ctx, wire } : { message, ctx, wire, dropped };
@@ -187,7 +201,7 @@ export function parseNotification(raw: DriverMessage): ParsedNotification {
 function onlyNestedContext(raw: DriverMessage): Context | undefined {
   const nested = raw[NESTED_CONTEXT_KEY];
   if (!isPlainObject(nested) || Object.hasOwn(nested, '__proto__') || Object.hasOwn(nested, 'constructor') || Object.hasOwn(nested, 'prototype')) return undefined;
-  for (const key in raw) if (key.charCodeAt(0) === UNDERSCORE && key !== NESTED_CONTEXT_KEY) return undefined;
+  for (const key in raw) if (codeAt(key, 0) === UNDERSCORE && key !== NESTED_CONTEXT_KEY) return undefined;
   return nested;
 }
 

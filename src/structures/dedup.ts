@@ -14,6 +14,7 @@
 // stored in; that garbage collection was a tenth of a server's CPU with 16 calls in flight. Any
 // other id (another client's, a test's) is held as its string and compared as one.
 import { randomInt } from 'node:crypto';
+import { codeAt } from '../core/strings.js';
 
 /** An empty slot. */
 const EMPTY = 0;
@@ -196,7 +197,7 @@ export class DuplicateMessageChecker {
       return;
     }
     let h = this.seed ^ 0x811c9dc5;
-    for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
+    for (let i = 0; i < id.length; i++) h = Math.imul(h ^ codeAt(id, i), 0x01000193);
     this.kHash = h;
     this.key = id;
     this.k0 = this.k1 = this.k2 = this.k3 = 0;
@@ -207,14 +208,14 @@ export class DuplicateMessageChecker {
    * (`dashes` 1); false on any other character.
    */
   private loadHex(id: string, dashes: number): boolean {
-    if (dashes === 1 && (id.charCodeAt(8) !== 45 || id.charCodeAt(13) !== 45 || id.charCodeAt(18) !== 45 || id.charCodeAt(23) !== 45)) return false;
+    if (dashes === 1 && (codeAt(id, 8) !== 45 || codeAt(id, 13) !== 45 || codeAt(id, 18) !== 45 || codeAt(id, 23) !== 45)) return false;
     let w0 = 0;
     let w1 = 0;
     let w2 = 0;
     let w3 = 0;
     for (let i = 0; i < 32; i++) {
       // Digit i of the dashed form is after the dashes before it: at 8, 12, 16 and 20 digits.
-      const c = id.charCodeAt(dashes === 0 ? i : i + (i < 8 ? 0 : i < 12 ? 1 : i < 16 ? 2 : i < 20 ? 3 : 4));
+      const c = codeAt(id, dashes === 0 ? i : i + (i < 8 ? 0 : i < 12 ? 1 : i < 16 ? 2 : i < 20 ? 3 : 4));
       const d = c < 128 ? HEX_DIGIT[c] : -1;
       if (d < 0) return false;
       if (i < 8) w0 = (w0 << 4) | d;

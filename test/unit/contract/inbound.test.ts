@@ -114,7 +114,7 @@ describe('RpcInbound reply addresses', () => {
   it('the shared rule: reply_ + 32 lowercase hex, as newReplyAddress and Python oslo.messaging make them', () => {
     expect(isReplyAddress(newReplyAddress())).toBe(true);
     expect(isReplyAddress(`reply_${'0123456789abcdef'.repeat(2)}`)).toBe(true);
-    for (const bad of ['reply_', 'reply_abc', `reply_${'g'.repeat(32)}`, `Reply_${'a'.repeat(32)}`, `reply_${'a'.repeat(33)}`, `reply_${'a'.repeat(32)}\n`, 'notifications.info', '']) {
+    for (const bad of ['reply_', 'reply_abc', `reply_${'g'.repeat(32)}`, `Reply_${'a'.repeat(32)}`, `reply_${'a'.repeat(33)}`, `reply_${'a'.repeat(32)}\n`, `reply_${'A'.repeat(32)}`, ...['/', ':', '`', 'g'].map((c) => `reply_${'a'.repeat(31)}${c}`), 'notifications.info', '']) {
       expect(isReplyAddress(bad), bad).toBe(false);
     }
   });
