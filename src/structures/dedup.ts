@@ -40,6 +40,22 @@ const HEX_DIGIT = (() => {
   return t;
 })();
 
+/**
+ * The value of `n` (at most 8) lowercase hex digits of `s` from `at`, unsigned; -1 when one is not.
+ * A run of its own per group of digits: one loop per word, no test of where the dashes are per digit.
+ */
+function hexRun(s: string, at: number, n: number): number {
+  let w = 0;
+  let bad = 0;
+  for (let i = at; i < at + n; i++) {
+    const c = codeAt(s, i);
+    const d = c < 128 ? HEX_DIGIT[c] : -1;
+    bad |= d;
+    w = (w << 4) | d;
+  }
+  return bad < 0 ? -1 : w >>> 0;
+}
+
 /** Remembers the last `size` ids, and the ids being handled; O(1) check and insert. */
 export class DuplicateMessageChecker {
   /** The table's slots (a power of two of them, at least twice the ids held): hash, id and state of each. */
@@ -208,25 +224,31 @@ export class DuplicateMessageChecker {
    * (`dashes` 1); false on any other character.
    */
   private loadHex(id: string, dashes: number): boolean {
-    if (dashes === 1 && (codeAt(id, 8) !== 45 || codeAt(id, 13) !== 45 || codeAt(id, 18) !== 45 || codeAt(id, 23) !== 45)) return false;
-    let w0 = 0;
-    let w1 = 0;
-    let w2 = 0;
-    let w3 = 0;
-    for (let i = 0; i < 32; i++) {
-      // Digit i of the dashed form is after the dashes before it: at 8, 12, 16 and 20 digits.
-      const c = codeAt(id, dashes === 0 ? i : i + (i < 8 ? 0 : i < 12 ? 1 : i < 16 ? 2 : i < 20 ? 3 : 4));
-      const d = c < 128 ? HEX_DIGIT[c] : -1;
-      if (d < 0) return false;
-      if (i < 8) w0 = (w0 << 4) | d;
-      else if (i < 16) w1 = (w1 << 4) | d;
-      else if (i < 24) w2 = (w2 << 4) | d;
-      else w3 = (w3 << 4) | d;
+    if (dashes === 0) {
+      const a = hexRun(id, 0, 8);
+      const b = hexRun(id, 8, 8);
+      const c = hexRun(id, 16, 8);
+      const d = hexRun(id, 24, 8);
+      if (a < 0 || b < 0 || c < 0 || d < 0) return false;
+      this.k0 = a | 0;
+      this.k1 = b | 0;
+      this.k2 = c | 0;
+      this.k3 = d | 0;
+      return true;
     }
-    this.k0 = w0;
-    this.k1 = w1;
-    this.k2 = w2;
-    this.k3 = w3;
+    if (codeAt(id, 8) !== 45 || codeAt(id, 13) !== 45 || codeAt(id, 18) !== 45 || codeAt(id, 23) !== 45) return false;
+    // The words of the same digits undashed: 8 | 4 and 4 | 4 and 4 | 8.
+    const a = hexRun(id, 0, 8);
+    const b = hexRun(id, 9, 4);
+    const c = hexRun(id, 14, 4);
+    const d = hexRun(id, 19, 4);
+    const e = hexRun(id, 24, 4);
+    const f = hexRun(id, 28, 8);
+    if (a < 0 || b < 0 || c < 0 || d < 0 || e < 0 || f < 0) return false;
+    this.k0 = a | 0;
+    this.k1 = (b << 16) | c;
+    this.k2 = (d << 16) | e;
+    this.k3 = f | 0;
     return true;
   }
 

@@ -155,6 +155,24 @@ describe('DuplicateMessageChecker', () => {
     expect(d.checkAndAdd(dashed(base).toUpperCase())).toBe(false);
   });
 
+  it('tells dashed ids one digit apart in every group apart, and keeps one with a non-hex digit anywhere as itself', () => {
+    const d = new DuplicateMessageChecker(256);
+    const base = '0123456789abcdef'.repeat(2);
+    expect(d.checkAndAdd(dashed(base))).toBe(false);
+    for (let i = 0; i < 32; i++) {
+      const swapped = `${base.slice(0, i)}${base[i] === 'f' ? '0' : 'f'}${base.slice(i + 1)}`;
+      expect(d.checkAndAdd(dashed(swapped)), `digit ${i}`).toBe(false);
+      expect(d.checkAndAdd(dashed(swapped)), `digit ${i} again`).toBe(true);
+      // A character that is no lowercase hex digit: the id is held as its string, still told apart.
+      const odd = `${base.slice(0, i)}g${base.slice(i + 1)}`;
+      expect(d.checkAndAdd(dashed(odd)), `g at ${i}`).toBe(false);
+      expect(d.checkAndAdd(dashed(odd)), `g at ${i} again`).toBe(true);
+      expect(d.checkAndAdd(odd), `undashed g at ${i}`).toBe(false);
+    }
+    expect(d.checkAndAdd(dashed(base))).toBe(true);
+    expect(d.checkAndAdd(base)).toBe(false);
+  });
+
   it('keeps no id string of a hex or dashed id: a full window of oslo ids holds no strings (issue 30)', () => {
     const d = new DuplicateMessageChecker(64);
     // A new string object per id, as JSON.parse makes one per message.
