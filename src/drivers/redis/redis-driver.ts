@@ -57,7 +57,7 @@ const REQUEST_BATCH = 128;
  * Command names are lower case, here and wherever the driver sends per message: ioredis
  * lower-cases a command's name at each of its flag lookups (several per command), which returns a
  * lower-case literal as it is but copies an upper-case one, and the copy is then looked up in V8's
- * string table at every lookup: ~4% of a sequential call's instructions (bench/README.md).
+ * string table at every lookup: ~2% of a sequential call's instructions (bench/README.md).
  */
 type WriteCommand = readonly [name: string, ...args: (string | number)[]];
 
