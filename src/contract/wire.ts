@@ -46,11 +46,15 @@ export function checkMessageSize(body: string, maxBytes: number | undefined, fie
  */
 export const UNSAFE_CONTEXT_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
 
-/** The wire keys of a message as splitWireKeys found them. */
+/** The wire keys of a message as splitWireKeys found them, unchecked: undefined when absent. */
 export interface WireKeys {
+  /** The message's id for duplicate suppression. */
   _unique_id: unknown;
+  /** A call's id, which its replies carry. */
   _msg_id: unknown;
+  /** Where a call's replies go. */
   _reply_q: unknown;
+  /** A call's timeout in seconds (oslo's call-monitor window). */
   _timeout: unknown;
 }
 
