@@ -555,7 +555,7 @@ export class RedisDriver extends BaseDriver implements ReplySender {
     let failures = 0;
     while (!this.closed) {
       try {
-        const res = (await client.blmpop(seconds, 1, key, 'LEFT', 'COUNT', REPLY_BATCH)) as [string, string[]] | null;
+        const res = await client.blmpop(seconds, 1, key, 'LEFT', 'COUNT', REPLY_BATCH);
         failures = 0;
         if (!res) continue;
         for (const body of res[1]) {

@@ -319,9 +319,8 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
           if (this.stopped) break;
           const keys = reader.keys.length === 1 ? reader.keys : [...reader.keys.slice(first), ...reader.keys.slice(0, first)];
           first = (first + 1) % reader.keys.length;
-          // Pops only what the listener takes: what it pops is handled (acknowledged on receipt). The
-          // command's name is lower case, as every per-message command of the driver (redis-driver.ts).
-          const popped = (await reader.client.call('blmpop', blockTimeout / 1000, keys.length, ...keys, 'LEFT', 'COUNT', count)) as [string, string[]] | null;
+          // Pops only what the listener takes: what it pops is handled (acknowledged on receipt).
+          const popped = await reader.client.blmpop(blockTimeout / 1000, keys.length, ...keys, 'LEFT', 'COUNT', count);
           failures = 0;
           if (popped) for (const element of popped[1]) this.onElement(popped[0], element);
           continue;
