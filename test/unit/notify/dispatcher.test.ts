@@ -121,6 +121,17 @@ describe('NotificationDispatcher', () => {
     expect(logger.records.find((r) => r.level === 'warn')?.fields).toMatchObject({ priority: 'loud' });
   });
 
+  it('matches a priority in any case, and acknowledges a known priority no endpoint handles without a warning', async () => {
+    const logger = createMemoryLogger();
+    const seen: string[] = [];
+    const d = new NotificationDispatcher([{ warn: (_c: unknown, _p: unknown, _e: unknown, _b: unknown, meta: NotificationMetadata) => void seen.push(meta.priority) }], { logger });
+    for (const p of ['warn', 'Warn', 'WARN']) expect(await d.dispatch(msg(p))).toBe(NotificationResult.HANDLED);
+    expect(seen).toEqual(['warn', 'warn', 'warn']);
+    expect(await d.dispatch(msg('ERROR'))).toBe(NotificationResult.HANDLED);
+    expect(seen).toHaveLength(3);
+    expect(logger.records.filter((r) => r.level === 'warn')).toEqual([]);
+  });
+
   it('a filtered-out notification counts as handled for that endpoint', async () => {
     const seen: string[] = [];
     const d = new NotificationDispatcher([
