@@ -182,6 +182,28 @@ describe('RabbitMQ delivery limits and dead letters', () => {
     expect(await store.list({ address })).toEqual([]);
   });
 
+  it('every store the driver hands out takes turns: lists made through deadLetters() at once each see every letter (a console makes one call per request)', { timeout: 60_000 }, async () => {
+    const address = `${PREFIX}-turns.info`;
+    const dlq = `${address}.dlq`;
+    const t = await open(RABBIT_URL, `${PREFIX}-turns-x`);
+    const ids = Array.from({ length: 8 }, (_, i) => `turns-${i}`);
+    const conn = await connect('amqp://guest:guest@127.0.0.1:5672/');
+    try {
+      const ch = await conn.createConfirmChannel();
+      await ch.assertQueue(dlq, { durable: true });
+      for (const id of ids) ch.sendToQueue(dlq, Buffer.from(JSON.stringify({ id })), { headers: { 'x-tidings-id': id, 'x-tidings-reason': 'poison' }, deliveryMode: 2 });
+      await ch.waitForConfirms();
+      await ch.close();
+    } finally {
+      await conn.close();
+    }
+    expect(t.driver.deadLetters()).toBe(t.driver.deadLetters());
+    // A console's poll and the body request beside it: each a deadLetters() call of its own.
+    const seen = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 3 === 2 ? t.driver.deadLetters().list({ address, ids: [ids[i % ids.length]] }) : t.driver.deadLetters().list({ address }))));
+    for (const [i, letters] of seen.entries()) expect(letters.map((l) => l.id), `list ${i}`).toEqual(i % 3 === 2 ? [ids[i % ids.length]] : ids);
+    expect(await t.driver.deadLetters().purge({ address })).toBe(ids.length);
+  });
+
   it('forged x-tidings-* headers are dead-lettered with the reason, never obeyed; a valid count is', { timeout: 60_000 }, async () => {
     const url = withQuery('max_deliveries=3');
     const exchange = `${PREFIX}-forged-x`;

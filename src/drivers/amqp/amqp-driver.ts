@@ -91,6 +91,8 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
   private readonly publisher: Publisher;
   private readonly topology: PublishTopology;
   private replyWaiter?: ReplyWaiter;
+  /** The dead-letter store, made on first use (deadLetters()). */
+  private deadLetterStore?: AmqpDeadLetters;
   private readonly obsoleteReplyQueues = new ObsoleteReplyQueues();
   private listenerCount = 0;
   /** Aborted by cleanup(): publish retries and reply resends stop waiting at once. */
@@ -201,9 +203,15 @@ export class AmqpDriver extends BaseDriver implements ReplySender {
     return this.startListener<IncomingMessage>('notification', specs, options, { pool: options.pool }, subscriptions);
   }
 
-  /** The notifications listeners set aside in `<address>.dlq` queues (dead-letters.ts). */
+  /**
+   * The notifications listeners set aside in `<address>.dlq` queues (dead-letters.ts): one store
+   * per driver. A store's operations on a queue take turns, and listing a queue takes its letters
+   * for a moment: a store per call would let a console's poll hide a letter from the body or
+   * replay request beside it, and that request hide it from the poll.
+   */
   override deadLetters(): DeadLetterStore {
-    return new AmqpDeadLetters({ conn: this.conn, publisher: this.publisher, logger: this.logger.child({ deadLetters: true }) });
+    this.deadLetterStore ??= new AmqpDeadLetters({ conn: this.conn, publisher: this.publisher, logger: this.logger.child({ deadLetters: true }) });
+    return this.deadLetterStore;
   }
 
   /** Consumers and ready messages of known queues; no listing without the management API (inspection.ts). */
