@@ -6,6 +6,7 @@
 // row show a backlog the test built up, then its drain; health and traffic render. Needs
 // `npm run build` (dist/console-ui). About 10 s per broker: not in vitest.config's slow-first list.
 import { randomUUID } from 'node:crypto';
+import { connect } from 'amqplib';
 import type { Locator, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startConsole, type ConsoleHandle } from '../../src/console/index.js';
@@ -94,7 +95,7 @@ function poolEndpoint() {
   return { state, endpoint };
 }
 
-describe.each(BROKERS)('console in Chromium on $name', ({ url, options }) => {
+describe.each(BROKERS)('console in Chromium on $name', ({ name, url, options }) => {
   it('shows a server, a dead letter with its error, replays it once with the token, refuses writes when read-only, charts a backlog and its drain', async () => {
     const transport = await getNotificationTransport(url, options);
     transports.push(transport);
@@ -147,6 +148,19 @@ describe.each(BROKERS)('console in Chromium on $name', ({ url, options }) => {
     expect(await seen.getByTestId('token-input').count()).toBe(0);
     await seen.getByTestId('body-button').click();
     await seen.locator('pre.body').filter({ hasText: '"event_type": "poison"' }).waitFor({ timeout: WAIT.timeout });
+    if (name === 'RabbitMQ') {
+      // Another client listing the queue (the CLI, another console) takes its letters for a moment:
+      // the row goes, and comes back with the body it showed.
+      const other = await connect('amqp://guest:guest@127.0.0.1:5672/');
+      const ch = await other.createChannel();
+      let holding = false;
+      await expect.poll(async () => (holding ||= (await ch.get(`${address}.dlq`, { noAck: false })) !== false), WAIT).toBe(true);
+      await seen.getByText(`No dead letters on ${address}.`).waitFor({ timeout: WAIT.timeout });
+      await other.close();
+      await seen.getByTestId('dead-letter-row').filter({ hasText: error }).waitFor({ timeout: WAIT.timeout });
+      await seen.locator('pre.body').filter({ hasText: '"event_type": "poison"' }).waitFor({ timeout: WAIT.timeout });
+      expect(await seen.getByTestId('body-button').count()).toBe(0);
+    }
     const refused = await seen.evaluate(async (a) => {
       const res = await fetch('api/dead-letters/replay', { method: 'POST', headers: { 'content-type': 'application/json', 'x-tidings-token': 'x'.repeat(64) }, body: JSON.stringify({ address: a, all: true }) });
       return res.status;

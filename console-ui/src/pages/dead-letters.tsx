@@ -11,13 +11,17 @@ const TOKEN_KEY = 'tidings-console-token';
 
 type Action = { kind: 'replay' | 'purge'; ids?: string[] };
 
-function Body({ address, id }: { address: string; id: string }) {
-  const [body, setBody] = useState<string | undefined>(undefined);
+/**
+ * A letter's body, fetched on demand. The page keeps what was fetched (`body`, `onBody`): another
+ * client listing the queue takes its letters for a moment, a poll then misses the row, and the row
+ * that comes back shows the body it showed before.
+ */
+function Body({ address, id, body, onBody }: { address: string; id: string; body: string | undefined; onBody: (body: string) => void }) {
   const [error, setError] = useState<Error | undefined>(undefined);
   if (body !== undefined) return <pre class="body">{pretty(body)}</pre>;
   return (
     <>
-      <button type="button" class="link" data-testid="body-button" onClick={() => get<{ body: string }>('dead-letters/body', { address, id }).then((b) => setBody(b.body), setError)}>
+      <button type="button" class="link" data-testid="body-button" onClick={() => get<{ body: string }>('dead-letters/body', { address, id }).then((b) => onBody(b.body), setError)}>
         Show body
       </button>
       {error && <ErrorNote error={error} />}
@@ -43,6 +47,7 @@ export function DeadLettersPage({ overview, query }: PageProps) {
   const [asking, setAsking] = useState<Action | undefined>(undefined);
   const [outcome, setOutcome] = useState<string | undefined>(undefined);
   const [writeError, setWriteError] = useState<Error | undefined>(undefined);
+  const [bodies, setBodies] = useState<ReadonlyMap<string, string>>(new Map());
   const letters = usePoll(
     async () => (address === '' ? [] : (await get<{ letters: DeadLetterRow[] }>('dead-letters', { address })).letters),
     overview.refreshMs,
@@ -64,6 +69,7 @@ export function DeadLettersPage({ overview, query }: PageProps) {
     } catch (err) {
       setWriteError(err as Error);
     }
+    setBodies(new Map());
     letters.reload();
   };
   const question = (a: Action) => {
@@ -71,6 +77,8 @@ export function DeadLettersPage({ overview, query }: PageProps) {
     return a.kind === 'replay' ? `Replay ${what} of ${address}? They go back to their pool.` : `Purge ${what} of ${address}? They are deleted for good.`;
   };
   const rows = letters.data ?? [];
+  const bodyKey = (id: string) => `${address}\u0000${id}`;
+  const keepBody = (id: string, body: string) => setBodies((had) => new Map(had).set(bodyKey(id), body));
 
   return (
     <>
@@ -135,7 +143,7 @@ export function DeadLettersPage({ overview, query }: PageProps) {
                 <td>{l.consumer ?? <span class="muted">unknown</span>}</td>
                 <td>{time(l.deadAt)}</td>
                 <td>
-                  <Body address={address} id={l.id} />
+                  <Body address={address} id={l.id} body={bodies.get(bodyKey(l.id))} onBody={(body) => keepBody(l.id, body)} />
                 </td>
                 {overview.writable && (
                   <td class="actions">
