@@ -34,6 +34,21 @@ async function open(url: string, controlExchange: string): Promise<Transport> {
   return t;
 }
 
+/** Dead letters as a listener leaves them in `dlq`; `address`, when given, is declared too (the queue a replay goes back to). */
+async function seedDeadLetters(dlq: string, ids: string[], address?: string): Promise<void> {
+  const conn = await connect('amqp://guest:guest@127.0.0.1:5672/');
+  try {
+    const ch = await conn.createConfirmChannel();
+    await ch.assertQueue(dlq, { durable: true });
+    if (address !== undefined) await ch.assertQueue(address, { durable: true });
+    for (const id of ids) ch.sendToQueue(dlq, Buffer.from(JSON.stringify({ id })), { headers: { 'x-tidings-id': id, 'x-tidings-reason': 'poison' }, deliveryMode: 2 });
+    await ch.waitForConfirms();
+    await ch.close();
+  } finally {
+    await conn.close();
+  }
+}
+
 async function cli(url: string, ...args: string[]): Promise<{ code: number; lines: string[]; errors: string[] }> {
   const io = captureIO();
   const code = await runCli(['dead-letters', ...args, '--url', url], io);
@@ -134,19 +149,7 @@ describe('RabbitMQ delivery limits and dead letters', () => {
     const t = await open(RABBIT_URL, `${PREFIX}-busy-x`);
     const store = t.driver.deadLetters();
     // Dead letters as a listener leaves them, and the address's queue a replay goes back to.
-    const seed = async (ids: string[]) => {
-      const conn = await connect('amqp://guest:guest@127.0.0.1:5672/');
-      try {
-        const ch = await conn.createConfirmChannel();
-        await ch.assertQueue(dlq, { durable: true });
-        await ch.assertQueue(address, { durable: true });
-        for (const id of ids) ch.sendToQueue(dlq, Buffer.from(JSON.stringify({ id })), { headers: { 'x-tidings-id': id, 'x-tidings-reason': 'poison' }, deliveryMode: 2 });
-        await ch.waitForConfirms();
-        await ch.close();
-      } finally {
-        await conn.close();
-      }
-    };
+    const seed = (ids: string[]) => seedDeadLetters(dlq, ids, address);
     // In one process: lists started before and after each replay; every replay finds its letter
     // and every list sees the letters not yet replayed, all of them.
     const ids = Array.from({ length: 8 }, (_, i) => `busy-${i}`);
@@ -187,16 +190,7 @@ describe('RabbitMQ delivery limits and dead letters', () => {
     const dlq = `${address}.dlq`;
     const t = await open(RABBIT_URL, `${PREFIX}-turns-x`);
     const ids = Array.from({ length: 8 }, (_, i) => `turns-${i}`);
-    const conn = await connect('amqp://guest:guest@127.0.0.1:5672/');
-    try {
-      const ch = await conn.createConfirmChannel();
-      await ch.assertQueue(dlq, { durable: true });
-      for (const id of ids) ch.sendToQueue(dlq, Buffer.from(JSON.stringify({ id })), { headers: { 'x-tidings-id': id, 'x-tidings-reason': 'poison' }, deliveryMode: 2 });
-      await ch.waitForConfirms();
-      await ch.close();
-    } finally {
-      await conn.close();
-    }
+    await seedDeadLetters(dlq, ids);
     expect(t.driver.deadLetters()).toBe(t.driver.deadLetters());
     // A console's poll and the body request beside it: each a deadLetters() call of its own.
     const seen = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 3 === 2 ? t.driver.deadLetters().list({ address, ids: [ids[i % ids.length]] }) : t.driver.deadLetters().list({ address }))));
