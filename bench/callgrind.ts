@@ -6,6 +6,7 @@
 // connecting and the warm-up are left out. Used by `npm run bench -- --instructions` and
 // `npm run bench:cost -- --instructions`.
 import { execFileSync, spawn } from 'node:child_process';
+import { readSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 /** The words of the handshake, in the order a child says them. */
@@ -46,8 +47,31 @@ export async function countInstructions(command: readonly string[], cwd: string,
   return { instructions, lastLine };
 }
 
-/** The child's side of the handshake: says `mark` on stdout and waits for the parent's line on stdin. */
+/**
+ * The child's side of the handshake: says `mark` on stdout and waits for the parent's line on
+ * stdin, both by blocking system calls on the file descriptors. Through `process.stdout` and
+ * `process.stdin` (pipe streams, first read here) the handshake made V8 drop the optimized code of
+ * the stream functions the measured broker sockets share with them ("wrong map"), and of what had
+ * inlined them, so every window began by compiling again: 16-17 functions deoptimized and 38-45
+ * optimized in a window of 20,000 sequential Redis calls after 20,000, against none and 4-5 now.
+ */
 export function sayMark(mark: Mark): Promise<void> {
-  console.log(mark);
-  return new Promise((resolve) => process.stdin.once('data', () => resolve()));
+  writeSync(1, `${mark}\n`);
+  const byte = Buffer.alloc(1);
+  for (;;) {
+    let n: number;
+    try {
+      n = readSync(0, byte, 0, 1, null);
+    } catch (err) {
+      // A non-blocking stdin (not the parent's pipe): wait a millisecond and read again.
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+      Atomics.wait(PAUSE, 0, 0, 1);
+      continue;
+    }
+    if (n === 0) throw new Error(`the parent closed stdin before answering "${mark}"`);
+    if (byte[0] === 0x0a) return Promise.resolve();
+  }
 }
+
+/** What `Atomics.wait` sleeps on between reads of a non-blocking stdin. */
+const PAUSE = new Int32Array(new SharedArrayBuffer(4));

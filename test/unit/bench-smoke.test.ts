@@ -325,6 +325,39 @@ describe('bench harness', () => {
     await expect(main(['--url', 'memory://', '--one', 'consume-plain:fast', '--count', '5'], () => {})).rejects.toThrow(/--one takes <scenario>:<side>, the side one of tidings, raw, oslo/);
   });
 
+  it('the handshake holds the child at its mark, running nothing, until the parent answers (no stream of its own: it recompiled the window)', async () => {
+    // A timer due during the wait: with stdin read as a stream, the event loop ran it before the
+    // parent's answer; read by a blocking call, it runs only after.
+    const script = `import { sayMark } from ${JSON.stringify(`${ROOT}bench/callgrind.ts`)};
+setTimeout(() => console.log('timer'), 0);
+await sayMark('warm');
+console.log('after');
+await sayMark('done');`;
+    const seenBeforeAnswer: string[][] = [];
+    const lines: string[] = [];
+    const code = await new Promise<number | null>((resolve, reject) => {
+      const child = spawn(process.execPath, [TSX, '--input-type=module', '-e', script], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+      const timer = setTimeout(() => child.kill('SIGKILL'), 25_000);
+      createInterface({ input: child.stdout }).on('line', (line) => {
+        lines.push(line);
+        if (line !== 'warm' && line !== 'done') return;
+        // As callgrind.ts's parent, which answers once it has zeroed or read the counters.
+        setTimeout(() => {
+          seenBeforeAnswer.push([...lines]);
+          child.stdin.write('\n');
+        }, 300);
+      });
+      child.once('error', reject);
+      child.once('close', (c) => {
+        clearTimeout(timer);
+        resolve(c);
+      });
+    });
+    expect(code).toBe(0);
+    expect(seenBeforeAnswer).toEqual([['warm'], ['warm', 'after', 'done']]);
+    expect(lines).toEqual(['warm', 'after', 'done', 'timer']);
+  });
+
   it('--profile samples one scenario\'s measured windows and prints self time per operation by owner, then the top functions', async () => {
     const out: string[] = [];
     const report = await main(['--profile', 'consume-plain', '--count', '3000', '--rounds', '2', '--top', '5'], (line) => out.push(line));
