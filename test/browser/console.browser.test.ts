@@ -152,11 +152,15 @@ describe.each(BROKERS)('console in Chromium on $name', ({ name, url, options }) 
       // Another client listing the queue (the CLI, another console) takes its letters for a moment:
       // the row goes, and comes back with the body it showed.
       const other = await connect('amqp://guest:guest@127.0.0.1:5672/');
-      const ch = await other.createChannel();
-      let holding = false;
-      await expect.poll(async () => (holding ||= (await ch.get(`${address}.dlq`, { noAck: false })) !== false), WAIT).toBe(true);
-      await seen.getByText(`No dead letters on ${address}.`).waitFor({ timeout: WAIT.timeout });
-      await other.close();
+      try {
+        const ch = await other.createChannel();
+        let holding = false;
+        await expect.poll(async () => (holding ||= (await ch.get(`${address}.dlq`, { noAck: false })) !== false), WAIT).toBe(true);
+        await seen.getByText(`No dead letters on ${address}.`).waitFor({ timeout: WAIT.timeout });
+      } finally {
+        // Closing gives the letter back.
+        await other.close();
+      }
       await seen.getByTestId('dead-letter-row').filter({ hasText: error }).waitFor({ timeout: WAIT.timeout });
       await seen.locator('pre.body').filter({ hasText: '"event_type": "poison"' }).waitFor({ timeout: WAIT.timeout });
       expect(await seen.getByTestId('body-button').count()).toBe(0);

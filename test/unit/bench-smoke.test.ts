@@ -22,6 +22,34 @@ import * as tidings from '../../src/index.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
+
+/**
+ * Runs `tsx <args>` in a child and plays callgrind.ts's parent: answers each "warm" and "done" on
+ * its stdin, `delayMs` later (the time it takes to zero or read the counters). Returns the exit
+ * code, every stdout line, and the lines seen when each answer went.
+ */
+async function answerMarks(args: string[], env: NodeJS.ProcessEnv, delayMs = 0): Promise<{ code: number | null; lines: string[]; seenBeforeAnswer: string[][] }> {
+  const lines: string[] = [];
+  const seenBeforeAnswer: string[][] = [];
+  const code = await new Promise<number | null>((resolve, reject) => {
+    const child = spawn(process.execPath, [TSX, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'inherit'] });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 25_000);
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      lines.push(line);
+      if (line !== 'warm' && line !== 'done') return;
+      setTimeout(() => {
+        seenBeforeAnswer.push([...lines]);
+        child.stdin.write('\n');
+      }, delayMs);
+    });
+    child.once('error', reject);
+    child.once('close', (c) => {
+      clearTimeout(timer);
+      resolve(c);
+    });
+  });
+  return { code, lines, seenBeforeAnswer };
+}
 /** The scenarios that run on every broker. */
 const NAMES = ['call-sequential', 'call-concurrent', 'cast', 'notify-publish', 'consume-plain', 'consume-pooled', 'consume-batch'];
 /** Consumers reading a backlog: Kafka only (bench/measure.ts BACKLOG_DRIVERS). */
@@ -298,25 +326,7 @@ describe('bench harness', () => {
   });
 
   it('--one <scenario>:<side> runs one side once in a child, telling "warm" and "done" around its window with --handshake', async () => {
-    const lines: string[] = [];
-    const code = await new Promise<number | null>((resolve, reject) => {
-      const child = spawn(process.execPath, [TSX, 'bench/run.ts', '--one', 'consume-pooled:tidings', '--count', '20', '--warmup', '5', '--handshake'], {
-        cwd: ROOT,
-        env: { ...process.env, TIDINGS_TRANSPORT_URL: 'memory://' },
-        stdio: ['pipe', 'pipe', 'inherit'],
-      });
-      const timer = setTimeout(() => child.kill('SIGKILL'), 25_000);
-      createInterface({ input: child.stdout }).on('line', (line) => {
-        lines.push(line);
-        // The parent answers each mark, as callgrind.ts does after zeroing or reading the counters.
-        if (line === 'warm' || line === 'done') child.stdin.write('\n');
-      });
-      child.once('error', reject);
-      child.once('close', (c) => {
-        clearTimeout(timer);
-        resolve(c);
-      });
-    });
+    const { code, lines } = await answerMarks(['bench/run.ts', '--one', 'consume-pooled:tidings', '--count', '20', '--warmup', '5', '--handshake'], { TIDINGS_TRANSPORT_URL: 'memory://' });
     expect(code).toBe(0);
     expect(lines.slice(0, 2)).toEqual(['warm', 'done']);
     expect(JSON.parse(lines.at(-1)!)).toMatchObject({ ops: 20 });
@@ -333,26 +343,7 @@ setTimeout(() => console.log('timer'), 0);
 await sayMark('warm');
 console.log('after');
 await sayMark('done');`;
-    const seenBeforeAnswer: string[][] = [];
-    const lines: string[] = [];
-    const code = await new Promise<number | null>((resolve, reject) => {
-      const child = spawn(process.execPath, [TSX, '--input-type=module', '-e', script], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
-      const timer = setTimeout(() => child.kill('SIGKILL'), 25_000);
-      createInterface({ input: child.stdout }).on('line', (line) => {
-        lines.push(line);
-        if (line !== 'warm' && line !== 'done') return;
-        // As callgrind.ts's parent, which answers once it has zeroed or read the counters.
-        setTimeout(() => {
-          seenBeforeAnswer.push([...lines]);
-          child.stdin.write('\n');
-        }, 300);
-      });
-      child.once('error', reject);
-      child.once('close', (c) => {
-        clearTimeout(timer);
-        resolve(c);
-      });
-    });
+    const { code, lines, seenBeforeAnswer } = await answerMarks(['--input-type=module', '-e', script], {}, 300);
     expect(code).toBe(0);
     expect(seenBeforeAnswer).toEqual([['warm'], ['warm', 'after', 'done']]);
     expect(lines).toEqual(['warm', 'after', 'done', 'timer']);
