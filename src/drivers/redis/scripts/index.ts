@@ -175,7 +175,8 @@ return 1`,
   /**
    * KEYS: stream, pools-seen hash. ARGV: own group ('' for none), now, consumer ttl, pool ttl,
    * default group's max length (0 = none), default group's max age ms (0 = none).
-   * GC of one stream: marks the own pool seen, drops pools unseen for pool ttl, removes
+   * GC of one stream: marks the own pool seen, drops pools unseen for pool ttl none of whose
+   * consumers read or claimed within it (a member's late sweep does not drop its pool), removes
    * consumers idle past consumer ttl with nothing pending, then trims entries every group is done
    * with (below the oldest pending or undelivered entry of any group; never an unacked one of a
    * pool). The default group (store-and-forward for un-pooled listeners) holds entries back only
@@ -195,6 +196,13 @@ if redis.call('EXISTS', stream) == 0 then return {} end
 if pttl > 0 and mine ~= '' then redis.call('HSET', seen, mine, now) end
 local floor, others, dcut, hasdefault, idle = nil, nil, nil, false, {}
 local function lower(a, b) if b == nil or (a ~= nil and idless(a, b)) then return a end return b end
+-- A member that read (or claimed) within pool ttl is alive, even when its own sweep is late to mark the pool seen.
+local function active(name)
+  for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', stream, name)) do
+    for i = 1, #c, 2 do if c[i] == 'idle' and c[i + 1] <= pttl then return true end end
+  end
+  return false
+end
 for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
   local info = {}
   for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
@@ -203,6 +211,8 @@ for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
   if pttl > 0 and string.sub(name, 1, 5) == 'pool:' then
     local last = redis.call('HGET', seen, name)
     if not tonumber(last) then
+      redis.call('HSET', seen, name, now)
+    elseif now - tonumber(last) > pttl and active(name) then
       redis.call('HSET', seen, name, now)
     elseif now - tonumber(last) > pttl then
       redis.call('XGROUP', 'DESTROY', stream, name)
