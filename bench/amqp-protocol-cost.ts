@@ -1,7 +1,8 @@
 // How much of the tidings/raw gap on RabbitMQ is oslo's wire protocol rather than tidings' code:
 // raw amqplib doing the bench's work, then adding oslo's protocol choices one at a time.
 // `npx tsx bench/amqp-protocol-cost.ts [amqp://guest:guest@127.0.0.1:5672/]`; see bench/README.md.
-// The bench's raw-oslo column (raw-amqp-oslo.ts) is the last step of each ladder, per scenario.
+// The bench's raw-oslo column (raw-amqp-oslo.ts) is the fifth step of the RPC ladder (the sixth
+// replies on direct reply-to instead, a choice oslo's wire allows) and the last of the publish one.
 import { randomUUID } from 'node:crypto';
 import { connect, type ChannelModel, type Options } from 'amqplib';
 import { osloNotification } from './oslo-envelope.js';
@@ -25,6 +26,8 @@ interface RpcVariant {
   confirmReply: boolean;
   replyOwnConnection: boolean;
   topicAndOsloProps: boolean;
+  /** Replies on RabbitMQ's direct reply-to (consumed with noAck on the requests' channel) instead of an acked reply queue. */
+  directReplyTo?: boolean;
 }
 
 async function rpcCost(): Promise<void> {
@@ -58,11 +61,22 @@ async function rpcCost(): Promise<void> {
       JSON.parse(m.content.toString('utf8'));
       pending.get(m.properties.correlationId as string)?.();
     });
+    // Direct reply-to: no reply queue, no ack; a Python oslo server answers it too (it replies to the
+    // default exchange with `_reply_q` as routing key), but a reply sent while the caller reconnects is lost.
+    await confirmed.consume(
+      'amq.rabbitmq.reply-to',
+      (m) => {
+        if (!m) return;
+        JSON.parse(m.content.toString('utf8'));
+        pending.get(m.properties.correlationId as string)?.();
+      },
+      { noAck: true },
+    );
     const call = (i: number) =>
       new Promise<void>((resolve) => {
         const correlationId = randomUUID();
         pending.set(correlationId, resolve);
-        const props = { ...(v.topicAndOsloProps ? OSLO_PROPS : {}), replyTo, correlationId };
+        const props = { ...(v.topicAndOsloProps ? OSLO_PROPS : {}), replyTo: v.directReplyTo ? 'amq.rabbitmq.reply-to' : replyTo, correlationId };
         const ex = v.topicAndOsloProps ? exchange : '';
         if (v.confirmRequest) confirmed.publish(ex, queue, small(i), props, () => undefined);
         else plain.publish(ex, queue, small(i), props);
@@ -73,6 +87,7 @@ async function rpcCost(): Promise<void> {
       ['+ reply confirmed and mandatory', { confirmRequest: true, confirmReply: true, replyOwnConnection: false, topicAndOsloProps: false }],
       ['+ reply on its own connection', { confirmRequest: true, confirmReply: true, replyOwnConnection: true, topicAndOsloProps: false }],
       ['+ topic exchange, oslo properties', { confirmRequest: true, confirmReply: true, replyOwnConnection: true, topicAndOsloProps: true }],
+      ['oslo-shaped, direct reply-to', { confirmRequest: true, confirmReply: true, replyOwnConnection: true, topicAndOsloProps: true, directReplyTo: true }],
     ];
     const p50s = new Map<string, number[]>();
     const rates = new Map<string, number[]>();
