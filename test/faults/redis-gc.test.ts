@@ -14,6 +14,7 @@ import {
   type NotificationListener,
   type Transport,
 } from '../../src/index.js';
+import { createConsoleLogger } from '../../src/core/logger.js';
 import { TopicKeys } from '../../src/drivers/redis/topology.js';
 import { uniqueName, waitFor } from '../../src/testing/wait.js';
 import { redisCommand, redisInfo, startRedisServer, type RedisServer } from '../support/redis-servers.js';
@@ -37,8 +38,12 @@ describe('GC (redis): nothing grows when pools, members and clients come and go'
   let url: string;
   const transports = new Set<Transport>();
 
+  /** The transports' warnings and errors, for a failure to show what the drivers saw. */
+  const warnings: string[] = [];
+  const logger = createConsoleLogger({ level: 'warn', sink: (line) => void warnings.push(line) });
+
   async function transport(kind: 'rpc' | 'notification', at = url): Promise<Transport> {
-    const t = kind === 'rpc' ? await getRpcTransport(at) : await getNotificationTransport(at);
+    const t = kind === 'rpc' ? await getRpcTransport(at, { logger }) : await getNotificationTransport(at, { logger });
     transports.add(t);
     return t;
   }
@@ -132,6 +137,11 @@ describe('GC (redis): nothing grows when pools, members and clients come and go'
       await waitFor(() => all(steady.seen, first) && all(shortPool.seen, first) && all(longPool.seen, first), {
         timeoutMs: 60_000,
         message: `round ${round}: all ${PER_ROUND} delivered to each group (default ${steady.seen.size}, short ${shortPool.seen.size}, long ${longPool.seen.size})`,
+      }).catch(async (err: unknown) => {
+        const stream = new TopicKeys('tidings', 'openstack', topic).notificationStream('info');
+        const groups = await cmd('XINFO', 'GROUPS', stream).catch((e: unknown) => String(e));
+        const consumers = Array.isArray(groups) ? await Promise.all((groups as unknown[][]).map((g) => cmd('XINFO', 'CONSUMERS', stream, String(g[g.indexOf('name') + 1])))) : [];
+        throw new Error(`${(err as Error).message}: XLEN ${String(await cmd('XLEN', stream))}, groups ${JSON.stringify(groups)}, consumers ${JSON.stringify(consumers)}, last warnings ${JSON.stringify(warnings.slice(-20))}`);
       });
       steady.seen.clear();
       for (const l of listeners) await l.stop();
