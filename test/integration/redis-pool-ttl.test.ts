@@ -2,7 +2,8 @@
 // backlog, and a pool with a member still reading is never dropped, even when that member's own
 // sweep (which marks its pool seen) is late, as on a loaded machine: another listener's sweep
 // used to destroy the group under it, the member created it again at the newest entry, and what
-// was sent in between never reached the pool.
+// was sent in between never reached the pool. A group deleted under a member all the same is
+// made again after the last entry the member read.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createMemoryLogger, type MemoryLogger } from '../../src/core/logger.js';
@@ -36,7 +37,7 @@ async function collect(t: Transport, topic: string, pool?: string): Promise<{ id
   return { ids, listener };
 }
 
-describe('Redis: pool_ttl_ms drops pools whose members are gone, never one with a member reading', () => {
+describe('Redis: pool_ttl_ms drops pools whose members are gone, never one with a member reading; a group deleted under a member loses nothing', () => {
   it('a member reading whose own sweep is late keeps its pool: every notification reaches it', async () => {
     const topic = uniqueName('poolttl-live');
     const stream = new TopicKeys(PREFIX, 'openstack', topic).notificationStream('info');
@@ -72,5 +73,46 @@ describe('Redis: pool_ttl_ms drops pools whose members are gone, never one with 
     await member.listener.wait();
     await waitFor(async () => !(await groupsOf(stream)).includes('pool:gone'), { timeoutMs: 10_000, message: 'the pool dropped' });
     expect(await redis.hexists(keys.poolsSeen, 'pool:gone')).toBe(0);
+  });
+
+  it('a group deleted under a member is made again after the last entry it read: nothing sent meanwhile is lost', async () => {
+    const topic = uniqueName('poolttl-deleted');
+    const stream = new TopicKeys(PREFIX, 'openstack', topic).notificationStream('info');
+    const memberLog = createMemoryLogger();
+    const ids = new Set<number>();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let holding = false;
+    // prefetch_count=1: while the first notification is being handled, the member reads nothing.
+    const listener = getNotificationListener(
+      await transport('prefetch_count=1&block_ms=100', memberLog),
+      [new Target({ topic })],
+      [
+        {
+          info: async (_c: unknown, _p: string, _t: string, payload: { id: number }) => {
+            if (payload.id === 0) {
+              holding = true;
+              await gate;
+            }
+            ids.add(payload.id);
+          },
+        },
+      ],
+      { pool: 'stall' },
+    );
+    await listener.start();
+    transports.push({ cleanup: async () => { await listener.stop(); await listener.wait(); } } as Transport);
+    const notifier = new Notifier(await transport('block_ms=100'), { publisherId: 'poolttl', driver: 'messagingv2', topics: [topic] });
+    await notifier.info({}, 'poolttl.test', { id: 0 });
+    await waitFor(() => holding, { timeoutMs: 10_000, message: 'the member handling the first notification' });
+    // The group goes (by hand here; pool_ttl_ms does the same to a member stalled that long), and 50 more come.
+    await redis.xgroup('DESTROY', stream, 'pool:stall');
+    for (let id = 1; id <= 50; id++) await notifier.info({}, 'poolttl.test', { id });
+    release();
+    await waitFor(() => ids.size === 51, { timeoutMs: 10_000, message: 'every notification handled' }).catch((err: unknown) => {
+      throw new Error(`${(err as Error).message}: ${ids.size} of 51; member warnings ${JSON.stringify(memberLog.records.filter((r) => r.level === 'warn').map((r) => r.msg))}`);
+    });
+    expect(memberLog.records.some((r) => /Consumer group missing/.test(r.msg))).toBe(true);
+    expect(await groupsOf(stream)).toContain('pool:stall');
   });
 });

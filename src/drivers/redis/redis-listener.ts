@@ -45,6 +45,13 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
   private readonly readers: Reader[] = [];
   /** Notifications received and not settled, by `<stream> <id>`: their leases are extended. */
   private readonly inflight = new Map<string, RedisDelivery>();
+  /**
+   * The id of the last entry read from each stream: a group deleted under the listener (by hand, or
+   * dropped while this member stalled past `pool_ttl_ms`) is made again there, so what came after
+   * is read, not skipped as from the newest entry. Another member may have read further: that comes
+   * again (at least once), where the newest entry would lose it.
+   */
+  private readonly lastRead = new Map<string, string>();
   /** When each idle pool was last reported, by stream and pool. */
   private readonly idleReported = new Map<string, number>();
   /** Entry ids acknowledged in this tick, by stream: sent as one XACK each at the end of the tick. */
@@ -271,12 +278,13 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
     }
   }
 
-  private async createGroups(streams: readonly StreamSpec[]): Promise<void> {
+  /** Creates the listener's group on `streams` where it is missing: at each stream's `createAt`, or after the id `after` holds for it. */
+  private async createGroups(streams: readonly StreamSpec[], after?: ReadonlyMap<string, string>): Promise<void> {
     const cmd = this.deps.commands();
     await Promise.all(
       streams.map(async (s) => {
         try {
-          await createGroup(cmd, s.key, this.group, s.createAt);
+          await createGroup(cmd, s.key, this.group, after?.get(s.key) ?? s.createAt);
         } catch (err) {
           throw toMessagingError(err, `Could not create consumer group ${this.group} on ${s.key}`, cmd);
         }
@@ -331,13 +339,18 @@ export class RedisListener<M extends ReceivedMessage = ReceivedMessage> extends 
         const read = (reader.client as unknown as { xreadgroup(...a: (string | number)[]): Promise<[string, [string, string[]][]][] | null> }).xreadgroup;
         const res = await read.call(reader.client, ...args, 'STREAMS', ...reader.keys, ...ids);
         failures = 0;
-        if (res) for (const [key, entries] of res) for (const [id, fields] of entries) this.onEntry(key, id, fields, 1);
+        if (res) {
+          for (const [key, entries] of res) {
+            for (const [id, fields] of entries) this.onEntry(key, id, fields, 1);
+            if (entries.length > 0) this.lastRead.set(key, entries[entries.length - 1][0]);
+          }
+        }
       } catch (err) {
         if (this.stopped) break;
         if (!reader.list && isNoGroup(err)) {
           // The stream or group was deleted under us: declare again and go on.
-          this.logger.warn('Consumer group missing; creating it again', { streams: reader.keys, group: this.group });
-          await this.createGroups(reader.keys.map((k) => this.byKey.get(k)!)).catch(() => undefined);
+          this.logger.warn('Consumer group missing; creating it again after the last entry read', { streams: reader.keys, group: this.group, after: reader.keys.map((k) => this.lastRead.get(k) ?? null) });
+          await this.createGroups(reader.keys.map((k) => this.byKey.get(k)!), this.lastRead).catch(() => undefined);
         } else {
           failures++;
           const delay = Math.min(this.options.retryInterval * 2 ** Math.min(failures - 1, 10), this.options.intervalMax);
