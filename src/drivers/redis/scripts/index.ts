@@ -196,35 +196,41 @@ if redis.call('EXISTS', stream) == 0 then return {} end
 if pttl > 0 and mine ~= '' then redis.call('HSET', seen, mine, now) end
 local floor, others, dcut, hasdefault, idle = nil, nil, nil, false, {}
 local function lower(a, b) if b == nil or (a ~= nil and idless(a, b)) then return a end return b end
--- A member that read (or claimed) within pool ttl is alive, even when its own sweep is late to mark the pool seen.
-local function active(name)
-  for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', stream, name)) do
-    for i = 1, #c, 2 do if c[i] == 'idle' and c[i + 1] <= pttl then return true end end
-  end
-  return false
-end
 for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
   local info = {}
   for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
   local name = info['name']
+  local consumers = {}
+  for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', stream, name)) do
+    local ci = {}
+    for i = 1, #c, 2 do ci[c[i]] = c[i + 1] end
+    table.insert(consumers, ci)
+  end
   local keep = true
   if pttl > 0 and string.sub(name, 1, 5) == 'pool:' then
     local last = redis.call('HGET', seen, name)
     if not tonumber(last) then
       redis.call('HSET', seen, name, now)
-    elseif now - tonumber(last) > pttl and active(name) then
-      redis.call('HSET', seen, name, now)
     elseif now - tonumber(last) > pttl then
-      redis.call('XGROUP', 'DESTROY', stream, name)
-      redis.call('HDEL', seen, name)
-      keep = false
+      -- A member that read (or claimed) within pool ttl is alive, even when its own sweep is late to mark the pool seen.
+      local active = false
+      for _, ci in ipairs(consumers) do if ci['idle'] <= pttl then active = true end end
+      if active then
+        redis.call('HSET', seen, name, now)
+      else
+        redis.call('XGROUP', 'DESTROY', stream, name)
+        redis.call('HDEL', seen, name)
+        keep = false
+      end
     end
   end
   if keep then
-    for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', stream, name)) do
-      local ci = {}
-      for i = 1, #c, 2 do ci[c[i]] = c[i + 1] end
-      if ci['pending'] == 0 and ci['idle'] > cttl then redis.call('XGROUP', 'DELCONSUMER', stream, name, ci['name']) end
+    local left = #consumers
+    for _, ci in ipairs(consumers) do
+      if ci['pending'] == 0 and ci['idle'] > cttl then
+        redis.call('XGROUP', 'DELCONSUMER', stream, name, ci['name'])
+        left = left - 1
+      end
     end
     local f = info['last-delivered-id']
     if info['pending'] > 0 then f = redis.call('XPENDING', stream, name)[2] end
@@ -237,7 +243,7 @@ for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
       others = lower(f, others)
     end
     floor = lower(f, floor)
-    if string.sub(name, 1, 5) == 'pool:' and #redis.call('XINFO', 'CONSUMERS', stream, name) == 0 then
+    if string.sub(name, 1, 5) == 'pool:' and left == 0 then
       local behind = info['pending'] + #redis.call('XRANGE', stream, '(' .. info['last-delivered-id'], '+', 'COUNT', 1000)
       if behind > 0 then table.insert(idle, name); table.insert(idle, behind) end
     end
