@@ -4,7 +4,7 @@
 // The bench's raw-oslo column (raw-amqp-oslo.ts) is the fifth step of the RPC ladder (the sixth
 // replies on direct reply-to instead, a choice oslo's wire allows) and the last of the publish one.
 import { randomUUID } from 'node:crypto';
-import { connect, type ChannelModel, type Options } from 'amqplib';
+import { connect, type ChannelModel, type ConsumeMessage, type Options } from 'amqplib';
 import { osloNotification } from './oslo-envelope.js';
 import { OSLO_PROPS } from './raw-amqp-oslo.js';
 import { CONCURRENCY, PAYLOAD_TEXT, PUBLISH_WINDOW, keepInFlight } from './measure.js';
@@ -55,23 +55,18 @@ async function rpcCost(): Promise<void> {
     const confirmed = await clientConn.createConfirmChannel();
     const { queue: replyTo } = await plain.assertQueue('', { exclusive: true });
     const pending = new Map<string, () => void>();
+    const answered = (m: ConsumeMessage) => {
+      JSON.parse(m.content.toString('utf8'));
+      pending.get(m.properties.correlationId as string)?.();
+    };
     await plain.consume(replyTo, (m) => {
       if (!m) return;
       plain.ack(m);
-      JSON.parse(m.content.toString('utf8'));
-      pending.get(m.properties.correlationId as string)?.();
+      answered(m);
     });
     // Direct reply-to: no reply queue, no ack; a Python oslo server answers it too (it replies to the
     // default exchange with `_reply_q` as routing key), but a reply sent while the caller reconnects is lost.
-    await confirmed.consume(
-      'amq.rabbitmq.reply-to',
-      (m) => {
-        if (!m) return;
-        JSON.parse(m.content.toString('utf8'));
-        pending.get(m.properties.correlationId as string)?.();
-      },
-      { noAck: true },
-    );
+    await confirmed.consume('amq.rabbitmq.reply-to', (m) => m && answered(m), { noAck: true });
     const call = (i: number) =>
       new Promise<void>((resolve) => {
         const correlationId = randomUUID();
