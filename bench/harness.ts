@@ -191,7 +191,8 @@ export function warmupOf(options: Pick<BenchOptions, 'count' | 'warmup'>): numbe
   return options.warmup ?? Math.min(200, Math.ceil(options.count / 10));
 }
 
-function contextFor(options: BenchOptions, transportUrl: TransportURL): BenchContext {
+/** A fresh context for one run of a scenario or baseline. */
+export function contextFor(options: Pick<BenchOptions, 'url' | 'count' | 'warmup' | 'durationMs'>, transportUrl: TransportURL): BenchContext {
   const started = performance.now();
   return {
     url: options.url,

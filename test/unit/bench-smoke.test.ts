@@ -18,6 +18,7 @@ import { percentile, roundByRound, runBench } from '../../bench/harness.js';
 import { loadBaselines } from '../../bench/baselines.js';
 import { MODES, OPS, measure } from '../../bench/cost.js';
 import { ownerOf } from '../../bench/profile.js';
+import { rungs } from '../../bench/kafka-contract-cost.js';
 import * as tidings from '../../src/index.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -169,6 +170,27 @@ describe('bench harness', () => {
     const kafka = await loadBaselines('kafka');
     expect(Object.keys(kafka.raw)).toEqual([...NAMES, ...BACKLOG_NAMES]);
     expect(Object.keys(kafka.oslo)).toEqual(['notify-publish', 'consume-plain', 'consume-pooled', 'consume-batch', ...BACKLOG_NAMES]);
+  });
+
+  it('bench/kafka-contract-cost.ts: each rung does the work of the one below and its own piece of the contract', () => {
+    const [[, raw], [, checked], [, windowed], [, dispatched]] = rungs();
+    const first = raw.encode(1);
+    const second = raw.encode(2);
+    // 1: both layers decoded, nothing checked.
+    expect(raw.decode(first)).toMatchObject({ event_type: 'bench.event', priority: 'INFO', _context: {} });
+    const noEventType = JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify({ priority: 'INFO', payload: {} }) });
+    expect(() => raw.decode(noEventType)).not.toThrow();
+    // 2: tidings' checks refuse what tidings' listener refuses, and move the context out.
+    expect(() => checked.decode(noEventType)).toThrow(/event_type/);
+    expect(checked.decode(first)).toMatchObject({ notification: { event_type: 'bench.event' }, ctx: {} });
+    // 3: a copy of a notification is not handled twice.
+    expect(windowed.decode(first)).toMatchObject({ event_type: 'bench.event' });
+    expect(windowed.decode(first)).toBeUndefined();
+    expect(windowed.decode(second)).toMatchObject({ event_type: 'bench.event' });
+    // 4: the endpoint method of the priority handles it; no method, nothing handles it; copies are dropped too.
+    expect(dispatched.decode(first)).toMatchObject({ priority: 'INFO' });
+    expect(dispatched.decode(first)).toBeUndefined();
+    expect(dispatched.decode(second.replace('INFO', 'DEBUG'))).toBeUndefined();
   });
 
   it('loads the raw ioredis baselines, and the protocol-shaped ones in the second column, for redis:// and rediss:// URLs', async () => {

@@ -1,0 +1,135 @@
+// How close tidings' Kafka consumers can come to raw-oslo at all (issue 30 asks for 0.95):
+// raw-oslo's backlog consumer (raw-kafka-oslo.ts: kafkajs, oslo's Kafka format, both JSON layers
+// decoded, offsets resolved per record and committed on tidings' interval) with tidings' per
+// notification contract added to its handler one piece at a time, then tidings itself, in
+// interleaved rounds on one mock cluster. Each rung does what the one before did and:
+//
+// 1. raw-oslo: decodes both layers (the bench's raw-oslo column).
+// 2. + wire checks: decodes and checks the body as tidings does (`decodeBody`, `parseNotification`:
+//    an object, the envelope's version, `event_type`/`priority` strings, a `payload`, string
+//    ids, the nested `_context` moved out with no key that reaches a prototype).
+// 3. + duplicate window: `message_id` through tidings' window of 4,096 ids (`begin` before the
+//    handler, `add` once it returned), so a copy read again is not run twice.
+// 4. + dispatch: the handler is the endpoint method of the notification's priority, called in a
+//    `try` (a handler that throws must not stop the consumer).
+//
+// The top rung is the floor of any consumer that keeps tidings' promises with this format and
+// client; tidings / rung 4 is what tidings' own machinery (listener, pipeline, executor, offset
+// tracking per record) costs beyond it. `npx tsx bench/kafka-contract-cost.ts [--scenario
+// backlog-plain|backlog-pooled|backlog-batch] [--count 120000] [--rounds 7]`; see bench/README.md.
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { decodeBody } from '../src/contract/envelope.js';
+import { parseNotification } from '../src/contract/wire.js';
+import { TransportURL } from '../src/index.js';
+import { DuplicateMessageChecker } from '../src/structures/dedup.js';
+import { MOCK_RPC_MAX_WAIT_MS, SHORT_GROUP_QUERY, startKafkaMock } from '../test/support/kafka-broker.js';
+import { contextFor, percentile, textTable, toStats, type ScenarioFn, type Stats } from './harness.js';
+import { osloKafkaNotificationText, unenvelope } from './oslo-envelope.js';
+import { notificationBaselines, type NotificationShape } from './raw-kafka.js';
+import { SCENARIOS } from './scenarios.js';
+
+const SCENARIO_NAMES = ['backlog-plain', 'backlog-pooled', 'backlog-batch'] as const;
+type ScenarioName = (typeof SCENARIO_NAMES)[number];
+
+/** An endpoint of the bench's handlers, by lowercase priority, as tidings' dispatcher looks them up. */
+type Endpoint = Readonly<Record<string, ((n: unknown) => unknown) | undefined>>;
+
+/** oslo's priorities as they come on the wire, and the endpoint method each goes to. */
+const METHOD = new Map(['AUDIT', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SAMPLE'].map((p) => [p, p.toLowerCase()]));
+
+/** The rungs' record handling, from raw-oslo's up (see the file comment); each call makes fresh duplicate windows. */
+export function rungs(): Array<[string, NotificationShape]> {
+  const checked = (value: string) => parseNotification(decodeBody(value));
+  const windowed = () => {
+    const window = new DuplicateMessageChecker(4096);
+    return (value: string, handle: (n: unknown) => unknown) => {
+      const parsed = checked(value);
+      const id = parsed.uniqueId;
+      if (id !== undefined && !window.begin(id)) return undefined;
+      const result = handle(parsed.notification);
+      if (id !== undefined) window.add(id);
+      return result;
+    };
+  };
+  const counted = (n: unknown) => n;
+  const endpoint: Endpoint = { info: counted };
+  const dedupOnly = windowed();
+  const dispatched = windowed();
+  return [
+    ['1 raw-oslo', { encode: osloKafkaNotificationText, decode: unenvelope }],
+    ['2 + wire checks', { encode: osloKafkaNotificationText, decode: checked }],
+    ['3 + duplicate window', { encode: osloKafkaNotificationText, decode: (v) => dedupOnly(v, counted) }],
+    [
+      '4 + dispatch',
+      {
+        encode: osloKafkaNotificationText,
+        decode: (v) =>
+          dispatched(v, (n) => {
+            const method = endpoint[METHOD.get((n as { priority: string }).priority) ?? ''];
+            try {
+              return method?.(n);
+            } catch (err) {
+              return err;
+            }
+          }),
+      },
+    ],
+  ];
+}
+
+interface Row {
+  name: string;
+  runs: Stats[];
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { scenario: { type: 'string', default: 'backlog-plain' }, count: { type: 'string', default: '120000' }, rounds: { type: 'string', default: '7' }, warmup: { type: 'string' } } });
+  const scenario = values.scenario as ScenarioName;
+  if (!SCENARIO_NAMES.includes(scenario)) throw new Error(`--scenario is one of ${SCENARIO_NAMES.join(', ')}; received ${JSON.stringify(values.scenario)}`);
+  const count = Number(values.count);
+  const rounds = Number(values.rounds);
+  if (!Number.isInteger(count) || count < 1 || !Number.isInteger(rounds) || rounds < 2) throw new Error('--count must be a positive integer and --rounds at least 2 (the first is a warm-up)');
+  const tidings = SCENARIOS.find((s) => s.name === scenario)!;
+  const sides: Array<[string, ScenarioFn]> = [...rungs().map(([name, shape]): [string, ScenarioFn] => [name, notificationBaselines(shape)[scenario]]), ['5 tidings', tidings.run]];
+  const mock = await startKafkaMock({ spreadLeaders: true });
+  const rows: Row[] = sides.map(([name]) => ({ name, runs: [] }));
+  try {
+    const url = `${mock.url}/?${SHORT_GROUP_QUERY}&rpc_max_wait_ms=${MOCK_RPC_MAX_WAIT_MS}`;
+    const transportUrl = TransportURL.parse(url);
+    const options = { url, count, durationMs: null, ...(values.warmup !== undefined ? { warmup: Number(values.warmup) } : {}) };
+    for (let r = 0; r < rounds; r++) {
+      // Alternating order, as the bench's rounds: a slow spell falls on every side in turn.
+      const order = r % 2 === 0 ? sides.map((_, i) => i) : sides.map((_, i) => sides.length - 1 - i);
+      for (const i of order) {
+        const stats = toStats(await sides[i][1](contextFor(options, transportUrl)));
+        rows[i].runs.push(stats);
+        console.log(`round ${r + 1}/${rounds} ${sides[i][0]}: ${stats.opsPerSec} notifications/s, ${stats.cpuUsPerOp} µs CPU each${r === 0 ? ' (warm-up)' : ''}`);
+      }
+    }
+  } finally {
+    await mock.stop();
+  }
+  // Round ratios against raw-oslo (rung 1) and against the rung below; the first round is dropped.
+  const kept = (row: Row) => row.runs.slice(1);
+  const ratios = (a: Row, b: Row) => kept(a).map((s, i) => s.opsPerSec / kept(b)[i].opsPerSec);
+  const cpuRatios = (a: Row, b: Row) => kept(a).map((s, i) => (s.cpuUsPerOp ?? NaN) / (kept(b)[i].cpuUsPerOp ?? NaN));
+  const range = (xs: number[]) => `${percentile(xs, 50).toFixed(2)} (${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)})`;
+  const table = rows.map((row, i) => [
+    row.name,
+    String(percentile(kept(row).map((s) => s.opsPerSec), 50)),
+    range(ratios(row, rows[0])),
+    i === 0 ? '-' : range(ratios(row, rows[i - 1])),
+    percentile(kept(row).map((s) => s.cpuUsPerOp ?? NaN), 50).toFixed(1),
+    range(cpuRatios(row, rows[0])),
+  ]);
+  for (const line of textTable(['rung', 'notifications/s (median)', '/ raw-oslo by rounds', '/ rung above by rounds', 'CPU µs each (median)', 'CPU / raw-oslo by rounds'], table)) console.log(line);
+  console.log(JSON.stringify({ bench: 'kafka-contract-cost', scenario, count, rounds, date: new Date().toISOString(), node: process.version, sides: rows.map((r) => ({ name: r.name, opsPerSec: r.runs.map((s) => s.opsPerSec), cpuUsPerOp: r.runs.map((s) => s.cpuUsPerOp) })) }));
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exitCode = 1;
+  });
+}
