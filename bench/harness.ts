@@ -302,17 +302,31 @@ export async function runSide(options: BenchOptions, name: string, side: Side, m
  * the first is dropped (warm-up) and each side keeps its run with the median ops/s.
  */
 async function measureRounds(sides: ReadonlyArray<[Side, ScenarioFn]>, rounds: number, ctx: () => BenchContext): Promise<Partial<Record<Side, Stats>>> {
-  const runs = new Map<Side, Stats[]>(sides.map(([side]) => [side, []]));
-  for (let r = 0; r < rounds; r++) {
-    const order = r % 2 === 0 ? sides : [...sides].reverse();
-    for (const [side, fn] of order) runs.get(side)!.push(await measured(fn, ctx()));
-  }
+  const runs = await runRounds(sides, rounds, ctx);
   const out: Partial<Record<Side, Stats>> = {};
   for (const [side, all] of runs) {
     const kept = (all.length > 1 ? all.slice(1) : all).sort((a, b) => a.opsPerSec - b.opsPerSec);
     out[side] = all.length > 1 ? { ...kept[Math.floor((kept.length - 1) / 2)], roundsOpsPerSec: all.map((s) => s.opsPerSec) } : kept[0];
   }
   return out;
+}
+
+/**
+ * Runs each side `rounds` times, in the listed order in odd rounds and reversed in even ones, so a
+ * slow spell of the machine falls on every side in turn; `onRun` hears of each run as it ends.
+ * Returns every run of each side, the first round included.
+ */
+export async function runRounds<K extends string>(sides: ReadonlyArray<readonly [K, ScenarioFn]>, rounds: number, ctx: () => BenchContext, onRun?: (side: K, round: number, stats: Stats) => void): Promise<Map<K, Stats[]>> {
+  const runs = new Map<K, Stats[]>(sides.map(([side]) => [side, []]));
+  for (let r = 0; r < rounds; r++) {
+    const order = r % 2 === 0 ? sides : [...sides].reverse();
+    for (const [side, fn] of order) {
+      const stats = await measured(fn, ctx());
+      runs.get(side)!.push(stats);
+      onRun?.(side, r, stats);
+    }
+  }
+  return runs;
 }
 
 /** Runs one scenario or baseline and its stats, with the process CPU time it took. */

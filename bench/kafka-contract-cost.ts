@@ -21,10 +21,11 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { decodeBody } from '../src/contract/envelope.js';
 import { parseNotification } from '../src/contract/wire.js';
+import { PRIORITIES } from '../src/core/types.js';
 import { TransportURL } from '../src/index.js';
 import { DuplicateMessageChecker } from '../src/structures/dedup.js';
 import { MOCK_RPC_MAX_WAIT_MS, SHORT_GROUP_QUERY, startKafkaMock } from '../test/support/kafka-broker.js';
-import { contextFor, percentile, textTable, toStats, type ScenarioFn, type Stats } from './harness.js';
+import { contextFor, percentile, runRounds, textTable, type ScenarioFn, type Stats } from './harness.js';
 import { osloKafkaNotificationText, unenvelope } from './oslo-envelope.js';
 import { notificationBaselines, type NotificationShape } from './raw-kafka.js';
 import { SCENARIOS } from './scenarios.js';
@@ -35,8 +36,8 @@ type ScenarioName = (typeof SCENARIO_NAMES)[number];
 /** An endpoint of the bench's handlers, by lowercase priority, as tidings' dispatcher looks them up. */
 type Endpoint = Readonly<Record<string, ((n: unknown) => unknown) | undefined>>;
 
-/** oslo's priorities as they come on the wire, and the endpoint method each goes to. */
-const METHOD = new Map(['AUDIT', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'CRITICAL', 'SAMPLE'].map((p) => [p, p.toLowerCase()]));
+/** oslo's priorities as they come on the wire (upper-case), and the endpoint method each goes to. */
+const METHOD = new Map(PRIORITIES.map((p) => [p.toUpperCase(), p]));
 
 /** The rungs' record handling, from raw-oslo's up (see the file comment); each call makes fresh duplicate windows. */
 export function rungs(): Array<[string, NotificationShape]> {
@@ -93,20 +94,15 @@ async function main(): Promise<void> {
   const tidings = SCENARIOS.find((s) => s.name === scenario)!;
   const sides: Array<[string, ScenarioFn]> = [...rungs().map(([name, shape]): [string, ScenarioFn] => [name, notificationBaselines(shape)[scenario]]), ['5 tidings', tidings.run]];
   const mock = await startKafkaMock({ spreadLeaders: true });
-  const rows: Row[] = sides.map(([name]) => ({ name, runs: [] }));
+  let rows: Row[];
   try {
     const url = `${mock.url}/?${SHORT_GROUP_QUERY}&rpc_max_wait_ms=${MOCK_RPC_MAX_WAIT_MS}`;
     const transportUrl = TransportURL.parse(url);
     const options = { url, count, durationMs: null, ...(values.warmup !== undefined ? { warmup: Number(values.warmup) } : {}) };
-    for (let r = 0; r < rounds; r++) {
-      // Alternating order, as the bench's rounds: a slow spell falls on every side in turn.
-      const order = r % 2 === 0 ? sides.map((_, i) => i) : sides.map((_, i) => sides.length - 1 - i);
-      for (const i of order) {
-        const stats = toStats(await sides[i][1](contextFor(options, transportUrl)));
-        rows[i].runs.push(stats);
-        console.log(`round ${r + 1}/${rounds} ${sides[i][0]}: ${stats.opsPerSec} notifications/s, ${stats.cpuUsPerOp} µs CPU each${r === 0 ? ' (warm-up)' : ''}`);
-      }
-    }
+    const runs = await runRounds(sides, rounds, () => contextFor(options, transportUrl), (name, r, stats) =>
+      console.log(`round ${r + 1}/${rounds} ${name}: ${stats.opsPerSec} notifications/s, ${stats.cpuUsPerOp} µs CPU each${r === 0 ? ' (warm-up)' : ''}`),
+    );
+    rows = sides.map(([name]) => ({ name, runs: runs.get(name)! }));
   } finally {
     await mock.stop();
   }
