@@ -3,11 +3,17 @@
 // The parent runs the child under callgrind; the child says "warm" as its window opens and "done"
 // as it closes, each time waiting for a line on stdin, while the parent zeroes the counters
 // (`callgrind_control -z`) and reads them (`-e Ir`, every thread). Start-up, module loading,
-// connecting and the warm-up are left out. Used by `npm run bench -- --instructions` and
-// `npm run bench:cost -- --instructions`.
+// connecting and the warm-up are left out. Used by `npm run bench -- --instructions`,
+// `npm run bench:cost -- --instructions` and the contract ladders' `--instructions` (ladder.ts).
 import { execFileSync, spawn } from 'node:child_process';
 import { readSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+/** The repository's root: where the counted children run. */
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** tsx's loader, for `node --import` in a child that runs TypeScript. */
+export const TSX = fileURLToPath(new URL('../node_modules/tsx/dist/esm/index.mjs', import.meta.url));
 
 /** The words of the handshake, in the order a child says them. */
 export type Mark = 'warm' | 'done';

@@ -16,12 +16,10 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { AggregationTemporality, MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { z } from 'zod';
-import { countInstructions, sayMark, type Mark } from './callgrind.js';
+import { countInstructions, ROOT, sayMark, TSX, type Mark } from './callgrind.js';
 import { percentile } from './harness.js';
 import { PAYLOAD_TEXT, keepInFlight, waitUntil } from './measure.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const TSX = fileURLToPath(new URL('../node_modules/tsx/dist/esm/index.mjs', import.meta.url));
 
 /** Calls and notifications in flight, as in the main bench. */
 const WINDOW = 16;

@@ -330,7 +330,7 @@ export async function runRounds<K extends string>(sides: ReadonlyArray<readonly 
 }
 
 /** Runs one scenario or baseline and its stats, with the process CPU time it took. */
-async function measured(fn: ScenarioFn, ctx: BenchContext): Promise<Stats> {
+export async function measured(fn: ScenarioFn, ctx: BenchContext): Promise<Stats> {
   const cpu = process.cpuUsage();
   const m = await fn(ctx);
   const used = process.cpuUsage(cpu);

@@ -7,11 +7,9 @@
 // the ±10-40% that wall-clock rounds on this 2-core machine move by.
 import { fileURLToPath } from 'node:url';
 import { TransportURL } from '../src/index.js';
-import { countInstructions } from './callgrind.js';
+import { countInstructions, ROOT, TSX } from './callgrind.js';
 import { percentile, selectScenarios, sidesOf, textTable, warmupOf, type BenchOptions, type Side, type Stats } from './harness.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const TSX = fileURLToPath(new URL('../node_modules/tsx/dist/esm/index.mjs', import.meta.url));
 const RUN = fileURLToPath(new URL('./run.ts', import.meta.url));
 
 /** One side's counts. */

@@ -25,7 +25,8 @@ import { PRIORITIES } from '../src/core/types.js';
 import { TransportURL } from '../src/index.js';
 import { DuplicateMessageChecker } from '../src/structures/dedup.js';
 import { MOCK_RPC_MAX_WAIT_MS, SHORT_GROUP_QUERY, startKafkaMock } from '../test/support/kafka-broker.js';
-import { contextFor, percentile, runRounds, textTable, type ScenarioFn, type Stats } from './harness.js';
+import { contextFor, type ScenarioFn } from './harness.js';
+import { ladderCounts, printLadder, runLadder, type LadderRow } from './ladder.js';
 import { osloKafkaNotificationText, unenvelope } from './oslo-envelope.js';
 import { notificationBaselines, type NotificationShape } from './raw-kafka.js';
 import { SCENARIOS } from './scenarios.js';
@@ -79,48 +80,24 @@ export function rungs(): Array<[string, NotificationShape]> {
   ];
 }
 
-interface Row {
-  name: string;
-  runs: Stats[];
-}
-
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { scenario: { type: 'string', default: 'backlog-plain' }, count: { type: 'string', default: '120000' }, rounds: { type: 'string', default: '7' }, warmup: { type: 'string' } } });
   const scenario = values.scenario as ScenarioName;
   if (!SCENARIO_NAMES.includes(scenario)) throw new Error(`--scenario is one of ${SCENARIO_NAMES.join(', ')}; received ${JSON.stringify(values.scenario)}`);
-  const count = Number(values.count);
-  const rounds = Number(values.rounds);
-  if (!Number.isInteger(count) || count < 1 || !Number.isInteger(rounds) || rounds < 2) throw new Error('--count must be a positive integer and --rounds at least 2 (the first is a warm-up)');
+  const { count, rounds, warmup } = ladderCounts(values);
   const tidings = SCENARIOS.find((s) => s.name === scenario)!;
   const sides: Array<[string, ScenarioFn]> = [...rungs().map(([name, shape]): [string, ScenarioFn] => [name, notificationBaselines(shape)[scenario]]), ['5 tidings', tidings.run]];
   const mock = await startKafkaMock({ spreadLeaders: true });
-  let rows: Row[];
+  let rows: LadderRow[];
   try {
     const url = `${mock.url}/?${SHORT_GROUP_QUERY}&rpc_max_wait_ms=${MOCK_RPC_MAX_WAIT_MS}`;
     const transportUrl = TransportURL.parse(url);
-    const options = { url, count, durationMs: null, ...(values.warmup !== undefined ? { warmup: Number(values.warmup) } : {}) };
-    const runs = await runRounds(sides, rounds, () => contextFor(options, transportUrl), (name, r, stats) =>
-      console.log(`round ${r + 1}/${rounds} ${name}: ${stats.opsPerSec} notifications/s, ${stats.cpuUsPerOp} µs CPU each${r === 0 ? ' (warm-up)' : ''}`),
-    );
-    rows = sides.map(([name]) => ({ name, runs: runs.get(name)! }));
+    const options = { url, count, durationMs: null, warmup };
+    rows = await runLadder(sides, rounds, 'notifications', () => contextFor(options, transportUrl));
   } finally {
     await mock.stop();
   }
-  // Round ratios against raw-oslo (rung 1) and against the rung below; the first round is dropped.
-  const kept = (row: Row) => row.runs.slice(1);
-  const ratios = (a: Row, b: Row) => kept(a).map((s, i) => s.opsPerSec / kept(b)[i].opsPerSec);
-  const cpuRatios = (a: Row, b: Row) => kept(a).map((s, i) => (s.cpuUsPerOp ?? NaN) / (kept(b)[i].cpuUsPerOp ?? NaN));
-  const range = (xs: number[]) => `${percentile(xs, 50).toFixed(2)} (${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)})`;
-  const table = rows.map((row, i) => [
-    row.name,
-    String(percentile(kept(row).map((s) => s.opsPerSec), 50)),
-    range(ratios(row, rows[0])),
-    i === 0 ? '-' : range(ratios(row, rows[i - 1])),
-    percentile(kept(row).map((s) => s.cpuUsPerOp ?? NaN), 50).toFixed(1),
-    range(cpuRatios(row, rows[0])),
-  ]);
-  for (const line of textTable(['rung', 'notifications/s (median)', '/ raw-oslo by rounds', '/ rung above by rounds', 'CPU µs each (median)', 'CPU / raw-oslo by rounds'], table)) console.log(line);
-  console.log(JSON.stringify({ bench: 'kafka-contract-cost', scenario, count, rounds, date: new Date().toISOString(), node: process.version, sides: rows.map((r) => ({ name: r.name, opsPerSec: r.runs.map((s) => s.opsPerSec), cpuUsPerOp: r.runs.map((s) => s.cpuUsPerOp) })) }));
+  printLadder('kafka-contract-cost', 'notifications', rows, { scenario, count, rounds });
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

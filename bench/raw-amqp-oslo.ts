@@ -25,7 +25,9 @@ import { PAYLOAD_TEXT, measureDelivered, measureSent, measureConcurrentCalls, me
 /** oslo's properties on every message, as tidings sends them. */
 export const OSLO_PROPS: Readonly<Options.Publish> = Object.freeze({ contentType: 'application/json', contentEncoding: 'utf-8', deliveryMode: 2, priority: 0, headers: {} });
 /** tidings' bench client timeout, sent as the request's `expiration`. */
-const CALL_TIMEOUT_MS = 30_000;
+export const CALL_TIMEOUT_MS = 30_000;
+/** A reply: mandatory, so the broker returns one no queue takes. */
+const REPLY_PROPS: Readonly<Options.Publish> = Object.freeze({ ...OSLO_PROPS, mandatory: true });
 /** As tidings declares `<topic>` and notification queues by default (amqp_durable_queues=false). */
 const QUEUE_OPTIONS: Readonly<Options.AssertQueue> = Object.freeze({ durable: false, autoDelete: false });
 
@@ -55,8 +57,45 @@ async function declareExchange(ctx: BenchContext, ch: Channel): Promise<string> 
   return exchange;
 }
 
+/**
+ * What each side of an oslo-shaped RPC does with a message: raw-oslo's own (OSLO_RPC), or one of
+ * the contract ladder's rungs (amqp-contract-cost.ts), which put tidings' checks in its place.
+ */
+export interface OsloRpcShape {
+  /** The body of call `i` (a cast when `call` is undefined). */
+  request(i: number, call?: { readonly msgId: string; readonly replyQueue: string }): Buffer;
+  /**
+   * The server's handling of a request body (acked already): `reply(address, body)` for a call.
+   * What it returns (a promise, say) is not awaited.
+   */
+  serve(content: Buffer, reply: (address: string, body: Buffer) => void): unknown;
+  /** The client's reading of a reply body: its `_msg_id`, and its result (an Error for a failure). */
+  answer(content: Buffer): { readonly msgId: unknown; readonly result: unknown };
+  /** Per call, the client's bookkeeping around the wait (a deadline timer, say): the resolve to register. */
+  waitFor?(msgId: string, resolve: (value: unknown) => void): (value: unknown) => void;
+}
+
+/** raw-oslo: both JSON layers by hand, nothing checked, the request's args echoed back. */
+export const OSLO_RPC: OsloRpcShape = {
+  request: (i, call) =>
+    envelope(
+      call === undefined
+        ? { method: 'sink', args: { i, text: PAYLOAD_TEXT }, _unique_id: hexId() }
+        : { method: 'echo', args: { i, text: PAYLOAD_TEXT }, _msg_id: call.msgId, _reply_q: call.replyQueue, _timeout: null, _unique_id: hexId() },
+    ),
+  serve(content, reply) {
+    const req = unenvelope(content);
+    if (typeof req._reply_q !== 'string') return;
+    reply(req._reply_q, envelope({ result: req.args, failure: null, ending: true, _msg_id: req._msg_id, _unique_id: hexId() }));
+  },
+  answer(content) {
+    const reply = unenvelope(content);
+    return { msgId: reply._msg_id, result: reply.result };
+  },
+};
+
 /** An oslo-shaped RPC server (listener + publisher connections) and client (one connection). */
-function withOsloRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Measurement>): Promise<Measurement> {
+export function withOsloRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Measurement>, shape: OsloRpcShape = OSLO_RPC): Promise<Measurement> {
   const topic = ctx.unique('bench-oslo-rpc');
   const replyQueue = `reply_${hexId()}`;
   return withConnections(ctx, 3, [topic, replyQueue], async ([listenConn, serverPubConn, clientConn]) => {
@@ -65,41 +104,38 @@ function withOsloRpc(ctx: BenchContext, run: (rpc: RpcSides) => Promise<Measurem
     await server.assertQueue(topic, QUEUE_OPTIONS);
     await server.bindQueue(topic, exchange, topic);
     const replies = await publishChannel(serverPubConn);
+    const reply = (address: string, body: Buffer) => void confirmed(replies, '', address, body, REPLY_PROPS);
     let handled = 0;
     await server.consume(topic, (m) => {
       if (!m) return;
       server.ack(m); // oslo acks a request before dispatching it
-      const req = unenvelope(m.content);
       handled++;
-      if (typeof req._reply_q !== 'string') return;
-      const reply = envelope({ result: req.args, failure: null, ending: true, _msg_id: req._msg_id, _unique_id: hexId() });
-      void confirmed(replies, '', req._reply_q, reply, { ...OSLO_PROPS, mandatory: true });
+      void shape.serve(m.content, reply);
     });
 
     const requests = await publishChannel(clientConn);
     const replyCh = await clientConn.createChannel();
     await replyCh.assertQueue(replyQueue, { durable: false, autoDelete: false, exclusive: false, arguments: { 'x-expires': 1_800_000 } });
-    const pending = new Map<string, (value: unknown) => void>();
+    const pending = new Map<unknown, (value: unknown) => void>();
     await replyCh.consume(replyQueue, (m) => {
       if (!m) return;
       replyCh.ack(m);
-      const reply = unenvelope(m.content);
-      const resolve = pending.get(reply._msg_id as string);
+      const { msgId, result } = shape.answer(m.content);
+      const resolve = pending.get(msgId);
       if (!resolve) return;
-      pending.delete(reply._msg_id as string);
-      resolve(reply.result);
+      pending.delete(msgId);
+      resolve(result);
     });
     const callProps: Options.Publish = { ...OSLO_PROPS, expiration: String(CALL_TIMEOUT_MS) };
     return run({
       call: (i) =>
         new Promise((resolve) => {
           const msgId = hexId();
-          pending.set(msgId, resolve);
+          pending.set(msgId, shape.waitFor ? shape.waitFor(msgId, resolve) : resolve);
           // The call resolves on its reply; the request's confirm is not awaited (as tidings).
-          const request = envelope({ method: 'echo', args: { i, text: PAYLOAD_TEXT }, _msg_id: msgId, _reply_q: replyQueue, _timeout: null, _unique_id: hexId() });
-          void confirmed(requests, exchange, topic, request, callProps);
+          void confirmed(requests, exchange, topic, shape.request(i, { msgId, replyQueue }), callProps);
         }),
-      cast: (i) => confirmed(requests, exchange, topic, envelope({ method: 'sink', args: { i, text: PAYLOAD_TEXT }, _unique_id: hexId() })),
+      cast: (i) => confirmed(requests, exchange, topic, shape.request(i)),
       handled: () => handled,
     });
   });

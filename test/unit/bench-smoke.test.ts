@@ -18,6 +18,7 @@ import { percentile, roundByRound, runBench } from '../../bench/harness.js';
 import { loadBaselines } from '../../bench/baselines.js';
 import { MODES, OPS, measure } from '../../bench/cost.js';
 import { ownerOf } from '../../bench/profile.js';
+import { rungs as amqpRungs } from '../../bench/amqp-contract-cost.js';
 import { rungs } from '../../bench/kafka-contract-cost.js';
 import * as tidings from '../../src/index.js';
 
@@ -191,6 +192,47 @@ describe('bench harness', () => {
     expect(dispatched.decode(first)).toMatchObject({ priority: 'INFO' });
     expect(dispatched.decode(first)).toBeUndefined();
     expect(dispatched.decode(second.replace('INFO', 'DEBUG'))).toBeUndefined();
+  });
+
+  it('bench/amqp-contract-cost.ts: each rung does the work of the one below and its own piece of the contract', async () => {
+    const [[, raw], [, checked], [, windowed], [, registered], [, dispatched]] = amqpRungs();
+    const replyQueue = 'reply_0123456789abcdef0123456789abcdef';
+    /** Serves `body` on a rung and says what it replied: [address, decoded reply] each. */
+    const served = async (shape: typeof raw, body: Buffer) => {
+      const sent: Array<[string, Record<string, unknown>]> = [];
+      await shape.serve(body, (address, reply) => sent.push([address, JSON.parse(JSON.parse(reply.toString())['oslo.message'])]));
+      return sent;
+    };
+    const enveloped = (message: Record<string, unknown>) => Buffer.from(JSON.stringify({ 'oslo.version': '2.0', 'oslo.message': JSON.stringify(message) }));
+    const noMethod = enveloped({ args: {}, _msg_id: 'm', _reply_q: replyQueue, _unique_id: 'u1' });
+    const elsewhere = enveloped({ method: 'echo', args: {}, _msg_id: 'm', _reply_q: 'some-service-queue', _unique_id: 'u2' });
+    // 1: the args echoed to any address, nothing checked.
+    expect(await served(raw, raw.request(1, { msgId: 'm1', replyQueue }))).toMatchObject([[replyQueue, { result: { i: 1 }, _msg_id: 'm1', ending: true }]]);
+    expect(await served(raw, noMethod)).toHaveLength(1);
+    // 2: tidings' checks refuse a request without a method; the reply is tidings' (failure null, a fresh _unique_id).
+    expect(await served(checked, noMethod)).toEqual([]);
+    const first = checked.request(1, { msgId: 'm1', replyQueue });
+    expect(await served(checked, first)).toMatchObject([[replyQueue, { result: { i: 1 }, failure: null, _msg_id: 'm1' }]]);
+    expect(await served(checked, first)).toHaveLength(1);
+    // 3: a copy is not run twice, and no reply goes to an address that is not a reply queue.
+    expect(await served(windowed, first)).toHaveLength(1);
+    expect(await served(windowed, first)).toEqual([]);
+    expect(await served(windowed, elsewhere)).toEqual([]);
+    expect(await served(windowed, checked.request(2, { msgId: 'm2', replyQueue }))).toHaveLength(1);
+    // 4: the client waits through the registry: the reply resolves its call, a failure becomes an error.
+    const [[, replyBody]] = await served(checked, checked.request(3, { msgId: 'm3', replyQueue }));
+    const resolved = new Promise((resolve) => {
+      const deliver = registered.waitFor!('m3', resolve);
+      deliver(registered.answer(enveloped(replyBody)).result);
+    });
+    await expect(resolved).resolves.toMatchObject({ i: 3 });
+    const failed = new Promise((resolve) => registered.waitFor!('m4', resolve)(registered.answer(enveloped({ result: null, failure: '{"class":"ValueError","module":"builtins","message":"no","tb":[],"args":["no"],"kwargs":{}}', ending: true, _msg_id: 'm4' })).result));
+    await expect(failed).resolves.toBeInstanceOf(Error);
+    // 5: the endpoint method of the request runs; an unknown one is answered with a failure, copies are dropped too.
+    const fifth = checked.request(5, { msgId: 'm5', replyQueue });
+    expect(await served(dispatched, fifth)).toMatchObject([[replyQueue, { result: { i: 5 } }]]);
+    expect(await served(dispatched, fifth)).toEqual([]);
+    expect(await served(dispatched, enveloped({ method: 'nope', args: {}, _msg_id: 'm6', _reply_q: replyQueue, _unique_id: 'u6' }))).toMatchObject([[replyQueue, { result: null, failure: expect.stringContaining('no method nope') }]]);
   });
 
   it('loads the raw ioredis baselines, and the protocol-shaped ones in the second column, for redis:// and rediss:// URLs', async () => {
