@@ -20,7 +20,6 @@ import { countInstructions, ROOT, sayMark, TSX, type Mark } from './callgrind.js
 import { percentile } from './harness.js';
 import { PAYLOAD_TEXT, keepInFlight, waitUntil } from './measure.js';
 
-
 /** Calls and notifications in flight, as in the main bench. */
 const WINDOW = 16;
 
