@@ -53,6 +53,31 @@ export async function countInstructions(command: readonly string[], cwd: string,
   return { instructions, lastLine };
 }
 
+/** A Node command line running the TypeScript `script` with `args`, V8 on one thread, as countInstructions wants it. */
+export function singleThreadedTsx(script: string, args: readonly string[]): string[] {
+  return [process.execPath, '--single-threaded', '--import', TSX, script, ...args];
+}
+
+/**
+ * Counts every side's child (`[side, command]`) `rounds` times, in the listed order in odd rounds
+ * and reversed in even ones, in `env`; each child's last line is its measurement (`{ops}` at
+ * least). Returns each side's instructions per operation, round by round.
+ */
+export async function countRounds<K>(sides: ReadonlyArray<readonly [K, readonly string[]]>, rounds: number, env: NodeJS.ProcessEnv, onRun?: (side: K, round: number, perOp: number) => void): Promise<Map<K, number[]>> {
+  const counts = new Map<K, number[]>(sides.map(([side]) => [side, []]));
+  for (let r = 0; r < rounds; r++) {
+    for (const [side, command] of r % 2 === 0 ? sides : [...sides].reverse()) {
+      const run = await countInstructions(command, ROOT, env);
+      const { ops } = JSON.parse(run.lastLine) as { ops?: number };
+      if (!(ops !== undefined && ops > 0)) throw new Error(`${String(side)} measured no operations (${command.slice(4).join(' ')})`);
+      const perOp = Math.round(run.instructions / ops);
+      counts.get(side)!.push(perOp);
+      onRun?.(side, r, perOp);
+    }
+  }
+  return counts;
+}
+
 /**
  * The child's side of the handshake: says `mark` on stdout and waits for the parent's line on
  * stdin, both by blocking system calls on the file descriptors. Through `process.stdout` and

@@ -7,8 +7,8 @@
 // the ±10-40% that wall-clock rounds on this 2-core machine move by.
 import { fileURLToPath } from 'node:url';
 import { TransportURL } from '../src/index.js';
-import { countInstructions, ROOT, TSX } from './callgrind.js';
-import { percentile, selectScenarios, sidesOf, textTable, warmupOf, type BenchOptions, type Side, type Stats } from './harness.js';
+import { countRounds, singleThreadedTsx } from './callgrind.js';
+import { percentile, selectScenarios, sidesOf, textTable, warmupOf, type BenchOptions, type Side } from './harness.js';
 
 const RUN = fileURLToPath(new URL('./run.ts', import.meta.url));
 
@@ -47,7 +47,7 @@ export interface InstructionsReport {
 
 /** The command line of a child measuring one side of one scenario (its URL comes in the environment). */
 function childCommand(scenario: string, side: Side, count: number, warmup: number): string[] {
-  return [process.execPath, '--single-threaded', '--import', TSX, RUN, '--one', `${scenario}:${side}`, '--count', String(count), '--warmup', String(warmup), '--handshake'];
+  return singleThreadedTsx(RUN, ['--one', `${scenario}:${side}`, '--count', String(count), '--warmup', String(warmup), '--handshake']);
 }
 
 const ratio = (a: SideInstructions | undefined, b: SideInstructions | undefined) => (a && b ? Number((a.perOp / b.perOp).toFixed(3)) : undefined);
@@ -61,16 +61,8 @@ export async function runInstructions(options: BenchOptions, redactedUrl: string
   const warmup = warmupOf(options);
   const report: InstructionsReport = { bench: 'tidings-instructions', url: redactedUrl, date: new Date().toISOString(), node: process.version, count: options.count, warmup, rounds, scenarios: {} };
   for (const scenario of selectScenarios(options.scenarios, options.only, TransportURL.parse(options.url).driver)) {
-    const sides = sidesOf(options, scenario).map(([side]) => side);
-    const counts = new Map<Side, number[]>(sides.map((s) => [s, []]));
-    for (let r = 0; r < rounds; r++) {
-      for (const side of r % 2 === 0 ? sides : [...sides].reverse()) {
-        const run = await countInstructions(childCommand(scenario.name, side, options.count, warmup), ROOT, { ...process.env, TIDINGS_TRANSPORT_URL: options.url });
-        const stats = JSON.parse(run.lastLine) as Stats;
-        if (!(stats.ops > 0)) throw new Error(`${scenario.name} (${side}) measured no operations`);
-        counts.get(side)!.push(Math.round(run.instructions / stats.ops));
-      }
-    }
+    const sides = sidesOf(options, scenario).map(([side]): [Side, string[]] => [side, childCommand(scenario.name, side, options.count, warmup)]);
+    const counts = await countRounds(sides, rounds, { ...process.env, TIDINGS_TRANSPORT_URL: options.url });
     const result: InstructionsResult = { unit: scenario.unit };
     // The lower median (nearest rank), as bench:cost reports.
     for (const [side, all] of counts) result[side] = { perOp: percentile(all, 50), rounds: all };

@@ -1,7 +1,7 @@
 // What the contract-cost ladders share (kafka-contract-cost.ts, amqp-contract-cost.ts): raw-oslo
 // with tidings' contract added one rung at a time, then tidings, in interleaved rounds, reported
 // as round ratios (the first round dropped) against raw-oslo and against the rung above.
-import { countInstructions, ROOT, sayMark, TSX } from './callgrind.js';
+import { countRounds, sayMark, singleThreadedTsx } from './callgrind.js';
 import { measured, percentile, runRounds, textTable, type BenchContext, type ScenarioFn, type Stats } from './harness.js';
 
 /**
@@ -50,33 +50,20 @@ export function printLadder(bench: string, unit: string, rows: readonly LadderRo
   console.log(JSON.stringify({ bench, ...fields, date: new Date().toISOString(), node: process.version, sides: rows.map((r) => ({ name: r.name, opsPerSec: r.runs.map((s) => s.opsPerSec), cpuUsPerOp: r.runs.map((s) => s.cpuUsPerOp) })) }));
 }
 
-/** The command line of a ladder's child counting one rung: `<script> --one <rung> --handshake`, then `args`. */
-function rungCommand(script: string, rung: number, args: readonly string[]): string[] {
-  return [process.execPath, '--single-threaded', '--import', TSX, script, '--one', String(rung), '--handshake', ...args];
-}
-
 /**
  * `--instructions`: each rung (`names`, raw-oslo first) counted in a child process of its own
- * under callgrind, over its measured window only (callgrind.ts), `rounds` times in alternating
- * order; prints instructions per operation of each, against raw-oslo and the rung above (medians
- * of the rounds), then one JSON line. `args` go to every child (count, warm-up, URL, scenario).
+ * (`<script> --one <rung> --handshake`, then `args`: count, warm-up, URL, scenario) under
+ * callgrind, over its measured window only (callgrind.ts), `rounds` times in alternating order;
+ * prints instructions per operation of each, against raw-oslo and the rung above (medians of the
+ * rounds), then one JSON line.
  */
 export async function countLadder(bench: string, script: string, names: readonly string[], rounds: number, args: readonly string[], fields: Readonly<Record<string, unknown>>): Promise<void> {
-  const counts = names.map((): number[] => []);
-  const order = names.map((_, i) => i);
-  for (let r = 0; r < rounds; r++) {
-    for (const i of r % 2 === 0 ? order : [...order].reverse()) {
-      const run = await countInstructions(rungCommand(script, i, args), ROOT);
-      const stats = JSON.parse(run.lastLine) as Stats;
-      if (!(stats.ops > 0)) throw new Error(`${names[i]} measured no operations`);
-      counts[i].push(Math.round(run.instructions / stats.ops));
-      console.log(`round ${r + 1}/${rounds} ${names[i]}: ${counts[i].at(-1)} instructions per operation`);
-    }
-  }
-  const perOp = counts.map((all) => percentile(all, 50));
+  const children = names.map((_, i): [number, string[]] => [i, singleThreadedTsx(script, ['--one', String(i), '--handshake', ...args])]);
+  const counts = await countRounds(children, rounds, process.env, (i, r, perOp) => console.log(`round ${r + 1}/${rounds} ${names[i]}: ${perOp} instructions per operation`));
+  const perOp = names.map((_, i) => percentile(counts.get(i)!, 50));
   const table = names.map((name, i) => [name, String(perOp[i]), (perOp[i] / perOp[0]).toFixed(3), i === 0 ? '-' : (perOp[i] / perOp[i - 1]).toFixed(3), i === 0 ? '-' : String(perOp[i] - perOp[i - 1])]);
   for (const line of textTable(['rung', 'instructions per operation (median)', '/ raw-oslo', '/ rung above', 'added'], table)) console.log(line);
-  console.log(JSON.stringify({ bench: `${bench}-instructions`, ...fields, rounds, date: new Date().toISOString(), node: process.version, sides: names.map((name, i) => ({ name, perOp: perOp[i], rounds: counts[i] })) }));
+  console.log(JSON.stringify({ bench: `${bench}-instructions`, ...fields, rounds, date: new Date().toISOString(), node: process.version, sides: names.map((name, i) => ({ name, perOp: perOp[i], rounds: counts.get(i) })) }));
 }
 
 /** A ladder's child (`--one <rung>`): measures that rung once, saying the callgrind handshake with `--handshake`, and prints its stats as JSON. */
